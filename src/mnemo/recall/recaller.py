@@ -1,0 +1,148 @@
+"""Before every turn: scope first, then the arms, then fusion and the budget."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+
+import numpy as np
+
+from .. import audit
+from ..domain import Fact, Scope, Status, readable_agent_keys
+from ..providers.base import Embedder
+from ..settings import RecallSettings
+from ..store.base import Store
+from .fuse import Hit, rrf, within_budget
+
+ARMS = ("pinned", "recency", "semantic", "lexical")
+_WORD = re.compile(r"\w+")
+
+
+class Recaller:
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        settings: RecallSettings,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.settings = settings
+        self.clock = clock
+
+    async def recall(
+        self,
+        scope: Scope,
+        query: str,
+        *,
+        as_of: datetime | None = None,
+        limit: int | None = None,
+        vector: np.ndarray | None = None,
+        arms: Sequence[str] = ARMS,
+    ) -> list[Hit]:
+        """Facts for `query`, best first, each with the arms that found it.
+
+        With `as_of`, answers from what the store believed at that time (rebuilt
+        from the audit log) instead of from what it believes now.
+        """
+        s = self.settings
+        if vector is None and "semantic" in arms and query.strip():
+            vector = (await self.embedder.embed([query]))[0]
+        if as_of is None:
+            ranked = await self._live(scope, query, vector, self.clock(), arms)
+        else:
+            ranked = await self._past(scope, query, vector, as_of, arms)
+        hits = rrf(ranked, s.weights, k=s.rrf_k)
+        return within_budget(hits, max_facts=limit or s.max_facts, max_tokens=s.max_tokens)
+
+    async def _live(
+        self, scope: Scope, query: str, vector: np.ndarray | None, now: datetime, arms: Sequence[str]
+    ) -> dict[str, list[tuple[Fact, float]]]:
+        s = self.settings
+        out: dict[str, list[tuple[Fact, float]]] = {}
+        if "pinned" in arms:
+            out["pinned"] = [(f, 1.0) for f in await self.store.pinned(scope) if f.is_valid_at(now)]
+        if "recency" in arms:
+            since = now - timedelta(days=s.recency_days)
+            recent = await self.store.recent(scope, since, s.recency_k)
+            out["recency"] = [(f, _age_hours(f, now)) for f in recent if f.is_valid_at(now)]
+        if "semantic" in arms and vector is not None:
+            near = await self.store.nearest(scope, vector, self.embedder.model_name, s.semantic_k)
+            out["semantic"] = [
+                (n.fact, n.score)
+                for n in near
+                if n.score >= s.semantic_floor and n.fact.is_valid_at(now)
+            ]
+        if "lexical" in arms:
+            found = await self.store.lexical(scope, query, s.lexical_k)
+            out["lexical"] = [(n.fact, n.score) for n in found if n.fact.is_valid_at(now)]
+        return out
+
+    async def _past(
+        self, scope: Scope, query: str, vector: np.ndarray | None, at: datetime, arms: Sequence[str]
+    ) -> dict[str, list[tuple[Fact, float]]]:
+        """The same arms, computed in memory over the facts believed at `at`.
+
+        The semantic arm uses each fact's stored vector, which is that of its
+        current text; for a fact edited since `at` this is an approximation.
+        """
+        s = self.settings
+        events = await self.store.events(scope.user_id, until=at)
+        keys = readable_agent_keys(scope, await self.store.list_agents(scope.user_id))
+        facts = [
+            f
+            for f in audit.believed_at(scope.user_id, events, at).values()
+            if f.status == Status.ACTIVE
+            and not f.purged
+            and f.is_valid_at(at)
+            and (keys is None or (f.agent_id or "") in keys)
+        ]
+        out: dict[str, list[tuple[Fact, float]]] = {}
+        if "pinned" in arms:
+            out["pinned"] = [(f, 1.0) for f in facts if f.pinned]
+        if "recency" in arms:
+            since = at - timedelta(days=s.recency_days)
+            recent = [f for f in facts if f.last_seen_at and f.last_seen_at >= since]
+            recent.sort(key=lambda f: f.last_seen_at, reverse=True)
+            out["recency"] = [(f, _age_hours(f, at)) for f in recent[: s.recency_k]]
+        if "semantic" in arms and vector is not None and facts:
+            stored = await self.store.vectors(
+                Scope(scope.user_id, all_agents=True), [f.id for f in facts], self.embedder.model_name
+            )
+            scored = [(f, float(np.dot(stored[f.id], vector))) for f in facts if f.id in stored]
+            scored = [x for x in scored if x[1] >= s.semantic_floor]
+            out["semantic"] = sorted(scored, key=lambda x: -x[1])[: s.semantic_k]
+        if "lexical" in arms:
+            out["lexical"] = bm25(query, facts)[: s.lexical_k]
+        return out
+
+
+def _age_hours(fact: Fact, now: datetime) -> float:
+    seen = fact.last_seen_at or fact.created_at
+    return max(0.0, (now - seen).total_seconds() / 3600)
+
+
+def bm25(query: str, facts: Sequence[Fact], k1: float = 1.2, b: float = 0.75) -> list[tuple[Fact, float]]:
+    """Okapi BM25 over a small in-memory set (the as_of path; live recall uses FTS5)."""
+    terms = set(_WORD.findall(query.lower()))
+    if not terms or not facts:
+        return []
+    docs = [Counter(_WORD.findall(f.text.lower())) for f in facts]
+    avg = sum(sum(d.values()) for d in docs) / len(docs) or 1.0
+    df = Counter(t for d in docs for t in terms if t in d)
+    scored = []
+    for fact, doc in zip(facts, docs, strict=True):
+        length = sum(doc.values())
+        score = 0.0
+        for t in terms:
+            if t in doc:
+                idf = math.log(1 + (len(docs) - df[t] + 0.5) / (df[t] + 0.5))
+                tf = doc[t]
+                score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avg))
+        if score > 0:
+            scored.append((fact, score))
+    return sorted(scored, key=lambda x: -x[1])

@@ -1,0 +1,93 @@
+"""One Settings object: environment (MNEMO_*), then an optional TOML file, then defaults.
+
+Read once by the entry point (CLI, server) and passed down; nothing reads the
+environment at import time.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+from pydantic import BaseModel, Field
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from .domain import MemoryMode
+
+
+class RecallSettings(BaseModel):
+    recency_days: float = 7.0
+    recency_k: int = 10
+    semantic_k: int = 20
+    semantic_floor: float = 0.2  # cosine; below it a "nearest" fact is noise
+    lexical_k: int = 20
+    weights: dict[str, float] = Field(
+        default_factory=lambda: {"semantic": 1.0, "lexical": 1.0, "recency": 0.5}
+    )
+    rrf_k: float = 60.0
+    max_facts: int = 20
+    max_tokens: int = 1000
+
+
+class WriteSettings(BaseModel):
+    exchanges: int = 2  # how many (user, assistant) exchanges the extractor sees
+    related_k: int = 5  # existing facts fetched per new fact, per arm
+    related_floor: float = 0.45  # cosine below which a neighbour is not related
+    duplicate_similarity: float = 0.93  # at or above: the same fact restated
+    max_new_facts: int = 20  # per turn; the rest is dropped and reported
+    max_changes_to_existing: int = 3  # updates, supersedes, retractions per turn
+    guarded_min_confidence: float = 0.75
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="MNEMO_", env_nested_delimiter="__", extra="ignore")
+
+    data_dir: Path = Field(default_factory=lambda: Path(platformdirs.user_data_dir("mnemo")))
+    database_url: str | None = None
+    user: str = "local"
+    memory_mode: MemoryMode | None = None  # None: as Khoj with no server row (on)
+
+    llm_base_url: str | None = None
+    llm_api_key: str = "not-needed"
+    llm_model: str | None = None
+    llm_timeout: float = 60.0
+
+    embed_base_url: str | None = None
+    embed_api_key: str = "not-needed"
+    embed_model: str | None = None
+
+    recall: RecallSettings = Field(default_factory=RecallSettings)
+    write: WriteSettings = Field(default_factory=WriteSettings)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml_file = init_settings.init_kwargs.pop("_toml_file", None)  # type: ignore[attr-defined]
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        if toml_file:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
+        return tuple(sources)
+
+    @classmethod
+    def load(cls, config_file: Path | None = None, **overrides: Any) -> Settings:
+        """Settings from overrides, then MNEMO_* variables, then the TOML file, then defaults."""
+        if config_file is not None and not config_file.is_file():
+            raise FileNotFoundError(f"config file not found: {config_file}")
+        clean = {k: v for k, v in overrides.items() if v is not None}
+        return cls(_toml_file=config_file, **clean)
+
+    @property
+    def database_path(self) -> Path:
+        return self.data_dir / "mnemo.db"

@@ -1,0 +1,95 @@
+"""The Store contract: every read and write takes the scope it acts for."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+import numpy as np
+
+from ..domain import Agent, Change, Event, Fact, Message, ReviewPolicy, Scope, Status, User
+
+UNSET = object()
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredFact:
+    fact: Fact
+    score: float
+
+
+class Store(Protocol):
+    """Persistence for facts, their events, and the people and agents they belong to.
+
+    Reads see what the scope's agent rule allows (see `mnemo.recall` for the rule);
+    `Scope(user, all_agents=True)` is the person's own full view.
+    """
+
+    async def open(self) -> None:
+        """Connect and bring the schema up to date (migrations)."""
+
+    async def close(self) -> None: ...
+
+    # people, agents, settings
+    async def ensure_user(self, name: str) -> User: ...
+    async def get_user(self, user_id: str) -> User | None: ...
+    async def update_user(
+        self,
+        user_id: str,
+        *,
+        memory_enabled: bool | None | object = UNSET,
+        review_policy: ReviewPolicy | object = UNSET,
+    ) -> User: ...
+    async def create_agent(
+        self, user_id: str, name: str, *, private: bool = False, reads_default: bool = False
+    ) -> Agent: ...
+    async def list_agents(self, user_id: str) -> list[Agent]: ...
+    async def get_setting(self, key: str) -> str | None: ...
+    async def set_setting(self, key: str, value: str | None) -> None: ...
+
+    # conversations, for provenance
+    async def save_messages(
+        self, scope: Scope, conversation_id: str, messages: Sequence[Message], at: datetime
+    ) -> list[Message]: ...
+
+    # facts
+    async def get_fact(self, scope: Scope, fact_id: str) -> Fact:
+        """Raises NotFound when the id is unknown or not visible to the scope."""
+
+    async def list_facts(
+        self,
+        scope: Scope,
+        *,
+        statuses: Sequence[Status] | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> list[Fact]: ...
+    async def find_by_hash(self, scope: Scope, text_hash: str) -> list[Fact]:
+        """Active facts whose normalised text hashes to `text_hash`."""
+
+    async def nearest(
+        self, scope: Scope, vector: np.ndarray, model: str, k: int
+    ) -> list[ScoredFact]:
+        """Active facts by cosine similarity (highest first)."""
+
+    async def lexical(self, scope: Scope, query: str, k: int) -> list[ScoredFact]:
+        """Active facts by full-text relevance (best first)."""
+
+    async def recent(self, scope: Scope, since: datetime, k: int) -> list[Fact]:
+        """Active facts last confirmed at or after `since`, newest first."""
+
+    async def pinned(self, scope: Scope) -> list[Fact]: ...
+    async def vectors(self, scope: Scope, fact_ids: Sequence[str], model: str) -> dict[str, np.ndarray]: ...
+
+    async def commit(self, user_id: str, changes: Sequence[Change], at: datetime) -> list[Event]:
+        """Apply the changes and their events in one transaction.
+
+        An update whose stored version differs from `change.before.version`
+        raises Conflict and nothing of the batch is applied.
+        """
+
+    async def events(
+        self, user_id: str, *, fact_id: str | None = None, until: datetime | None = None
+    ) -> list[Event]: ...

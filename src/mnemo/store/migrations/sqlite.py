@@ -1,0 +1,112 @@
+"""Schema history of the SQLite store. Append new migrations; never edit applied ones."""
+
+from __future__ import annotations
+
+import sqlean
+
+from ..migrate import Migration
+
+
+def _script(cur, sql: str) -> None:
+    """Run statements one by one: executescript would commit the open transaction."""
+    pending = ""
+    for line in sql.splitlines(keepends=True):
+        pending += line
+        if sqlean.complete_statement(pending):
+            cur.execute(pending)
+            pending = ""
+    if pending.strip():
+        raise ValueError(f"incomplete SQL statement in migration: {pending!r}")
+
+
+def _initial(cur) -> None:
+    _script(
+        cur,
+        """
+        CREATE TABLE users (
+            id TEXT PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE,
+            created_at TEXT NOT NULL,
+            memory_enabled INTEGER,
+            review_policy TEXT NOT NULL DEFAULT 'auto'
+        );
+        CREATE TABLE agents (
+            id TEXT PRIMARY KEY,
+            user_id TEXT NOT NULL REFERENCES users(id),
+            name TEXT NOT NULL,
+            private INTEGER NOT NULL DEFAULT 0,
+            reads_default INTEGER NOT NULL DEFAULT 0,
+            created_at TEXT NOT NULL,
+            UNIQUE (user_id, name)
+        );
+        CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE conversations (
+            id TEXT PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            agent_id TEXT,
+            created_at TEXT NOT NULL
+        );
+        CREATE TABLE messages (
+            id TEXT PRIMARY KEY,
+            conversation_id TEXT NOT NULL REFERENCES conversations(id),
+            user_id TEXT NOT NULL,
+            role TEXT NOT NULL,
+            content TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX messages_conversation ON messages (conversation_id, created_at);
+        CREATE TABLE facts (
+            rowid INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            user_id TEXT NOT NULL,
+            agent_id TEXT,
+            text TEXT NOT NULL,
+            text_hash TEXT,
+            category TEXT NOT NULL,
+            status TEXT NOT NULL,
+            confidence REAL NOT NULL,
+            created_at TEXT NOT NULL,
+            recorded_at TEXT,
+            retired_at TEXT,
+            valid_from TEXT,
+            valid_to TEXT,
+            supersedes TEXT,
+            superseded_by TEXT,
+            version INTEGER NOT NULL,
+            source TEXT NOT NULL,
+            embedding_model TEXT,
+            pinned INTEGER NOT NULL DEFAULT 0,
+            mentions INTEGER NOT NULL DEFAULT 1,
+            last_seen_at TEXT,
+            purged INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE INDEX facts_recent ON facts (user_id, status, last_seen_at);
+        CREATE INDEX facts_hash ON facts (user_id, text_hash);
+        CREATE INDEX facts_pinned ON facts (user_id, pinned) WHERE pinned = 1;
+        -- active facts only; owner is a token derived from the user id, so that
+        -- MATCH intersects one user's postings instead of filtering everyone's
+        CREATE VIRTUAL TABLE facts_fts USING fts5 (owner, text, tokenize = 'porter unicode61');
+        CREATE TABLE fact_events (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            at TEXT NOT NULL,
+            user_id TEXT NOT NULL,
+            fact_id TEXT NOT NULL,
+            action TEXT NOT NULL,
+            actor TEXT NOT NULL,
+            reason TEXT,
+            before TEXT,
+            after TEXT,
+            digest TEXT NOT NULL,
+            prev_hash TEXT NOT NULL,
+            hash TEXT NOT NULL,
+            redacted INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE INDEX fact_events_user ON fact_events (user_id, seq);
+        CREATE INDEX fact_events_fact ON fact_events (fact_id, seq);
+        CREATE TRIGGER fact_events_no_delete BEFORE DELETE ON fact_events
+        BEGIN SELECT RAISE(ABORT, 'fact_events is append-only'); END;
+        """
+    )
+
+
+MIGRATIONS = [Migration(1, "initial", _initial)]

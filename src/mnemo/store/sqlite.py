@@ -1,0 +1,655 @@
+"""The embedded default store: one SQLite file, WAL, FTS5 and sqlite-vec.
+
+The stdlib `sqlite3` of some Python builds cannot load extensions, so the
+driver is `sqlean` (a drop-in `sqlite3` with a current SQLite). All calls run
+on one connection under a lock, off the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+import threading
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+import sqlean
+import sqlite_vec
+
+from .. import audit
+from ..domain import (
+    Action,
+    Agent,
+    Category,
+    Change,
+    Conflict,
+    Event,
+    Fact,
+    InvalidInput,
+    Message,
+    NotFound,
+    ReviewPolicy,
+    Scope,
+    Source,
+    Status,
+    User,
+    new_id,
+    parse_time,
+    readable_agent_keys,
+    utcnow,
+)
+from .base import UNSET, ScoredFact
+from .migrate import pending
+from .migrations.sqlite import MIGRATIONS
+
+T = TypeVar("T")
+
+_FACT_COLUMNS = (
+    "rowid, id, user_id, agent_id, text, category, status, confidence, created_at, recorded_at,"
+    " retired_at, valid_from, valid_to, supersedes, superseded_by, version, source,"
+    " embedding_model, pinned, mentions, last_seen_at, purged"
+)
+_FACT_SELECT = ", ".join(f"f.{c.strip()}" for c in _FACT_COLUMNS.split(","))
+_WRITE_COLUMNS = (
+    "id, user_id, agent_id, text, text_hash, category, status, confidence, created_at,"
+    " recorded_at, retired_at, valid_from, valid_to, supersedes, superseded_by, version, source,"
+    " embedding_model, pinned, mentions, last_seen_at, purged"
+)
+_WORD = re.compile(r"\w+", re.UNICODE)
+# Words that carry no signal in a question about a person's own facts.
+_STOPWORDS = frozenset(
+    "a an and are as at be but by did do does for from had has have how i if in into is it its"
+    " me my of on or our so that the their them then there these they this to was we were what"
+    " when where which who whom why will with you your".split()
+)
+
+
+def ts(value: datetime | None) -> str | None:
+    """Times are stored as fixed-width UTC strings, so that text order is time order."""
+    if value is None:
+        return None
+    return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def owner_token(user_id: str) -> str:
+    return "u" + hashlib.sha256(user_id.encode()).hexdigest()[:24]
+
+
+def fts_query(text: str) -> str | None:
+    words = [w for w in (m.group().lower() for m in _WORD.finditer(text)) if w not in _STOPWORDS]
+    if not words:
+        return None
+    unique = list(dict.fromkeys(words))[:32]
+    return " OR ".join(f'"{w}"' for w in unique)
+
+
+class SQLiteStore:
+    def __init__(self, path: str | Path, *, clock: Callable[[], datetime] = utcnow) -> None:
+        self.path = str(path)
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._conn: Any = None
+        self._vector_tables: set[int] = set()
+
+    # -- plumbing -------------------------------------------------------------
+
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        def locked() -> T:
+            with self._lock:
+                return fn(*args)
+
+        return await asyncio.to_thread(locked)
+
+    def _tx(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run `fn(cursor, ...)` in one immediate (write-locking) transaction."""
+        cur = self._conn.cursor()
+        cur.execute("BEGIN IMMEDIATE")
+        try:
+            result = fn(cur, *args)
+        except BaseException:
+            cur.execute("ROLLBACK")
+            raise
+        cur.execute("COMMIT")
+        return result
+
+    async def open(self) -> None:
+        await self._run(self._open)
+
+    def _open(self) -> None:
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlean.connect(self.path, isolation_level=None, check_same_thread=False)
+        conn.enable_load_extension(True)
+        sqlite_vec.load(conn)
+        conn.enable_load_extension(False)
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA busy_timeout = 5000")
+        self._conn = conn
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations"
+            " (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+        )
+        applied = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+        for migration in pending(applied, MIGRATIONS):
+
+            def apply(cur, m=migration):
+                m.apply(cur)
+                cur.execute(
+                    "INSERT INTO schema_migrations VALUES (?, ?, ?)",
+                    (m.version, m.name, ts(utcnow())),
+                )
+
+            self._tx(apply)
+        self._vector_tables = {
+            int(name.rsplit("_", 1)[1])
+            for (name,) in conn.execute(
+                "SELECT name FROM sqlite_master WHERE name GLOB 'fact_vectors_[0-9]*'"
+                " AND sql LIKE 'CREATE VIRTUAL TABLE%'"
+            )
+        }
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            await self._run(self._conn.close)
+            self._conn = None
+
+    def schema_versions(self) -> list[int]:
+        return [r[0] for r in self._conn.execute("SELECT version FROM schema_migrations")]
+
+    # -- people, agents, settings ----------------------------------------------
+
+    async def ensure_user(self, name: str) -> User:
+        return await self._run(self._tx, self._ensure_user, name)
+
+    def _ensure_user(self, cur, name: str) -> User:
+        row = cur.execute("SELECT * FROM users WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            cur.execute(
+                "INSERT INTO users (id, name, created_at) VALUES (?, ?, ?)",
+                (new_id(), name, ts(self._clock())),
+            )
+            row = cur.execute("SELECT * FROM users WHERE name = ?", (name,)).fetchone()
+        return _user(row)
+
+    async def get_user(self, user_id: str) -> User | None:
+        def get():
+            row = self._conn.execute("SELECT * FROM users WHERE id = ?", (user_id,)).fetchone()
+            return _user(row) if row else None
+
+        return await self._run(get)
+
+    async def update_user(
+        self,
+        user_id: str,
+        *,
+        memory_enabled: bool | None | object = UNSET,
+        review_policy: ReviewPolicy | object = UNSET,
+    ) -> User:
+        def update(cur):
+            if memory_enabled is not UNSET:
+                cur.execute(
+                    "UPDATE users SET memory_enabled = ? WHERE id = ?",
+                    (None if memory_enabled is None else int(bool(memory_enabled)), user_id),
+                )
+            if review_policy is not UNSET:
+                cur.execute(
+                    "UPDATE users SET review_policy = ? WHERE id = ?",
+                    (str(ReviewPolicy(review_policy)), user_id),
+                )
+            row = cur.execute("SELECT * FROM users WHERE id = ?", (user_id,)).fetchone()
+            if row is None:
+                raise NotFound(f"no user {user_id}")
+            return _user(row)
+
+        return await self._run(self._tx, update)
+
+    async def create_agent(
+        self, user_id: str, name: str, *, private: bool = False, reads_default: bool = False
+    ) -> Agent:
+        agent = Agent(new_id(), user_id, name, private, reads_default)
+
+        def insert(cur):
+            if cur.execute(
+                "SELECT 1 FROM agents WHERE user_id = ? AND name = ?", (user_id, name)
+            ).fetchone():
+                raise InvalidInput(f"an agent named {name!r} already exists")
+            cur.execute(
+                "INSERT INTO agents VALUES (?, ?, ?, ?, ?, ?)",
+                (agent.id, user_id, name, int(private), int(reads_default), ts(self._clock())),
+            )
+            return agent
+
+        return await self._run(self._tx, insert)
+
+    async def list_agents(self, user_id: str) -> list[Agent]:
+        def select():
+            rows = self._conn.execute(
+                "SELECT id, user_id, name, private, reads_default FROM agents"
+                " WHERE user_id = ? ORDER BY created_at",
+                (user_id,),
+            )
+            return [_agent(r) for r in rows]
+
+        return await self._run(select)
+
+    async def get_setting(self, key: str) -> str | None:
+        def get():
+            row = self._conn.execute("SELECT value FROM settings WHERE key = ?", (key,)).fetchone()
+            return row[0] if row else None
+
+        return await self._run(get)
+
+    async def set_setting(self, key: str, value: str | None) -> None:
+        def put(cur):
+            if value is None:
+                cur.execute("DELETE FROM settings WHERE key = ?", (key,))
+            else:
+                cur.execute(
+                    "INSERT INTO settings VALUES (?, ?)"
+                    " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    (key, value),
+                )
+
+        await self._run(self._tx, put)
+
+    async def save_messages(
+        self, scope: Scope, conversation_id: str, messages: Sequence[Message], at: datetime
+    ) -> list[Message]:
+        def insert(cur):
+            row = cur.execute(
+                "SELECT user_id FROM conversations WHERE id = ?", (conversation_id,)
+            ).fetchone()
+            if row is None:
+                cur.execute(
+                    "INSERT INTO conversations VALUES (?, ?, ?, ?)",
+                    (conversation_id, scope.user_id, scope.agent_id, ts(at)),
+                )
+            elif row[0] != scope.user_id:
+                raise NotFound(f"no conversation {conversation_id}")
+            saved = []
+            for m in messages:
+                m = Message(m.role, m.content, m.id or new_id())
+                cur.execute(
+                    "INSERT OR IGNORE INTO messages VALUES (?, ?, ?, ?, ?, ?)",
+                    (m.id, conversation_id, scope.user_id, m.role, m.content, ts(at)),
+                )
+                saved.append(m)
+            return saved
+
+        return await self._run(self._tx, insert)
+
+    # -- visibility ------------------------------------------------------------
+
+    def _agent_keys(self, scope: Scope) -> list[str] | None:
+        if scope.all_agents:
+            return None
+        rows = self._conn.execute(
+            "SELECT id, user_id, name, private, reads_default FROM agents WHERE user_id = ?",
+            (scope.user_id,),
+        )
+        return readable_agent_keys(scope, [_agent(r) for r in rows])
+
+    def _visible(self, scope: Scope, alias: str = "f") -> tuple[str, list[Any]]:
+        keys = self._agent_keys(scope)
+        if keys is None:
+            return f"{alias}.user_id = ?", [scope.user_id]
+        marks = ", ".join("?" * len(keys))
+        return (
+            f"{alias}.user_id = ? AND COALESCE({alias}.agent_id, '') IN ({marks})",
+            [scope.user_id, *keys],
+        )
+
+    # -- facts: reads ----------------------------------------------------------
+
+    def _select_rows(
+        self, scope: Scope, where: str, params: Sequence[Any], tail: str = ""
+    ) -> list[tuple[int, Fact]]:
+        visible, vparams = self._visible(scope)
+        sql = f"SELECT {_FACT_SELECT} FROM facts f WHERE {visible} AND ({where}) {tail}"
+        return [(r[0], _fact(r)) for r in self._conn.execute(sql, (*vparams, *params))]
+
+    def _select(self, scope: Scope, where: str, params: Sequence[Any], tail: str = "") -> list[Fact]:
+        return [fact for _, fact in self._select_rows(scope, where, params, tail)]
+
+    async def get_fact(self, scope: Scope, fact_id: str) -> Fact:
+        found = await self._run(self._select, scope, "f.id = ?", (fact_id,))
+        if not found:
+            raise NotFound(f"no memory {fact_id}")
+        return found[0]
+
+    async def list_facts(
+        self,
+        scope: Scope,
+        *,
+        statuses: Sequence[Status] | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> list[Fact]:
+        where, params = "1", []
+        if statuses:
+            where = f"f.status IN ({', '.join('?' * len(statuses))})"
+            params = [str(s) for s in statuses]
+        tail = "ORDER BY f.created_at DESC, f.rowid DESC LIMIT ? OFFSET ?"
+        return await self._run(self._select, scope, where, [*params, limit, offset], tail)
+
+    async def find_by_hash(self, scope: Scope, text_hash: str) -> list[Fact]:
+        return await self._run(
+            self._select, scope, "f.text_hash = ? AND f.status = 'active'", (text_hash,)
+        )
+
+    async def recent(self, scope: Scope, since: datetime, k: int) -> list[Fact]:
+        return await self._run(
+            self._select,
+            scope,
+            "f.status = 'active' AND f.last_seen_at >= ?",
+            (ts(since),),
+            "ORDER BY f.last_seen_at DESC LIMIT " + str(int(k)),
+        )
+
+    async def pinned(self, scope: Scope) -> list[Fact]:
+        return await self._run(
+            self._select, scope, "f.pinned = 1 AND f.status = 'active'", (), "ORDER BY f.created_at"
+        )
+
+    async def nearest(
+        self, scope: Scope, vector: np.ndarray, model: str, k: int
+    ) -> list[ScoredFact]:
+        return await self._run(self._nearest, scope, vector, model, k)
+
+    def _nearest(self, scope: Scope, vector: np.ndarray, model: str, k: int) -> list[ScoredFact]:
+        dims = int(vector.shape[0])
+        if dims not in self._vector_tables or k <= 0:
+            return []
+        keys = self._agent_keys(scope)
+        agent_filter, params = "", []
+        if keys is not None:
+            agent_filter = f" AND agent IN ({', '.join('?' * len(keys))})"
+            params = keys
+        rows = self._conn.execute(
+            f"SELECT rowid, distance FROM fact_vectors_{dims}"
+            " WHERE embedding MATCH ? AND k = ? AND owner = ? AND active = 1 AND model = ?"
+            f"{agent_filter}",
+            (np.asarray(vector, np.float32).tobytes(), int(k), scope.user_id, model, *params),
+        ).fetchall()
+        if not rows:
+            return []
+        distance = {r[0]: r[1] for r in rows}
+        marks = ", ".join("?" * len(rows))
+        by_rowid = dict(self._select_rows(scope, f"f.rowid IN ({marks})", list(distance)))
+        scored = [
+            ScoredFact(by_rowid[rid], 1.0 - d) for rid, d in distance.items() if rid in by_rowid
+        ]
+        return sorted(scored, key=lambda s: -s.score)
+
+    async def lexical(self, scope: Scope, query: str, k: int) -> list[ScoredFact]:
+        match = fts_query(query)
+        if match is None or k <= 0:
+            return []
+
+        def search():
+            visible, params = self._visible(scope)
+            sql = (
+                f"SELECT {_FACT_SELECT}, bm25(facts_fts, 0.0, 1.0) AS rank"
+                " FROM facts_fts JOIN facts f ON f.rowid = facts_fts.rowid"
+                f" WHERE facts_fts MATCH ? AND {visible} AND f.status = 'active'"
+                " ORDER BY rank LIMIT ?"
+            )
+            owner = owner_token(scope.user_id)
+            rows = self._conn.execute(sql, (f"owner:{owner} AND text:({match})", *params, k))
+            # bm25() is lower-is-better and negative; report a positive score
+            return [ScoredFact(_fact(r[:-1]), -r[-1]) for r in rows]
+
+        return await self._run(search)
+
+    async def vectors(
+        self, scope: Scope, fact_ids: Sequence[str], model: str
+    ) -> dict[str, np.ndarray]:
+        def select():
+            out: dict[str, np.ndarray] = {}
+            if not fact_ids:
+                return out
+            rows = self._select_rows(
+                scope, f"f.id IN ({', '.join('?' * len(fact_ids))})", list(fact_ids)
+            )
+            for dims in self._vector_tables:
+                for rowid, fact in rows:
+                    row = self._conn.execute(
+                        f"SELECT embedding FROM fact_vectors_{dims} WHERE rowid = ? AND model = ?",
+                        (rowid, model),
+                    ).fetchone()
+                    if row:
+                        out[fact.id] = np.frombuffer(row[0], dtype=np.float32)
+            return out
+
+        return await self._run(select)
+
+    # -- facts: writes ---------------------------------------------------------
+
+    async def commit(self, user_id: str, changes: Sequence[Change], at: datetime) -> list[Event]:
+        if not changes:
+            return []
+        return await self._run(self._tx, self._commit, user_id, list(changes), at)
+
+    def _commit(self, cur, user_id: str, changes: list[Change], at: datetime) -> list[Event]:
+        row = cur.execute(
+            "SELECT hash FROM fact_events WHERE user_id = ? ORDER BY seq DESC LIMIT 1", (user_id,)
+        ).fetchone()
+        prev = row[0] if row else audit.GENESIS
+        events = []
+        for change in changes:
+            fact = change.fact
+            if fact.user_id != user_id:
+                raise InvalidInput("a change names another user's fact")
+            rowid = self._write_fact(cur, change)
+            self._index(cur, rowid, change)
+            if change.redact:
+                self._redact_events(cur, user_id, fact.id)
+            before = change.before.snapshot() if change.before else None
+            after = fact.snapshot()
+            if change.redact:
+                before = audit.redact(before)
+            digest = audit.content_digest(
+                at=at,
+                user_id=user_id,
+                fact_id=fact.id,
+                action=change.action,
+                actor=change.actor,
+                reason=change.reason,
+                before=before,
+                after=after,
+            )
+            digest_hash = audit.chain_hash(prev, digest)
+            cur.execute(
+                "INSERT INTO fact_events"
+                " (at, user_id, fact_id, action, actor, reason, before, after, digest, prev_hash, hash)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    at.isoformat(),
+                    user_id,
+                    fact.id,
+                    str(change.action),
+                    change.actor,
+                    change.reason,
+                    _dump(before),
+                    _dump(after),
+                    digest,
+                    prev,
+                    digest_hash,
+                ),
+            )
+            events.append(
+                Event(
+                    cur.lastrowid, at, user_id, fact.id, change.action, change.actor,
+                    change.reason, before, after, digest, prev, digest_hash,
+                )
+            )
+            prev = digest_hash
+        return events
+
+    def _write_fact(self, cur, change: Change) -> int:
+        f = change.fact
+        values = (
+            f.id, f.user_id, f.agent_id, f.text, None if f.purged else f.text_hash,
+            str(f.category), str(f.status), f.confidence, ts(f.created_at), ts(f.recorded_at),
+            ts(f.retired_at), ts(f.valid_from), ts(f.valid_to), f.supersedes, f.superseded_by,
+            f.version, json.dumps(f.source.to_json()), f.embedding_model, int(f.pinned),
+            f.mentions, ts(f.last_seen_at), int(f.purged),
+        )
+        columns = _WRITE_COLUMNS
+        if change.before is None:
+            if change.action != Action.CREATE:
+                raise InvalidInput(f"{change.action} needs the fact as it was")
+            cur.execute(
+                f"INSERT INTO facts ({columns}) VALUES ({', '.join('?' * len(values))})", values
+            )
+            return cur.lastrowid
+        assignments = ", ".join(f"{c.strip()} = ?" for c in columns.split(","))
+        cur.execute(
+            f"UPDATE facts SET {assignments} WHERE id = ? AND user_id = ? AND version = ?",
+            (*values, f.id, f.user_id, change.before.version),
+        )
+        if cur.rowcount != 1:
+            raise Conflict(f"memory {f.id} changed since version {change.before.version}")
+        return cur.execute("SELECT rowid FROM facts WHERE id = ?", (f.id,)).fetchone()[0]
+
+    def _index(self, cur, rowid: int, change: Change) -> None:
+        """Keep the lexical and vector indexes in step with the fact row."""
+        f = change.fact
+        active = f.status == Status.ACTIVE and not f.purged
+        cur.execute("DELETE FROM facts_fts WHERE rowid = ?", (rowid,))
+        if active:
+            cur.execute(
+                "INSERT INTO facts_fts (rowid, owner, text) VALUES (?, ?, ?)",
+                (rowid, owner_token(f.user_id), f.text),
+            )
+        if change.vector is not None or f.purged:
+            for dims in self._vector_tables:
+                cur.execute(f"DELETE FROM fact_vectors_{dims} WHERE rowid = ?", (rowid,))
+        if change.vector is not None and not f.purged:
+            vector = np.asarray(change.vector, dtype=np.float32)
+            dims = self._ensure_vector_table(cur, int(vector.shape[0]))
+            cur.execute(
+                f"INSERT INTO fact_vectors_{dims} (rowid, owner, active, agent, model, embedding)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (rowid, f.user_id, int(active), f.agent_id or "", f.embedding_model, vector.tobytes()),
+            )
+        elif change.before is not None and not f.purged:
+            for dims in self._vector_tables:
+                cur.execute(
+                    f"UPDATE fact_vectors_{dims} SET active = ? WHERE rowid = ?",
+                    (int(active), rowid),
+                )
+
+    def _ensure_vector_table(self, cur, dims: int) -> int:
+        # One vec0 table per vector size, partitioned by user so that a KNN
+        # query reads only that user's vectors.
+        if dims not in self._vector_tables:
+            cur.execute(
+                f"CREATE VIRTUAL TABLE IF NOT EXISTS fact_vectors_{dims} USING vec0("
+                " owner TEXT PARTITION KEY, active INTEGER, agent TEXT, model TEXT,"
+                f" embedding FLOAT[{dims}] distance_metric=cosine)"
+            )
+            self._vector_tables.add(dims)
+        return dims
+
+    def _redact_events(self, cur, user_id: str, fact_id: str) -> None:
+        rows = cur.execute(
+            "SELECT seq, before, after FROM fact_events WHERE user_id = ? AND fact_id = ?",
+            (user_id, fact_id),
+        ).fetchall()
+        for seq, before, after in rows:
+            cur.execute(
+                "UPDATE fact_events SET before = ?, after = ?, redacted = 1 WHERE seq = ?",
+                (
+                    _dump(audit.redact(_load(before))),
+                    _dump(audit.redact(_load(after))),
+                    seq,
+                ),
+            )
+
+    async def events(
+        self, user_id: str, *, fact_id: str | None = None, until: datetime | None = None
+    ) -> list[Event]:
+        def select():
+            sql = "SELECT * FROM fact_events WHERE user_id = ?"
+            params: list[Any] = [user_id]
+            if fact_id is not None:
+                sql += " AND fact_id = ?"
+                params.append(fact_id)
+            rows = self._conn.execute(sql + " ORDER BY seq", params).fetchall()
+            events = [_event(r) for r in rows]
+            return [e for e in events if until is None or e.at <= until]
+
+        return await self._run(select)
+
+
+def _dump(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False)
+
+
+def _load(value: str | None) -> Any:
+    return None if value is None else json.loads(value)
+
+
+def _user(row) -> User:
+    return User(
+        id=row[0],
+        name=row[1],
+        memory_enabled=None if row[3] is None else bool(row[3]),
+        review_policy=ReviewPolicy(row[4]),
+    )
+
+
+def _agent(r) -> Agent:
+    return Agent(r[0], r[1], r[2], bool(r[3]), bool(r[4]))
+
+
+def _fact(r) -> Fact:
+    return Fact(
+        id=r[1],
+        user_id=r[2],
+        agent_id=r[3],
+        text=r[4],
+        category=Category(r[5]),
+        status=Status(r[6]),
+        confidence=r[7],
+        created_at=parse_time(r[8]),
+        recorded_at=parse_time(r[9]),
+        retired_at=parse_time(r[10]),
+        valid_from=parse_time(r[11]),
+        valid_to=parse_time(r[12]),
+        supersedes=r[13],
+        superseded_by=r[14],
+        version=r[15],
+        source=Source.from_json(json.loads(r[16])),
+        embedding_model=r[17],
+        pinned=bool(r[18]),
+        mentions=r[19],
+        last_seen_at=parse_time(r[20]),
+        purged=bool(r[21]),
+    )
+
+
+def _event(r) -> Event:
+    return Event(
+        seq=r[0],
+        at=parse_time(r[1]),
+        user_id=r[2],
+        fact_id=r[3],
+        action=Action(r[4]),
+        actor=r[5],
+        reason=r[6],
+        before=_load(r[7]),
+        after=_load(r[8]),
+        digest=r[9],
+        prev_hash=r[10],
+        hash=r[11],
+        redacted=bool(r[12]),
+    )

@@ -1,0 +1,180 @@
+"""Every way a fact can change, as pure functions that return the Changes to commit.
+
+The extractor's writer and a person's edits go through these same functions,
+so a fact's lifecycle has one definition.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from ..domain import (
+    Action,
+    Category,
+    Change,
+    Fact,
+    InvalidInput,
+    Scope,
+    Source,
+    Status,
+    new_id,
+)
+
+MAX_TEXT = 2000
+
+
+def clean_text(text: str) -> str:
+    text = " ".join(text.split())
+    if not text:
+        raise InvalidInput("a memory needs some text")
+    if len(text) > MAX_TEXT:
+        raise InvalidInput(f"a memory is at most {MAX_TEXT} characters")
+    return text
+
+
+def new_fact(
+    scope: Scope,
+    text: str,
+    *,
+    now: datetime,
+    source: Source,
+    status: Status = Status.ACTIVE,
+    category: Category = Category.OTHER,
+    confidence: float = 1.0,
+    valid_from: datetime | None = None,
+    embedding_model: str | None = None,
+    pinned: bool = False,
+    supersedes: str | None = None,
+) -> Fact:
+    return Fact(
+        id=new_id(),
+        user_id=scope.user_id,
+        agent_id=scope.agent_id,
+        text=clean_text(text),
+        category=category,
+        status=status,
+        confidence=max(0.0, min(1.0, confidence)),
+        created_at=now,
+        recorded_at=now if status == Status.ACTIVE else None,
+        source=source,
+        valid_from=valid_from,
+        embedding_model=embedding_model,
+        pinned=pinned,
+        supersedes=supersedes,
+        last_seen_at=now,
+    )
+
+
+def create(fact: Fact, vector: Any, actor: str, reason: str | None = None) -> Change:
+    return Change(fact, Action.CREATE, actor, reason=reason, vector=vector)
+
+
+def _bump(fact: Fact, **changes: Any) -> Fact:
+    return fact.evolve(version=fact.version + 1, **changes)
+
+
+def _require(fact: Fact, *statuses: Status, doing: str) -> None:
+    if fact.purged:
+        raise InvalidInput(f"memory {fact.id} was purged")
+    if fact.status not in statuses:
+        raise InvalidInput(f"cannot {doing} a memory that is {fact.status}")
+
+
+def edit(
+    fact: Fact,
+    text: str,
+    *,
+    now: datetime,
+    vector: Any,
+    embedding_model: str,
+    actor: str,
+    reason: str | None = None,
+    category: Category | None = None,
+    confidence: float | None = None,
+) -> Change:
+    """A correction of the same fact: same id and created date, new text and version."""
+    _require(fact, Status.ACTIVE, Status.CANDIDATE, doing="edit")
+    after = _bump(
+        fact,
+        text=clean_text(text),
+        embedding_model=embedding_model,
+        category=category or fact.category,
+        confidence=fact.confidence if confidence is None else confidence,
+        last_seen_at=now,
+    )
+    return Change(after, Action.EDIT, actor, before=fact, reason=reason, vector=vector)
+
+
+def supersede(old: Fact, new: Fact, *, now: datetime, actor: str, reason: str | None = None) -> Change:
+    """The world changed: `new` (already created) replaces `old`."""
+    _require(old, Status.ACTIVE, doing="supersede")
+    after = _bump(
+        old,
+        status=Status.SUPERSEDED,
+        superseded_by=new.id,
+        valid_to=new.valid_from or now,
+        retired_at=now,
+    )
+    return Change(after, Action.SUPERSEDE, actor, before=old, reason=reason)
+
+
+def retract(fact: Fact, *, now: datetime, actor: str, reason: str | None = None) -> Change:
+    """No longer true, and nothing replaces it: a tombstone that recall skips."""
+    _require(fact, Status.ACTIVE, doing="retract")
+    after = _bump(fact, status=Status.RETRACTED, valid_to=fact.valid_to or now, retired_at=now)
+    return Change(after, Action.RETRACT, actor, before=fact, reason=reason)
+
+
+def restore(fact: Fact, *, now: datetime, actor: str, reason: str | None = None) -> Change:
+    _require(fact, Status.RETRACTED, Status.SUPERSEDED, Status.REJECTED, doing="restore")
+    after = _bump(
+        fact,
+        status=Status.ACTIVE,
+        valid_to=None,
+        retired_at=None,
+        superseded_by=None,
+        recorded_at=now,
+        last_seen_at=now,
+    )
+    return Change(after, Action.RESTORE, actor, before=fact, reason=reason)
+
+
+def approve(fact: Fact, *, now: datetime, actor: str, reason: str | None = None) -> Change:
+    _require(fact, Status.CANDIDATE, doing="approve")
+    after = _bump(fact, status=Status.ACTIVE, recorded_at=now, last_seen_at=now)
+    return Change(after, Action.APPROVE, actor, before=fact, reason=reason)
+
+
+def reject(fact: Fact, *, now: datetime, actor: str, reason: str | None = None) -> Change:
+    _require(fact, Status.CANDIDATE, doing="reject")
+    after = _bump(fact, status=Status.REJECTED, retired_at=now)
+    return Change(after, Action.REJECT, actor, before=fact, reason=reason)
+
+
+def reinforce(fact: Fact, *, now: datetime, actor: str, reason: str | None = None) -> Change:
+    """The fact was stated again: count it and refresh it rather than add a row."""
+    _require(fact, Status.ACTIVE, doing="reinforce")
+    after = _bump(fact, mentions=fact.mentions + 1, last_seen_at=now)
+    return Change(after, Action.REINFORCE, actor, before=fact, reason=reason)
+
+
+def pin(fact: Fact, pinned: bool, *, actor: str) -> Change:
+    _require(fact, Status.ACTIVE, Status.CANDIDATE, doing="pin")
+    return Change(_bump(fact, pinned=pinned), Action.PIN, actor, before=fact)
+
+
+def purge(fact: Fact, *, now: datetime, actor: str, reason: str | None = None) -> Change:
+    """Erase the text, here and in every past event; the events themselves stay."""
+    if fact.purged:
+        raise InvalidInput(f"memory {fact.id} was already purged")
+    after = _bump(
+        fact,
+        text="",
+        purged=True,
+        status=Status.RETRACTED if fact.status == Status.ACTIVE else fact.status,
+        retired_at=fact.retired_at or now,
+        embedding_model=None,
+        pinned=False,
+    )
+    return Change(after, Action.PURGE, actor, before=fact, reason=reason, redact=True)

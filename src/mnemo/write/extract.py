@@ -1,0 +1,132 @@
+"""From a finished turn to proposed facts: with a chat model, or from explicit requests only."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+from ..domain import Category, Message, Source, SourceKind, parse_time
+from ..providers.base import ChatModel
+from . import extract_prompt
+from .parse import parse_items
+
+
+@dataclass(frozen=True, slots=True)
+class Proposal:
+    """A fact an extractor believes it learnt, not yet compared with memory."""
+
+    text: str
+    source: Source
+    category: Category = Category.OTHER
+    confidence: float = 0.8
+    valid_from: datetime | None = None
+
+    @property
+    def from_user(self) -> bool:
+        return self.source.kind == SourceKind.USER_MESSAGE
+
+
+@dataclass
+class Extracted:
+    proposals: list[Proposal] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+class Extractor(Protocol):
+    async def extract(
+        self, messages: list[Message], conversation_id: str, now: datetime
+    ) -> Extracted: ...
+
+
+def last_exchanges(messages: list[Message], exchanges: int) -> list[Message]:
+    """The tail of the conversation that holds the last `exchanges` user messages."""
+    user_positions = [i for i, m in enumerate(messages) if m.role == "user"]
+    if not user_positions:
+        return []
+    start = user_positions[-exchanges] if len(user_positions) >= exchanges else user_positions[0]
+    return [m for m in messages[start:] if m.role in ("user", "assistant")]
+
+
+class ModelExtractor:
+    """Asks the chat model for facts, as JSON matching `extract_prompt.Extraction`."""
+
+    def __init__(self, chat: ChatModel, *, exchanges: int = 2, max_facts: int = 20) -> None:
+        self.chat = chat
+        self.exchanges = exchanges
+        self.max_facts = max_facts
+
+    async def extract(
+        self, messages: list[Message], conversation_id: str, now: datetime
+    ) -> Extracted:
+        window = last_exchanges(messages, self.exchanges)
+        if not window:
+            return Extracted()
+        numbered = [(i, m.role, m.content) for i, m in enumerate(window, start=1)]
+        raw = await self.chat.complete_json(
+            [
+                {"role": "system", "content": extract_prompt.SYSTEM},
+                {"role": "user", "content": extract_prompt.user_prompt(numbered, f"{now:%Y-%m-%d}")},
+            ],
+            schema=extract_prompt.Extraction.model_json_schema(),
+            schema_name="extraction",
+        )
+        parsed = parse_items(raw, "facts", extract_prompt.ExtractedFact, limit=self.max_facts)
+        out = Extracted(problems=[f"extraction: {p}" for p in parsed.problems])
+        for item in parsed.items:
+            message = window[item.message - 1] if item.message and 0 < item.message <= len(window) else None
+            spoken_by_user = item.speaker == "user" and (message is None or message.role == "user")
+            source = Source(
+                kind=SourceKind.USER_MESSAGE if spoken_by_user else SourceKind.ASSISTANT_MESSAGE,
+                conversation_id=conversation_id,
+                message_ids=tuple(m for m in [message.id if message else None] if m),
+                speaker="user" if spoken_by_user else "assistant",
+                extractor_model=self.chat.model_name,
+                prompt_version=extract_prompt.VERSION,
+            )
+            valid_from = None
+            if item.valid_from:
+                try:
+                    valid_from = parse_time(item.valid_from)
+                except ValueError:
+                    out.problems.append(f"extraction: unreadable valid_from {item.valid_from!r} ignored")
+            out.proposals.append(
+                Proposal(item.text, source, item.category, item.confidence, valid_from)
+            )
+        return out
+
+
+_REQUEST = re.compile(
+    r"(?:^|[.!?]\s+)(?:please\s+)?(?:remember|note|keep in mind|don't forget|do not forget)"
+    r"(?:\s+that)?\s*[:,]?\s+(?P<fact>[^.!?\n]{3,500})",
+    re.IGNORECASE,
+)
+EXPLICIT_VERSION = "explicit-1"
+
+
+class ExplicitExtractor:
+    """Without a chat model, learn only what the user explicitly asked to be remembered."""
+
+    model_name = "explicit-request"
+
+    async def extract(
+        self, messages: list[Message], conversation_id: str, now: datetime
+    ) -> Extracted:
+        out = Extracted()
+        last_user = next((m for m in reversed(messages) if m.role == "user"), None)
+        if last_user is None:
+            return out
+        for match in _REQUEST.finditer(last_user.content):
+            text = match.group("fact").strip()
+            text = text[0].upper() + text[1:]
+            source = Source(
+                kind=SourceKind.USER_MESSAGE,
+                conversation_id=conversation_id,
+                message_ids=(last_user.id,) if last_user.id else (),
+                speaker="user",
+                extractor_model=self.model_name,
+                prompt_version=EXPLICIT_VERSION,
+            )
+            out.proposals.append(Proposal(text, source, confidence=1.0))
+        return out

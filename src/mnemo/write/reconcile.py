@@ -1,0 +1,86 @@
+"""Decide how new facts relate to existing ones; validate every reference the model makes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ..domain import Fact
+from ..providers.base import ChatModel
+from . import reconcile_prompt
+from .extract import Proposal
+from .parse import parse_items
+
+OpKind = Literal["add", "update", "supersede", "retract", "reinforce", "noop"]
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    kind: OpKind
+    proposal: Proposal
+    target: Fact | None = None
+    reason: str | None = None
+
+
+@dataclass
+class Reconciled:
+    ops: list[Op] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+async def reconcile(chat: ChatModel, items: list[tuple[Proposal, list[Fact]]]) -> Reconciled:
+    """One structured call for all new facts that have related existing facts.
+
+    The model sees existing facts as short aliases (1, 2, 3…), never their ids;
+    each reference it returns is checked against the aliases it was shown. A bad
+    decision is dropped and reported; a new fact left without a valid decision
+    is added, so that nothing learnt is lost silently.
+    """
+    aliases: dict[int, Fact] = {}
+    alias_of: dict[str, int] = {}
+    for _, related in items:
+        for fact in related:
+            if fact.id not in alias_of:
+                alias_of[fact.id] = len(aliases) + 1
+                aliases[alias_of[fact.id]] = fact
+    existing = [
+        (alias, fact.text, f"{(fact.valid_from or fact.created_at):%Y-%m-%d}")
+        for alias, fact in aliases.items()
+    ]
+    raw = await chat.complete_json(
+        [
+            {"role": "system", "content": reconcile_prompt.SYSTEM},
+            {
+                "role": "user",
+                "content": reconcile_prompt.user_prompt([p.text for p, _ in items], existing),
+            },
+        ],
+        schema=reconcile_prompt.Reconciliation.model_json_schema(),
+        schema_name="reconciliation",
+    )
+    parsed = parse_items(raw, "decisions", reconcile_prompt.Decision, limit=4 * len(items))
+    out = Reconciled(problems=[f"reconciliation: {p}" for p in parsed.problems])
+    decided: set[int] = set()
+    for d in parsed.items:
+        if not 1 <= d.new <= len(items):
+            out.problems.append(f"reconciliation: decision for unknown new fact N{d.new} dropped")
+            continue
+        if d.new in decided:
+            out.problems.append(f"reconciliation: second decision for N{d.new} dropped")
+            continue
+        proposal = items[d.new - 1][0]
+        target = None
+        if d.action in ("update", "supersede", "retract"):
+            if d.target is None or d.target not in aliases:
+                out.problems.append(
+                    f"reconciliation: {d.action} of N{d.new} names unknown fact {d.target!r}; dropped"
+                )
+                continue
+            target = aliases[d.target]
+        decided.add(d.new)
+        out.ops.append(Op(d.action, proposal, target, d.reason))
+    for number, (proposal, _) in enumerate(items, start=1):
+        if number not in decided:
+            out.problems.append(f"reconciliation: no valid decision for N{number}; added")
+            out.ops.append(Op("add", proposal, reason="no valid decision from the model"))
+    return out

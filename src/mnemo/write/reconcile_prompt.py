@@ -1,0 +1,49 @@
+"""The reconciliation prompt: how each new fact relates to what memory already holds."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+VERSION = "reconcile-2026-11-1"
+
+SYSTEM = """\
+You maintain a long-term memory of facts about one person. New facts were just \
+learnt from a conversation. For each new fact, decide how it relates to the \
+existing facts shown with it, which were found as possibly related.
+
+Actions:
+- "add": the new fact is new information; keep everything existing as is.
+- "update": the new fact corrects or refines the SAME fact as existing fact \
+`target` (a typo, more detail, a wrong value) — it was never true as stored.
+- "supersede": the world changed: the new fact replaces existing fact `target`, \
+which was true until now (moved city, new job, ended relationship).
+- "retract": the new fact says existing fact `target` is no longer true and \
+nothing replaces it; the new fact itself is not kept.
+- "noop": the new fact adds nothing (already known).
+
+Refer to existing facts only by the numbers shown. One decision per new fact. \
+When unsure, choose "add".
+
+Answer with JSON only, shaped {"decisions": [{"new": <new fact number>, \
+"action": "...", "target": <existing fact number or null>, "reason": "..."}]}."""
+
+
+class Decision(BaseModel):
+    new: int
+    action: Literal["add", "update", "supersede", "retract", "noop"]
+    target: int | None = None
+    reason: str | None = Field(default=None, max_length=500)
+
+
+class Reconciliation(BaseModel):
+    decisions: list[Decision]
+
+
+def user_prompt(new_facts: list[str], existing: list[tuple[int, str, str]]) -> str:
+    lines = ["Existing facts:"]
+    lines += [f"{alias}. {text} (since {since})" for alias, text, since in existing]
+    lines += ["", "New facts:"]
+    lines += [f"N{i}. {text}" for i, text in enumerate(new_facts, start=1)]
+    return "\n".join(lines)

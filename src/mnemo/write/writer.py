@@ -1,0 +1,230 @@
+"""After every turn: gate, extract, find what each new fact touches, reconcile, rule, apply."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+
+from ..domain import (
+    Action,
+    Change,
+    Conflict,
+    Event,
+    Fact,
+    InvalidInput,
+    MemoryMode,
+    NotFound,
+    Scope,
+    Status,
+    Turn,
+    new_id,
+    text_hash,
+)
+from ..gate import memory_enabled
+from ..providers.base import ChatModel, Embedder, ModelError, ModelUnavailable
+from ..settings import WriteSettings
+from ..store.base import Store
+from . import changes
+from .extract import Extractor, Proposal
+from .policy import Ruled, rule
+from .reconcile import Op, reconcile
+
+
+@dataclass
+class WriteReport:
+    """What one turn did to memory, and what went wrong on the way."""
+
+    events: list[Event] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    skipped: str | None = None
+    retry: bool = False  # the model was unavailable: the same turn may be tried again
+
+    def count(self, action: Action) -> int:
+        return sum(1 for e in self.events if e.action == action)
+
+    @property
+    def held(self) -> list[str]:
+        """Ids of the candidate facts this turn left for review."""
+        return [
+            e.fact_id
+            for e in self.events
+            if e.action == Action.CREATE and (e.after or {}).get("status") == Status.CANDIDATE
+        ]
+
+
+class Writer:
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        extractor: Extractor,
+        chat: ChatModel | None,
+        settings: WriteSettings,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.extractor = extractor
+        self.chat = chat
+        self.settings = settings
+        self.clock = clock
+
+    async def _enabled(self, scope: Scope, server_mode: MemoryMode | None) -> bool:
+        user = await self.store.get_user(scope.user_id)
+        if user is None:
+            raise NotFound(f"no user {scope.user_id}")
+        return memory_enabled(server_mode, user.memory_enabled)
+
+    async def remember(
+        self, turn: Turn, server_mode: MemoryMode | None, *, actor: str = "extractor"
+    ) -> WriteReport:
+        scope = Scope(turn.scope.user_id, turn.scope.agent_id)
+        if turn.automation:
+            return WriteReport(skipped="automation turns never write memory")
+        if not await self._enabled(scope, server_mode):
+            return WriteReport(skipped="memory is off for this user")
+        now = turn.at or self.clock()
+        conversation_id = turn.conversation_id or new_id()
+        messages = await self.store.save_messages(scope, conversation_id, turn.messages, now)
+        report = WriteReport()
+        try:
+            extracted = await self.extractor.extract(messages, conversation_id, now)
+        except ModelError as exc:
+            retry = isinstance(exc, ModelUnavailable)
+            return WriteReport(problems=[f"extraction: {exc}"], retry=retry)
+        report.problems += extracted.problems
+        proposals = _unique(extracted.proposals)[: self.settings.max_new_facts]
+        if len(extracted.proposals) > self.settings.max_new_facts:
+            report.problems.append(f"only the first {self.settings.max_new_facts} new facts kept")
+        if not proposals:
+            return report
+        vectors = await self.embedder.embed([p.text for p in proposals])
+        ops, to_reconcile = await self._compare(scope, proposals, vectors)
+        if to_reconcile:
+            try:
+                reconciled = await reconcile(self.chat, to_reconcile)  # type: ignore[arg-type]
+            except ModelError as exc:
+                retry = isinstance(exc, ModelUnavailable)
+                return WriteReport(problems=[*report.problems, f"reconciliation: {exc}"], retry=retry)
+            ops += reconciled.ops
+            report.problems += reconciled.problems
+        user = await self.store.get_user(scope.user_id)
+        assert user is not None
+        ruled = rule(ops, user.review_policy, self.settings)
+        vector_of = {p.text: v for p, v in zip(proposals, vectors, strict=True)}
+        planned = _Plan(scope, now, self.embedder.model_name, actor, vector_of)
+        for r in ruled:
+            planned.add(r, report.problems)
+        # the person may have switched memory off while the models were thinking
+        if not await self._enabled(scope, server_mode):
+            return WriteReport(skipped="memory was switched off during the turn")
+        try:
+            report.events = await self.store.commit(scope.user_id, planned.changes, now)
+        except Conflict as exc:
+            report.problems.append(f"not applied, memory changed meanwhile: {exc}")
+            report.retry = True
+        return report
+
+    async def _compare(
+        self, scope: Scope, proposals: Sequence[Proposal], vectors: np.ndarray
+    ) -> tuple[list[Op], list[tuple[Proposal, list[Fact]]]]:
+        """Look for each new fact in the whole scoped store, not only in what recall showed."""
+        ops: list[Op] = []
+        to_reconcile: list[tuple[Proposal, list[Fact]]] = []
+        model = self.embedder.model_name
+        k = self.settings.related_k
+        for proposal, vector in zip(proposals, vectors, strict=True):
+            same = await self.store.find_by_hash(scope, text_hash(proposal.text))
+            if same:
+                ops.append(Op("reinforce", proposal, same[0], "restated"))
+                continue
+            near = await self.store.nearest(scope, vector, model, k)
+            if near and near[0].score >= self.settings.duplicate_similarity:
+                ops.append(Op("reinforce", proposal, near[0].fact, f"near-duplicate ({near[0].score:.2f})"))
+                continue
+            related = {s.fact.id: s.fact for s in near if s.score >= self.settings.related_floor}
+            for s in await self.store.lexical(scope, proposal.text, k):
+                related.setdefault(s.fact.id, s.fact)
+            if related and self.chat is not None:
+                to_reconcile.append((proposal, list(related.values())))
+            else:
+                ops.append(Op("add", proposal))
+        return ops, to_reconcile
+
+
+class _Plan:
+    """Turns ruled operations into Changes, chaining versions when one fact is touched twice."""
+
+    def __init__(self, scope: Scope, now: datetime, model: str, actor: str, vector_of: dict) -> None:
+        self.scope, self.now, self.model, self.actor = scope, now, model, actor
+        self.vector_of = vector_of
+        self.changes: list[Change] = []
+        self.current: dict[str, Fact] = {}
+
+    def _latest(self, fact: Fact) -> Fact:
+        return self.current.get(fact.id, fact)
+
+    def _push(self, change: Change) -> Fact:
+        self.changes.append(change)
+        self.current[change.fact.id] = change.fact
+        return change.fact
+
+    def _new(self, p: Proposal, status: Status, supersedes: str | None = None, reason: str | None = None) -> Fact:
+        fact = changes.new_fact(
+            self.scope,
+            p.text,
+            now=self.now,
+            source=p.source,
+            status=status,
+            category=p.category,
+            confidence=p.confidence,
+            valid_from=p.valid_from,
+            embedding_model=self.model,
+            supersedes=supersedes,
+        )
+        return self._push(changes.create(fact, self.vector_of[p.text], self.actor, reason))
+
+    def add(self, ruled: Ruled, problems: list[str]) -> None:
+        op, p = ruled.op, ruled.op.proposal
+        target = self._latest(op.target) if op.target else None
+        try:
+            if op.kind == "noop":
+                return
+            if ruled.verdict == "hold":
+                held = f"held for review: {ruled.why}"
+                self._new(p, Status.CANDIDATE, target.id if target else None, held)
+            elif op.kind == "reinforce":
+                self._push(changes.reinforce(target, now=self.now, actor=self.actor, reason=op.reason))
+            elif op.kind == "add":
+                self._new(p, Status.ACTIVE, reason=op.reason)
+            elif op.kind == "update":
+                self._push(
+                    changes.edit(
+                        target, p.text, now=self.now, vector=self.vector_of[p.text],
+                        embedding_model=self.model, actor=self.actor, reason=op.reason,
+                    )
+                )
+            elif op.kind == "supersede":
+                if target.status != Status.ACTIVE:
+                    raise InvalidInput(f"cannot supersede a memory that is {target.status}")
+                new = self._new(p, Status.ACTIVE, target.id, op.reason)
+                self._push(changes.supersede(target, new, now=self.now, actor=self.actor, reason=op.reason))
+            elif op.kind == "retract":
+                reason = op.reason or f"no longer true: {p.text}"
+                self._push(changes.retract(target, now=self.now, actor=self.actor, reason=reason))
+        except InvalidInput as exc:
+            problems.append(f"{op.kind} of {p.text!r} skipped: {exc}")
+
+
+def _unique(proposals: list[Proposal]) -> list[Proposal]:
+    seen: set[str] = set()
+    out = []
+    for p in proposals:
+        key = text_hash(p.text)
+        if key not in seen:
+            seen.add(key)
+            out.append(p)
+    return out

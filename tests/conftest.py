@@ -1,0 +1,68 @@
+"""Shared fixtures: a real SQLite store, the real local embedder, a settable clock."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import datetime, timezone
+
+import pytest
+
+from mnemo.domain import Scope
+from mnemo.memory import Memory
+from mnemo.providers.chat import OpenAIChatModel
+from mnemo.providers.embed import LocalEmbedder
+from mnemo.settings import Settings
+from mnemo.store.sqlite import SQLiteStore
+from tests.fakes.fixtures import scripted_llm  # noqa: F401
+from tests.fakes.openai_server import ScriptedOpenAI
+from tests.helpers import Clock
+
+
+@pytest.fixture(scope="session")
+def embedder() -> LocalEmbedder:
+    return LocalEmbedder()
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock(datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc))
+
+
+@pytest.fixture
+def settings(tmp_path) -> Settings:
+    return Settings(data_dir=tmp_path)
+
+
+@pytest.fixture
+async def store(tmp_path, clock) -> AsyncIterator[SQLiteStore]:
+    s = SQLiteStore(tmp_path / "mnemo.db", clock=clock)
+    await s.open()
+    yield s
+    await s.close()
+
+
+@pytest.fixture
+async def memory(store, embedder, settings, clock) -> Memory:
+    """Memory without a chat model: only explicit requests are learnt."""
+    return Memory(store, embedder, None, settings=settings, clock=clock)
+
+
+@pytest.fixture
+async def llm_memory(
+    store, embedder, settings, clock, scripted_llm: ScriptedOpenAI  # noqa: F811
+) -> AsyncIterator[Memory]:
+    """Memory whose chat model is the scripted server, through the real client."""
+    chat = OpenAIChatModel(scripted_llm.base_url, "test-key", "scripted-model", timeout=5, max_retries=0)
+    yield Memory(store, embedder, chat, settings=settings, clock=clock)
+    await chat.aclose()
+
+
+@pytest.fixture
+async def alice(memory) -> Scope:
+    return Scope((await memory.user("alice")).id)
+
+
+@pytest.fixture
+async def bob(memory) -> Scope:
+    return Scope((await memory.user("bob")).id)
+

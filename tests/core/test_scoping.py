@@ -1,0 +1,129 @@
+"""Khoj parity on scope, plus private agents and the opt-in to the default agent's facts.
+
+Every negative case seeds the facts that must stay out and asserts on their text.
+"""
+
+from __future__ import annotations
+
+from mnemo.domain import NotFound, Scope
+from tests.helpers import texts
+
+import pytest
+
+
+async def seed(memory, scope: Scope, text: str) -> None:
+    await memory.add(scope, text)
+
+
+async def everything(memory, scope: Scope) -> list[str]:
+    """What a scope can read through every path: list and recall."""
+    listed = texts(await memory.list(scope, limit=1000))
+    recalled = texts(await memory.recall("I my favourite", scope, limit=100))
+    return sorted(set(listed) | set(recalled))
+
+
+async def test_default_agent_sees_all_of_the_users_facts(memory, alice):
+    accountant = await memory.create_agent(alice.user_id, "Accountant")
+    await seed(memory, alice, "My favourite colour is green")
+    await seed(memory, Scope(alice.user_id, accountant.id), "My tax number is 123-45")
+
+    seen = await everything(memory, alice)
+    assert seen == ["My favourite colour is green", "My tax number is 123-45"]
+
+
+async def test_no_agent_is_the_default_agent(memory, alice):
+    await seed(memory, alice, "My favourite tea is sencha")
+    assert Scope(alice.user_id) == Scope(alice.user_id, None)
+    assert "My favourite tea is sencha" in await everything(memory, Scope(alice.user_id, None))
+
+
+async def test_custom_agent_sees_only_its_own(memory, alice):
+    chef = await memory.create_agent(alice.user_id, "Chef")
+    accountant = await memory.create_agent(alice.user_id, "Accountant")
+    await seed(memory, alice, "My favourite colour is green")
+    await seed(memory, Scope(alice.user_id, chef.id), "My favourite spice is cumin")
+    await seed(memory, Scope(alice.user_id, accountant.id), "My tax number is 123-45")
+
+    assert await everything(memory, Scope(alice.user_id, chef.id)) == ["My favourite spice is cumin"]
+
+
+async def test_two_custom_agents_never_see_each_other(memory, alice):
+    chef = await memory.create_agent(alice.user_id, "Chef")
+    accountant = await memory.create_agent(alice.user_id, "Accountant")
+    await seed(memory, Scope(alice.user_id, chef.id), "My favourite spice is cumin")
+    await seed(memory, Scope(alice.user_id, accountant.id), "My tax number is 123-45")
+
+    chef_sees = await everything(memory, Scope(alice.user_id, chef.id))
+    accountant_sees = await everything(memory, Scope(alice.user_id, accountant.id))
+    assert "My tax number is 123-45" not in chef_sees
+    assert "My favourite spice is cumin" not in accountant_sees
+    assert chef_sees == ["My favourite spice is cumin"]
+    assert accountant_sees == ["My tax number is 123-45"]
+
+
+async def test_users_are_isolated(memory, alice, bob):
+    await seed(memory, alice, "My favourite city is Lisbon")
+    await seed(memory, bob, "My favourite city is Oslo")
+
+    assert await everything(memory, alice) == ["My favourite city is Lisbon"]
+    assert await everything(memory, bob) == ["My favourite city is Oslo"]
+
+
+async def test_another_users_fact_id_is_not_found(memory, alice, bob):
+    await memory.add(alice, "My favourite city is Lisbon")
+    secret = (await memory.list(alice))[0]
+    for call in (
+        memory.get(bob, secret.id),
+        memory.history(bob, secret.id),
+        memory.edit(bob, secret.id, "My favourite city is Oslo"),
+        memory.retract(bob, secret.id),
+        memory.purge(bob, secret.id),
+    ):
+        with pytest.raises(NotFound):
+            await call
+    assert texts(await memory.list(alice)) == ["My favourite city is Lisbon"]
+
+
+async def test_saving_under_the_default_agent_stores_no_agent(memory, alice):
+    fact = await memory.add(alice, "My favourite tea is sencha")
+    assert fact.agent_id is None
+    stored = await memory.get(Scope(alice.user_id, all_agents=True), fact.id)
+    assert stored.agent_id is None and stored.user_id == alice.user_id
+
+
+async def test_saving_under_a_custom_agent_keeps_that_agent(memory, alice):
+    chef = await memory.create_agent(alice.user_id, "Chef")
+    fact = await memory.add(Scope(alice.user_id, chef.id), "My favourite spice is cumin")
+    assert fact.agent_id == chef.id and fact.user_id == alice.user_id
+
+
+async def test_private_agent_is_hidden_from_the_default_agent(memory, alice):
+    therapist = await memory.create_agent(alice.user_id, "Therapist", private=True)
+    await seed(memory, alice, "My favourite colour is green")
+    await seed(memory, Scope(alice.user_id, therapist.id), "I am anxious about my exams")
+
+    assert await everything(memory, alice) == ["My favourite colour is green"]
+    assert await everything(memory, Scope(alice.user_id, therapist.id)) == ["I am anxious about my exams"]
+    # the person's own view still holds everything they own
+    owner = texts(await memory.list(Scope(alice.user_id, all_agents=True)))
+    assert sorted(owner) == ["I am anxious about my exams", "My favourite colour is green"]
+
+
+async def test_custom_agent_may_opt_in_to_the_default_agents_facts(memory, alice):
+    chef = await memory.create_agent(alice.user_id, "Chef", reads_default=True)
+    accountant = await memory.create_agent(alice.user_id, "Accountant")
+    await seed(memory, alice, "I am vegetarian")
+    await seed(memory, Scope(alice.user_id, accountant.id), "My tax number is 123-45")
+    await seed(memory, Scope(alice.user_id, chef.id), "My favourite spice is cumin")
+
+    assert await everything(memory, Scope(alice.user_id, chef.id)) == [
+        "I am vegetarian",
+        "My favourite spice is cumin",
+    ]
+
+
+async def test_an_unknown_agent_reads_nothing(memory, alice, bob):
+    bobs_agent = await memory.create_agent(bob.user_id, "Chef")
+    await seed(memory, Scope(bob.user_id, bobs_agent.id), "My favourite spice is cumin")
+    with pytest.raises(NotFound):
+        await memory.list(Scope(alice.user_id, bobs_agent.id))
