@@ -22,3 +22,51 @@ class Clock:
 def texts(items) -> list[str]:
     """The texts of facts or hits, in order."""
     return [getattr(i, "fact", i).text for i in items]
+
+
+async def bulk_add(memory, scope, sentences: list[str]) -> None:
+    """Seed many facts at the clock's current time in one transaction (fast set-up)."""
+    from mnemo.domain import Source
+    from mnemo.write import changes
+
+    now = memory.clock()
+    vectors = await memory.embedder.embed(sentences)
+    batch = [
+        changes.create(
+            changes.new_fact(
+                scope, text, now=now, source=Source(), embedding_model=memory.embedder.model_name
+            ),
+            vector,
+            "import",
+        )
+        for text, vector in zip(sentences, vectors, strict=True)
+    ]
+    await memory.store.commit(scope.user_id, batch, now)
+
+
+def unrelated_facts(n: int) -> list[str]:
+    """n distinct, plausible facts about hobbies and things, none about where one lives."""
+    things = ["a red kayak", "a sourdough starter", "a vintage camera", "a chess set", "a bonsai tree",
+              "a telescope", "a mandolin", "a sewing machine", "a tandem bicycle", "a pottery wheel"]
+    verbs = ["bought", "repaired", "sold", "borrowed", "painted", "cleaned", "lost", "found",
+             "photographed", "gave away"]
+    people = ["my cousin Ravi", "my neighbour Lena", "my colleague Tomasz", "my friend Aiko",
+              "my uncle Pedro", "my aunt Fatima", "my classmate Jonas", "my coach Mireille",
+              "my landlord Otto", "my barber Sami", "my dentist Ines"]
+    out = []
+    for person in people:
+        for verb in verbs:
+            for thing in things:
+                out.append(f"I {verb} {thing} with {person}")
+    return out[:n]
+
+
+def extraction(*facts: str | dict) -> dict:
+    """A scripted extractor reply."""
+    items = [f if isinstance(f, dict) else {"text": f, "confidence": 0.95, "speaker": "user", "message": 1} for f in facts]
+    return {"facts": items}
+
+
+def decisions(*items: tuple) -> dict:
+    """A scripted reconciler reply from (new, action, target) triples."""
+    return {"decisions": [{"new": n, "action": a, "target": t} for n, a, t in items]}

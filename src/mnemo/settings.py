@@ -39,7 +39,11 @@ class WriteSettings(BaseModel):
     exchanges: int = 2  # how many (user, assistant) exchanges the extractor sees
     related_k: int = 5  # existing facts fetched per new fact, per arm
     related_floor: float = 0.45  # cosine below which a neighbour is not related
-    duplicate_similarity: float = 0.93  # at or above: the same fact restated
+    # At or above, and with the same numbers and negations: the same fact restated.
+    # MiniLM puts "I drink coffee every morning" / "I drink a coffee every morning"
+    # at 0.99 but also "…an engineer" / "…a senior engineer" at 0.96, so the bar is
+    # high; below it, a chat model decides (its "noop" reinforces).
+    duplicate_similarity: float = 0.97
     max_new_facts: int = 20  # per turn; the rest is dropped and reported
     max_changes_to_existing: int = 3  # updates, supersedes, retractions per turn
     guarded_min_confidence: float = 0.75

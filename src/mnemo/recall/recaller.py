@@ -57,7 +57,8 @@ class Recaller:
         else:
             ranked = await self._past(scope, query, vector, as_of, arms)
         hits = rrf(ranked, s.weights, k=s.rrf_k)
-        return within_budget(hits, max_facts=limit or s.max_facts, max_tokens=s.max_tokens)
+        max_facts = s.max_facts if limit is None else limit
+        return within_budget(hits, max_facts=max_facts, max_tokens=s.max_tokens)
 
     async def _live(
         self, scope: Scope, query: str, vector: np.ndarray | None, now: datetime, arms: Sequence[str]

@@ -70,6 +70,11 @@ async def reconcile(chat: ChatModel, items: list[tuple[Proposal, list[Fact]]]) -
             continue
         proposal = items[d.new - 1][0]
         target = None
+        if d.action == "noop" and d.target in aliases:
+            # already known: count the restatement on the fact it repeats
+            decided.add(d.new)
+            out.ops.append(Op("reinforce", proposal, aliases[d.target], d.reason or "restated"))
+            continue
         if d.action in ("update", "supersede", "retract"):
             if d.target is None or d.target not in aliases:
                 out.problems.append(

@@ -21,7 +21,7 @@ Actions:
 which was true until now (moved city, new job, ended relationship).
 - "retract": the new fact says existing fact `target` is no longer true and \
 nothing replaces it; the new fact itself is not kept.
-- "noop": the new fact adds nothing (already known).
+- "noop": the new fact adds nothing: existing fact `target` already says it.
 
 Refer to existing facts only by the numbers shown. One decision per new fact. \
 When unsure, choose "add".

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -142,7 +143,11 @@ class Writer:
                 ops.append(Op("reinforce", proposal, same[0], "restated"))
                 continue
             near = await self.store.nearest(scope, vector, model, k)
-            if near and near[0].score >= self.settings.duplicate_similarity:
+            if (
+                near
+                and near[0].score >= self.settings.duplicate_similarity
+                and same_particulars(proposal.text, near[0].fact.text)
+            ):
                 ops.append(Op("reinforce", proposal, near[0].fact, f"near-duplicate ({near[0].score:.2f})"))
                 continue
             related = {s.fact.id: s.fact for s in near if s.score >= self.settings.related_floor}
@@ -217,6 +222,20 @@ class _Plan:
                 self._push(changes.retract(target, now=self.now, actor=self.actor, reason=reason))
         except InvalidInput as exc:
             problems.append(f"{op.kind} of {p.text!r} skipped: {exc}")
+
+
+_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
+_NEGATION = re.compile(r"\b(?:not|no|never|none|nothing|nobody|neither|nor|without)\b|n't\b", re.IGNORECASE)
+
+
+def same_particulars(a: str, b: str) -> bool:
+    """Whether two sentences agree on the details embeddings blur: numbers and negation.
+
+    "My flight is on May 3" and "…May 4" embed at 0.97; they are not one fact.
+    """
+    return _NUMBER.findall(a) == _NUMBER.findall(b) and len(_NEGATION.findall(a)) == len(
+        _NEGATION.findall(b)
+    )
 
 
 def _unique(proposals: list[Proposal]) -> list[Proposal]:

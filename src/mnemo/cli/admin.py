@@ -1,0 +1,194 @@
+"""Agents, switches and the audit log: `mnemo agents …`, `mnemo settings …`, `mnemo audit …`."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from ..domain import MemoryMode, ReviewPolicy
+from . import output
+from .options import Json
+from .runtime import Session, database_file, run
+
+agents = typer.Typer(help="The user's assistants (agents) and what they may read.", no_args_is_help=True)
+settings = typer.Typer(help="Memory on/off, the review policy, the server mode.", no_args_is_help=True)
+audit = typer.Typer(help="The hash-chained log of every change.", no_args_is_help=True)
+
+
+# -- agents -------------------------------------------------------------------------
+
+
+@agents.command("create")
+def agents_create(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The agent's name, unique for the user.")],
+    private: Annotated[
+        bool, typer.Option("--private", help="The default assistant may not read its memories.")
+    ] = False,
+    reads_default: Annotated[
+        bool, typer.Option("--reads-default", help="It reads the default assistant's memories too.")
+    ] = False,
+    json: Json = False,
+) -> None:
+    """Create an agent; use it with mnemo --agent NAME …"""
+
+    async def work(s: Session):
+        return await s.memory.create_agent(s.user.id, name, private=private, reads_default=reads_default)
+
+    agent = run(ctx, work, needs_db=False, resolve_agent=False)
+    if json:
+        output.emit_json(output.agent_json(agent))
+    else:
+        output.say(f"Created agent {agent.name} ({agent.id}).", "green")
+
+
+@agents.command("list")
+def agents_list(ctx: typer.Context, json: Json = False) -> None:
+    """The user's agents."""
+
+    async def work(s: Session):
+        return s.agents
+
+    found = run(ctx, work, resolve_agent=False)
+    if json:
+        output.emit_json([output.agent_json(a) for a in found])
+    elif not found:
+        output.say("No agents; memories belong to the default assistant (mnemo agents create NAME).")
+    else:
+        output.stdout().print(output.agents_table(found))
+
+
+# -- settings -------------------------------------------------------------------------
+
+
+class Switch(StrEnum):
+    ON = "on"
+    OFF = "off"
+    DEFAULT = "default"
+
+
+class ServerMode(StrEnum):
+    DISABLED = MemoryMode.DISABLED.value
+    ENABLED_DEFAULT_OFF = MemoryMode.ENABLED_DEFAULT_OFF.value
+    ENABLED_DEFAULT_ON = MemoryMode.ENABLED_DEFAULT_ON.value
+    NONE = "none"
+
+
+async def _state(s: Session) -> dict[str, Any]:
+    user = await s.memory.user(s.user.name)
+    mode = await s.memory.server_mode()
+    path = database_file(s.settings)
+    return {
+        "user": user.name,
+        "memory_enabled": await s.memory.memory_enabled(user.id),
+        "user_switch": {True: "on", False: "off", None: "default"}[user.memory_enabled],
+        "review_policy": str(user.review_policy),
+        "server_mode": str(mode) if mode else None,
+        "database": str(path) if path else s.settings.database_url,
+        "chat_model": s.memory.chat.model_name if s.memory.chat else None,
+        "embedder": s.memory.embedder.model_name,
+    }
+
+
+def _show_state(state: dict[str, Any], json: bool) -> None:
+    if json:
+        output.emit_json(state)
+        return
+    table = Table(show_header=False, box=None, padding=(0, 2, 0, 0))
+    table.add_column("setting", style="bold", no_wrap=True)
+    table.add_column("value", overflow="fold")
+    on = "on" if state["memory_enabled"] else "off"
+    rows = [
+        ("user", state["user"]),
+        ("memory", f"{on} (your switch: {state['user_switch']}; server mode: {state['server_mode'] or 'none'})"),
+        ("review policy", state["review_policy"]),
+        ("database", state["database"]),
+        ("chat model", state["chat_model"] or "none: only explicit requests are learnt"),
+        ("embedder", state["embedder"]),
+    ]
+    for name, value in rows:
+        table.add_row(name, Text(str(value)))
+    output.stdout().print(table)
+
+
+@settings.command("show")
+def settings_show(ctx: typer.Context, json: Json = False) -> None:
+    """Whether memory is on for the user, and why."""
+    _show_state(run(ctx, _state, resolve_agent=False), json)
+
+
+@settings.command("memory")
+def settings_memory(
+    ctx: typer.Context,
+    switch: Annotated[Switch, typer.Argument(help="on, off, or default (follow the server mode).")],
+    json: Json = False,
+) -> None:
+    """Switch memory on or off for the user."""
+    value = {Switch.ON: True, Switch.OFF: False, Switch.DEFAULT: None}[switch]
+
+    async def work(s: Session):
+        await s.memory.set_user_switch(s.user.id, value)
+        return await _state(s)
+
+    _show_state(run(ctx, work, needs_db=False, resolve_agent=False), json)
+
+
+@settings.command("policy")
+def settings_policy(
+    ctx: typer.Context,
+    policy: Annotated[
+        ReviewPolicy,
+        typer.Argument(help="auto: learn directly; review: hold everything; guarded: hold the doubtful."),
+    ],
+    json: Json = False,
+) -> None:
+    """How learnt memories are accepted for the user."""
+
+    async def work(s: Session):
+        await s.memory.set_review_policy(s.user.id, policy)
+        return await _state(s)
+
+    _show_state(run(ctx, work, needs_db=False, resolve_agent=False), json)
+
+
+@settings.command("server-mode")
+def settings_server_mode(
+    ctx: typer.Context,
+    mode: Annotated[ServerMode, typer.Argument(help="For every user; none: use MNEMO_MEMORY_MODE or on.")],
+    json: Json = False,
+) -> None:
+    """Server-wide memory mode: disabled overrides everyone, otherwise it is the default."""
+    value = None if mode is ServerMode.NONE else MemoryMode(mode.value)
+
+    async def work(s: Session):
+        await s.memory.set_server_mode(value)
+        return await _state(s)
+
+    _show_state(run(ctx, work, needs_db=False, resolve_agent=False), json)
+
+
+# -- audit ------------------------------------------------------------------------------
+
+
+@audit.command("verify")
+def audit_verify(ctx: typer.Context, json: Json = False) -> None:
+    """Check the user's audit log: every link of the chain and every event's content."""
+
+    async def work(s: Session):
+        return await s.memory.verify_audit(s.user.id)
+
+    report = run(ctx, work, resolve_agent=False)
+    if json:
+        output.emit_json(output.audit_json(report))
+    elif report.ok:
+        output.say(f"ok, {report.events} events", "green")
+    else:
+        output.error(f"The audit log failed verification ({len(report.problems)} problems, {report.events} events):")
+        for problem in report.problems:
+            output.error(f"  {problem}")
+    if not report.ok:
+        raise typer.Exit(1)

@@ -1,0 +1,115 @@
+"""A person's own changes to one memory: edit, forget, restore, pin, unpin, purge, approve, reject."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Annotated
+
+import typer
+from rich.text import Text
+
+from ..domain import Fact
+from . import output
+from .options import FactId, Json
+from .runtime import CliFailure, Session, run
+
+app = typer.Typer()
+
+Reason = Annotated[str | None, typer.Option("--reason", "-r", help="Why, kept in the history.")]
+
+
+def _apply(
+    ctx: typer.Context,
+    fact_id: str,
+    json: bool,
+    verb: str,
+    change: Callable[[Session], Awaitable[Fact]],
+) -> None:
+    fact = run(ctx, change, fact_id=fact_id)
+    if json:
+        output.emit_json(output.fact_json(fact))
+        return
+    shown = output.ERASED if fact.purged else fact.text
+    output.say(
+        Text.assemble(
+            (f"{verb}: ", "green"), (fact.id, "cyan"), f" (v{fact.version}, {fact.status})  ", shown
+        )
+    )
+
+
+@app.command()
+def edit(
+    ctx: typer.Context,
+    fact_id: FactId,
+    text: Annotated[str, typer.Argument(help="The corrected text.")],
+    version: Annotated[
+        int | None, typer.Option("--version", help="Refuse if the memory is no longer at this version.")
+    ] = None,
+    reason: Reason = None,
+    json: Json = False,
+) -> None:
+    """Correct a memory in place: same id, the old text stays in its history."""
+    _apply(
+        ctx, fact_id, json, "Edited",
+        lambda s: s.memory.edit(s.view, fact_id, text, version=version, reason=reason),
+    )
+
+
+@app.command()
+def forget(ctx: typer.Context, fact_id: FactId, reason: Reason = None, json: Json = False) -> None:
+    """Retract a memory: no longer recalled, kept in the history (undo: mnemo restore)."""
+    _apply(ctx, fact_id, json, "Forgotten", lambda s: s.memory.retract(s.view, fact_id, reason=reason))
+
+
+@app.command()
+def restore(ctx: typer.Context, fact_id: FactId, json: Json = False) -> None:
+    """Bring back a retracted, superseded or rejected memory."""
+    _apply(ctx, fact_id, json, "Restored", lambda s: s.memory.restore(s.view, fact_id))
+
+
+@app.command()
+def pin(ctx: typer.Context, fact_id: FactId, json: Json = False) -> None:
+    """Always recall this memory."""
+    _apply(ctx, fact_id, json, "Pinned", lambda s: s.memory.pin(s.view, fact_id, True))
+
+
+@app.command()
+def unpin(ctx: typer.Context, fact_id: FactId, json: Json = False) -> None:
+    """Recall this memory only when it is relevant."""
+    _apply(ctx, fact_id, json, "Unpinned", lambda s: s.memory.pin(s.view, fact_id, False))
+
+
+@app.command()
+def approve(ctx: typer.Context, fact_id: FactId, json: Json = False) -> None:
+    """Accept a candidate memory (see mnemo review)."""
+    _apply(ctx, fact_id, json, "Approved", lambda s: s.memory.approve(s.view, fact_id))
+
+
+@app.command()
+def reject(ctx: typer.Context, fact_id: FactId, reason: Reason = None, json: Json = False) -> None:
+    """Turn down a candidate memory (see mnemo review)."""
+    _apply(ctx, fact_id, json, "Rejected", lambda s: s.memory.reject(s.view, fact_id, reason=reason))
+
+
+@app.command()
+def purge(
+    ctx: typer.Context,
+    fact_id: FactId,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Really erase it.")] = False,
+    reason: Reason = None,
+    json: Json = False,
+) -> None:
+    """Erase a memory's text for good, here and in its whole history (cannot be undone)."""
+
+    async def work(s: Session) -> Fact:
+        if not yes:
+            fact = await s.memory.get(s.view, fact_id)
+            shown = "its text, already erased" if fact.purged else f'"{fact.text}"'
+            raise CliFailure(
+                f"Not purged. Purging erases {shown} from memory {fact_id} and from every event of "
+                "its history; only the record that a purge happened remains, and it cannot be undone. "
+                "To only stop recalling it, use mnemo forget. Run again with --yes to purge."
+            )
+        return await s.memory.purge(s.view, fact_id, reason=reason)
+
+    _apply(ctx, fact_id, json, "Purged", work)

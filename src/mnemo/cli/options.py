@@ -1,0 +1,37 @@
+"""Option and argument types shared by the commands."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+
+from ..domain import Status
+from .runtime import parse_when
+
+Json = Annotated[bool, typer.Option("--json", help="Print one JSON document instead of a table.")]
+FactId = Annotated[str, typer.Argument(metavar="ID", help="The memory's id (see mnemo list).")]
+AsOf = Annotated[
+    datetime | None,
+    typer.Option(
+        "--as-of",
+        parser=parse_when,
+        metavar="DATETIME",
+        help="Answer as memory stood then: ISO date or date-time, naive = UTC.",
+    ),
+]
+Limit = Annotated[int, typer.Option("--limit", "-n", min=1, help="At most this many.")]
+
+
+class StatusFilter(StrEnum):
+    ACTIVE = Status.ACTIVE.value
+    CANDIDATE = Status.CANDIDATE.value
+    SUPERSEDED = Status.SUPERSEDED.value
+    RETRACTED = Status.RETRACTED.value
+    REJECTED = Status.REJECTED.value
+    ALL = "all"
+
+    def statuses(self) -> tuple[Status, ...] | None:
+        return None if self is StatusFilter.ALL else (Status(self.value),)

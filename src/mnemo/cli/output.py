@@ -1,0 +1,237 @@
+"""Rendering: Rich tables for people, one JSON document on stdout for machines.
+
+Text that comes from memory is always wrapped in `Text`, never parsed as Rich markup.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from ..domain import Agent, AuditReport, Event, Fact
+from ..recall.fuse import Hit
+
+ERASED = "(erased)"
+
+
+def stdout() -> Console:
+    # built per call: the stream is looked up when printing (CliRunner swaps it)
+    return Console(highlight=False, soft_wrap=False)
+
+
+def error(message: str) -> None:
+    Console(stderr=True, highlight=False).print(Text(message, style="red"))
+
+
+def say(message: str | Text, style: str | None = None) -> None:
+    stdout().print(message if isinstance(message, Text) else Text(message, style=style or ""))
+
+
+def emit_json(data: Any) -> None:
+    typer.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+# -- JSON shapes ---------------------------------------------------------------------
+
+
+def fact_json(fact: Fact) -> dict[str, Any]:
+    return fact.snapshot()
+
+
+def event_json(event: Event) -> dict[str, Any]:
+    return {
+        "seq": event.seq,
+        "at": event.at.isoformat(),
+        "fact_id": event.fact_id,
+        "action": str(event.action),
+        "actor": event.actor,
+        "reason": event.reason,
+        "before": event.before,
+        "after": event.after,
+        "redacted": event.redacted,
+    }
+
+
+def hit_json(rank: int, hit: Hit) -> dict[str, Any]:
+    return {
+        "rank": rank,
+        "score": hit.score,
+        "why": {arm: {"rank": r.rank, "score": r.score} for arm, r in hit.reasons.items()},
+        "fact": fact_json(hit.fact),
+    }
+
+
+def agent_json(agent: Agent) -> dict[str, Any]:
+    return {
+        "id": agent.id,
+        "name": agent.name,
+        "private": agent.private,
+        "reads_default": agent.reads_default,
+    }
+
+
+def audit_json(report: AuditReport) -> dict[str, Any]:
+    return {"ok": report.ok, "events": report.events, "problems": list(report.problems)}
+
+
+# -- tables ---------------------------------------------------------------------------
+
+
+def _day(value: datetime | None) -> str:
+    return f"{value:%Y-%m-%d}" if value else ""
+
+
+def _minute(value: datetime | None) -> str:
+    return f"{value:%Y-%m-%d %H:%M}" if value else ""
+
+
+def _fact_text(fact: Fact) -> Text:
+    if fact.purged:
+        return Text(ERASED, style="dim")
+    return Text(fact.text)
+
+
+def _status(fact: Fact) -> str:
+    return f"{fact.status}, pinned" if fact.pinned else str(fact.status)
+
+
+def _id_column(table: Table) -> None:
+    table.add_column("id", style="cyan", no_wrap=True, min_width=36)
+
+
+def facts_table(
+    facts: Sequence[Fact], agent_names: Mapping[str, str] | None = None, title: str | None = None
+) -> Table:
+    show_agents = bool(agent_names)
+    table = Table(title=title, show_lines=False)
+    table.add_column("date", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("text", ratio=1, overflow="fold")
+    if show_agents:
+        table.add_column("agent", no_wrap=True)
+    _id_column(table)
+    for fact in facts:
+        row: list[Any] = [_day(fact.valid_from or fact.created_at), _status(fact), _fact_text(fact)]
+        if show_agents:
+            row.append(Text((agent_names or {}).get(fact.agent_id or "", "default")))
+        row.append(fact.id)
+        table.add_row(*row)
+    return table
+
+
+def why(hit: Hit) -> str:
+    parts = []
+    for arm, found in sorted(hit.reasons.items(), key=lambda item: item[1].rank):
+        parts.append(arm if arm == "pinned" else f"{arm} #{found.rank}")
+    return ", ".join(parts)
+
+
+def hits_table(hits: Sequence[Hit]) -> Table:
+    table = Table()
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("date", no_wrap=True)
+    table.add_column("text", ratio=1, overflow="fold")
+    table.add_column("why", overflow="fold")
+    _id_column(table)
+    for rank, hit in enumerate(hits, start=1):
+        seen = hit.fact.last_seen_at or hit.fact.created_at
+        table.add_row(str(rank), _day(seen), _fact_text(hit.fact), why(hit), hit.fact.id)
+    return table
+
+
+def fact_detail(fact: Fact, agent_names: Mapping[str, str] | None = None) -> Table:
+    table = Table(show_header=False, box=None, padding=(0, 2, 0, 0))
+    table.add_column("field", style="bold", no_wrap=True)
+    table.add_column("value", overflow="fold")
+    agent = (agent_names or {}).get(fact.agent_id or "", fact.agent_id or "default")
+    rows: list[tuple[str, Any]] = [
+        ("id", fact.id),
+        ("text", _fact_text(fact)),
+        ("status", str(fact.status)),
+        ("category", str(fact.category)),
+        ("agent", agent),
+        ("pinned", "yes" if fact.pinned else "no"),
+        ("version", str(fact.version)),
+        ("confidence", f"{fact.confidence:.2f}"),
+        ("mentions", str(fact.mentions)),
+        ("created", _minute(fact.created_at)),
+        ("recorded", _minute(fact.recorded_at)),
+        ("last seen", _minute(fact.last_seen_at)),
+        ("valid from", _minute(fact.valid_from)),
+        ("valid to", _minute(fact.valid_to)),
+        ("retired", _minute(fact.retired_at)),
+        ("supersedes", fact.supersedes or ""),
+        ("superseded by", fact.superseded_by or ""),
+        ("source", str(fact.source.kind)),
+        ("conversation", fact.source.conversation_id or ""),
+    ]
+    for name, value in rows:
+        if value in ("", None):
+            continue
+        table.add_row(name, value if isinstance(value, Text) else Text(str(value)))
+    return table
+
+
+def _snapshot_text(snapshot: Mapping[str, Any] | None) -> str | None:
+    if snapshot is None:
+        return None
+    return snapshot.get("text") or ERASED
+
+
+def change_text(event: Event) -> Text:
+    """The text an event recorded: new, old → new, or unchanged."""
+    before, after = _snapshot_text(event.before), _snapshot_text(event.after)
+    if before is None:
+        return Text(after or ERASED)
+    if after is None or before == after:
+        return Text(before)
+    return Text.assemble((before, "dim"), " → ", after)
+
+
+def change_status(event: Event) -> str:
+    before = (event.before or {}).get("status")
+    after = (event.after or {}).get("status")
+    if before and after and before != after:
+        return f"{before} → {after}"
+    return after or before or ""
+
+
+def history_table(events: Sequence[Event]) -> Table:
+    table = Table()
+    table.add_column("when", no_wrap=True)
+    table.add_column("action", no_wrap=True)
+    table.add_column("actor", no_wrap=True)
+    table.add_column("text", ratio=1, overflow="fold")
+    table.add_column("status", no_wrap=True)
+    table.add_column("reason", overflow="fold")
+    for e in events:
+        table.add_row(
+            _minute(e.at), str(e.action), Text(e.actor), change_text(e), change_status(e), Text(e.reason or "")
+        )
+    return table
+
+
+def agents_table(agents: Sequence[Agent]) -> Table:
+    table = Table()
+    table.add_column("name")
+    table.add_column("private", no_wrap=True)
+    table.add_column("reads default", no_wrap=True)
+    _id_column(table)
+    for a in agents:
+        table.add_row(Text(a.name), "yes" if a.private else "no", "yes" if a.reads_default else "no", a.id)
+    return table
+
+
+def event_line(event: Event) -> Text:
+    """One line per event of a turn, for `mnemo remember`."""
+    line = Text.assemble((f"{event.action}", "bold"), " ", (event.fact_id, "cyan"), " ", change_text(event))
+    if event.reason:
+        line.append(f"  ({event.reason})", style="dim")
+    return line

@@ -1,0 +1,234 @@
+"""What every command shares: the global options, one async session, and error exits.
+
+Each command calls `run(ctx, work)` once: it loads the Settings, opens the
+Memory, resolves the user (and agent), awaits `work(session)`, closes, and
+turns mnemo's errors into a message and an exit code instead of a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tomllib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import NoReturn, TypeVar
+
+import typer
+from pydantic import ValidationError
+
+from ..build import open_memory
+from ..domain import (
+    Agent,
+    Conflict,
+    InvalidInput,
+    MnemoError,
+    NotFound,
+    Scope,
+    User,
+    parse_time,
+)
+from ..memory import Memory
+from ..providers.base import ModelError
+from ..settings import Settings
+from . import output
+
+T = TypeVar("T")
+
+# exit codes: 1 for a failure of the request, 2 for a request that cannot be applied as given
+FAILED = 1
+BAD_INPUT = 2
+
+
+class CliFailure(Exception):
+    """A message for the person and the exit code that goes with it."""
+
+    def __init__(self, message: str, code: int = FAILED) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class Options:
+    """The global options, as given on the command line (None: not given)."""
+
+    data_dir: Path | None = None
+    config: Path | None = None
+    user: str | None = None
+    agent: str | None = None
+
+
+@dataclass
+class Session:
+    settings: Settings
+    memory: Memory
+    user: User
+    agent: Agent | None
+    agents: list[Agent]
+
+    @property
+    def scope(self) -> Scope:
+        """The assistant's view: the chosen agent, or the default one (adds, recall, turns)."""
+        return Scope(self.user.id, self.agent.id if self.agent else None)
+
+    @property
+    def view(self) -> Scope:
+        """The person's own view: everything they own, or only what the chosen agent sees."""
+        if self.agent is not None:
+            return Scope(self.user.id, self.agent.id)
+        return Scope(self.user.id, all_agents=True)
+
+    @property
+    def agent_names(self) -> dict[str, str]:
+        return {a.id: a.name for a in self.agents}
+
+
+# -- settings and the database file ---------------------------------------------
+
+
+def load_settings(options: Options) -> Settings:
+    try:
+        return Settings.load(options.config, data_dir=options.data_dir, user=options.user)
+    except FileNotFoundError as exc:
+        raise CliFailure(f"Config file not found: {options.config}", BAD_INPUT) from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise CliFailure(f"Cannot read config file {options.config}: {exc}", BAD_INPUT) from exc
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in exc.errors()
+        )
+        raise CliFailure(f"Invalid settings: {problems}", BAD_INPUT) from exc
+
+
+def database_file(settings: Settings) -> Path | None:
+    """The SQLite file the settings point at; None when it cannot be known (another URL)."""
+    url = settings.database_url
+    if url is None:
+        return settings.database_path
+    if url.startswith("sqlite:///"):
+        path = url.split("sqlite:///", 1)[1]
+        return None if path in ("", ":memory:") else Path(path)
+    return None
+
+
+def require_database(settings: Settings) -> None:
+    """Read-only commands never create the database: say so when there is none yet."""
+    path = database_file(settings)
+    if path is not None and not path.exists():
+        raise CliFailure(f"No mnemo database at {path} yet; add a memory first (mnemo add …)")
+
+
+# -- parsing helpers for options --------------------------------------------------
+
+
+def parse_when(value: str) -> datetime:
+    """An ISO date or date-time; a naive one is UTC."""
+    try:
+        parsed = parse_time(value.strip())
+    except ValueError:
+        parsed = None
+    if parsed is None:
+        raise typer.BadParameter(
+            f"{value!r} is not an ISO date or date-time (e.g. 2026-03-01 or 2026-03-01T14:30:00+01:00)"
+        )
+    return parsed
+
+
+# -- running one command ----------------------------------------------------------
+
+
+def run(
+    ctx: typer.Context,
+    work: Callable[[Session], Awaitable[T]],
+    *,
+    needs_db: bool = True,
+    fact_id: str | None = None,
+    resolve_agent: bool = True,
+) -> T:
+    """Run `work` in one event loop over an open Memory; mnemo's errors become exits.
+
+    `needs_db`: refuse (without creating it) when the database does not exist yet.
+    `fact_id`: the id the command acts on, for the "No memory with id" message.
+    """
+    options = ctx.find_object(Options) or Options()
+    try:
+        settings = load_settings(options)
+        if needs_db:
+            require_database(settings)
+        return asyncio.run(_session(settings, options, work, resolve_agent))
+    except CliFailure as exc:
+        _fail(str(exc), exc.code)
+    except NotFound as exc:
+        _fail(f"No memory with id {fact_id}." if fact_id is not None else _sentence(exc), FAILED)
+    except InvalidInput as exc:
+        _fail(_sentence(exc), BAD_INPUT)
+    except Conflict as exc:
+        _fail(f"{_sentence(exc)} Show it again (mnemo show …) and retry.", FAILED)
+    except MnemoError as exc:
+        _fail(_sentence(exc), FAILED)
+    except ModelError as exc:
+        _fail(f"The model failed: {exc}", FAILED)
+    except OSError as exc:  # e.g. a data directory that cannot be created
+        where = f" {exc.filename}" if exc.filename else ""
+        _fail(f"Cannot use{where}: {exc.strerror or exc}", FAILED)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+async def _session(
+    settings: Settings, options: Options, work: Callable[[Session], Awaitable[T]], resolve_agent: bool
+) -> T:
+    try:
+        memory = await open_memory(settings)
+    except ValueError as exc:  # an unsupported database URL, an embed URL without a model
+        raise CliFailure(_sentence(exc), BAD_INPUT) from exc
+    except ImportError as exc:
+        raise CliFailure(_sentence(exc), FAILED) from exc
+    except Exception as exc:
+        if _is_database_error(exc):
+            raise CliFailure(f"Cannot open the database: {exc}") from exc
+        raise
+    try:
+        user = await memory.user(settings.user)
+        # The one place the CLI reads the store itself: agents are looked up by name.
+        agents = await memory.store.list_agents(user.id)
+        agent = None
+        if resolve_agent and options.agent is not None:
+            agent = next((a for a in agents if a.name == options.agent), None)
+            if agent is None:
+                raise CliFailure(
+                    f"No agent named {options.agent!r} for user {user.name!r}; "
+                    f"create it with: mnemo agents create {options.agent}"
+                )
+        return await work(Session(settings, memory, user, agent, agents))
+    except Exception as exc:
+        if _is_database_error(exc):
+            raise CliFailure(f"Database error: {exc}") from exc
+        raise
+    finally:
+        await _close(memory)
+
+
+async def _close(memory: Memory) -> None:
+    await memory.close()
+    # Memory.close closes the store only; HTTP clients of remote models hold connections.
+    for part in (memory.chat, memory.embedder):
+        aclose = getattr(part, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+def _is_database_error(exc: BaseException) -> bool:
+    """sqlite3-style errors from the store's driver, without importing the driver here."""
+    return any(cls.__name__ == "DatabaseError" for cls in type(exc).__mro__)
+
+
+def _sentence(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    text = text[0].upper() + text[1:]
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    output.error(message)
+    raise typer.Exit(code)

@@ -1,0 +1,127 @@
+"""A fact's life: edit in place, retract to a tombstone, restore, purge, and the audit chain."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mnemo.domain import Action, Conflict, InvalidInput, Status
+from tests.helpers import texts
+
+
+async def test_edit_keeps_id_and_created_date_and_history_shows_the_old_text(memory, alice, clock):
+    fact = await memory.add(alice, "I work at Acme")
+    clock.advance(days=2)
+    edited = await memory.edit(alice, fact.id, "I work at Acme Labs", version=fact.version)
+
+    assert edited.id == fact.id and edited.created_at == fact.created_at
+    assert edited.version == 2 and edited.text == "I work at Acme Labs"
+    history = await memory.history(alice, fact.id)
+    assert [e.action for e in history] == [Action.CREATE, Action.EDIT]
+    assert history[1].before["text"] == "I work at Acme" and history[1].after["text"] == "I work at Acme Labs"
+    assert history[1].actor == "user"
+    assert texts(await memory.recall("where do I work?", alice)) == ["I work at Acme Labs"]
+
+
+async def test_a_stale_version_is_a_conflict_and_changes_nothing(memory, alice):
+    fact = await memory.add(alice, "I work at Acme")
+    await memory.edit(alice, fact.id, "I work at Acme Labs", version=1)
+    with pytest.raises(Conflict):
+        await memory.edit(alice, fact.id, "I work at Initech", version=1)
+    assert (await memory.get(alice, fact.id)).text == "I work at Acme Labs"
+
+
+async def test_empty_text_is_refused(memory, alice):
+    with pytest.raises(InvalidInput):
+        await memory.add(alice, "   ")
+    fact = await memory.add(alice, "I work at Acme")
+    with pytest.raises(InvalidInput):
+        await memory.edit(alice, fact.id, "")
+    assert (await memory.get(alice, fact.id)).text == "I work at Acme"
+
+
+async def test_retract_leaves_a_tombstone_that_recall_skips(memory, alice):
+    fact = await memory.add(alice, "I own a red kayak")
+    await memory.retract(alice, fact.id, reason="sold it")
+
+    assert texts(await memory.recall("kayak", alice)) == []
+    assert texts(await memory.list(alice)) == []
+    tomb = await memory.get(alice, fact.id)
+    assert tomb.status == Status.RETRACTED and tomb.text == "I own a red kayak" and tomb.retired_at
+    assert texts(await memory.list(alice, statuses=[Status.RETRACTED])) == ["I own a red kayak"]
+    assert (await memory.history(alice, fact.id))[-1].reason == "sold it"
+
+    await memory.restore(alice, fact.id)
+    assert texts(await memory.recall("kayak", alice)) == ["I own a red kayak"]
+    assert [e.action for e in await memory.history(alice, fact.id)] == [
+        Action.CREATE, Action.RETRACT, Action.RESTORE,
+    ]
+
+
+async def test_purge_erases_the_text_everywhere_and_the_chain_still_verifies(memory, alice):
+    secret = await memory.add(alice, "My bank PIN is 9182")
+    await memory.edit(alice, secret.id, "My bank PIN is 9183")
+    await memory.add(alice, "I like tea")
+    await memory.purge(alice, secret.id)
+
+    purged = await memory.get(alice, secret.id)
+    assert purged.purged and purged.text == ""
+    history = await memory.history(alice, secret.id)
+    assert [e.action for e in history] == [Action.CREATE, Action.EDIT, Action.PURGE]
+    assert "918" not in json.dumps([(e.before, e.after) for e in history])
+    raw = memory.store._conn.execute("SELECT group_concat(coalesce(before,'') || coalesce(after,'')) FROM fact_events").fetchone()[0]
+    assert "918" not in raw
+    assert "918" not in json.dumps(memory.store._conn.execute("SELECT * FROM facts").fetchall())
+    assert texts(await memory.recall("bank PIN", alice)) == ["I like tea"]
+    report = await memory.verify_audit(alice.user_id)
+    assert report.ok, report.problems
+
+
+async def test_tampering_with_a_stored_event_is_detected(memory, alice):
+    fact = await memory.add(alice, "I am allergic to peanuts")
+    await memory.edit(alice, fact.id, "I am allergic to peanuts and cashews")
+    assert (await memory.verify_audit(alice.user_id)).ok
+
+    conn = memory.store._conn
+    seq, after = conn.execute("SELECT seq, after FROM fact_events ORDER BY seq LIMIT 1").fetchone()
+    conn.execute("UPDATE fact_events SET after = ? WHERE seq = ?", (after.replace("peanuts", "nothing"), seq))
+    report = await memory.verify_audit(alice.user_id)
+    assert not report.ok and any("altered" in p for p in report.problems)
+
+
+async def test_a_forged_redaction_is_detected(memory, alice):
+    fact = await memory.add(alice, "I am allergic to peanuts")
+    memory.store._conn.execute(
+        "UPDATE fact_events SET after = NULL, redacted = 1 WHERE fact_id = ?", (fact.id,)
+    )
+    report = await memory.verify_audit(alice.user_id)
+    assert not report.ok and any("no purge" in p for p in report.problems)
+
+
+async def test_the_event_log_refuses_deletes(memory, alice):
+    await memory.add(alice, "I am allergic to peanuts")
+    with pytest.raises(Exception, match="append-only"):
+        memory.store._conn.execute("DELETE FROM fact_events")
+
+
+async def test_chains_are_per_user(memory, alice, bob):
+    await memory.add(alice, "I like tea")
+    await memory.add(bob, "I like coffee")
+    await memory.add(alice, "I like scones")
+    assert (await memory.verify_audit(alice.user_id)).events == 2
+    assert (await memory.verify_audit(bob.user_id)).ok
+
+
+async def test_list_as_of_shows_what_was_believed_then(memory, alice, clock):
+    berlin = await memory.add(alice, "I live in Berlin")
+    march = clock.now
+    clock.advance(days=30)
+    await memory.edit(alice, berlin.id, "I live in Berlin-Kreuzberg")
+    clock.advance(days=30)
+    await memory.add(alice, "I have a cat")
+    await memory.retract(alice, berlin.id)
+
+    assert texts(await memory.list(alice, as_of=march)) == ["I live in Berlin"]
+    assert texts(await memory.list(alice, as_of=march.replace(day=15, month=4))) == ["I live in Berlin-Kreuzberg"]
+    assert texts(await memory.list(alice)) == ["I have a cat"]

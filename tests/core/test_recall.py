@@ -1,0 +1,105 @@
+"""Recall: the arms, fusion with reasons, as_of, pinned facts, the budget, injection."""
+
+from __future__ import annotations
+
+from mnemo.recall.fuse import estimate_tokens
+from mnemo.recall.render import inject, render
+from tests.helpers import bulk_add, texts, unrelated_facts
+
+
+async def test_lexical_arm_finds_a_rare_token_the_embedder_misses(memory, alice, clock):
+    await bulk_add(memory, alice, unrelated_facts(300))
+    await memory.add(alice, "My niece is called Zephyrine")
+    clock.advance(days=30)  # outside the recency window: only relevance can find it
+    query = "I want to repair a telescope with Zephyrine"
+
+    semantic_only = await memory.recall(query, alice, arms=("semantic",))
+    assert "My niece is called Zephyrine" not in texts(semantic_only)
+    lexical_only = await memory.recall(query, alice, arms=("lexical",))
+    assert texts(lexical_only)[0] == "My niece is called Zephyrine"
+    hits = await memory.recall(query, alice)
+    found = next(h for h in hits if h.fact.text == "My niece is called Zephyrine")
+    assert found.reasons["lexical"].rank == 1 and "semantic" not in found.reasons
+
+
+async def test_semantic_arm_finds_a_paraphrase(memory, alice, clock):
+    await bulk_add(memory, alice, unrelated_facts(300))
+    await memory.add(alice, "I am allergic to peanuts")
+    clock.advance(days=30)
+    hits = await memory.recall("what food must I avoid?", alice)
+    assert texts(hits)[0] == "I am allergic to peanuts"
+    assert "semantic" in hits[0].reasons and "lexical" not in hits[0].reasons
+
+
+async def test_recency_arm_brings_recent_facts_within_the_window(memory, alice, clock):
+    await memory.add(alice, "I started a new job last week")
+    clock.advance(days=8)
+    await memory.add(alice, "I adopted a dog yesterday")
+    hits = await memory.recall("zzz", alice)
+    assert texts(hits) == ["I adopted a dog yesterday"]
+    assert set(hits[0].reasons) == {"recency"}
+
+
+async def test_as_of_returns_what_was_believed_then(memory, alice, clock):
+    berlin = await memory.add(alice, "I live in Berlin")
+    before_move = clock.advance(days=10)
+    clock.advance(days=10)
+    munich = await memory.add(alice, "I live in Munich")
+    await memory.retract(alice, berlin.id, reason="moved")
+
+    now_hits = texts(await memory.recall("where do I live?", alice))
+    past_hits = texts(await memory.recall("where do I live?", alice, as_of=before_move))
+    assert "I live in Munich" in now_hits and "I live in Berlin" not in now_hits
+    assert past_hits == ["I live in Berlin"]
+    assert munich.id not in [h.fact.id for h in await memory.recall("Munich", alice, as_of=before_move)]
+
+
+async def test_as_of_respects_scope(memory, alice, bob, clock):
+    await memory.add(bob, "I live in Oslo")
+    await memory.add(alice, "I live in Lisbon")
+    later = clock.advance(days=1)
+    assert texts(await memory.recall("where do I live", alice, as_of=later)) == ["I live in Lisbon"]
+
+
+async def test_pinned_facts_always_come_back(memory, alice, clock):
+    await memory.add(alice, "Call me Ali, never Alice", pinned=True)
+    await bulk_add(memory, alice, unrelated_facts(50))
+    clock.advance(days=30)
+    hits = await memory.recall("telescope", alice, limit=2)
+    assert texts(hits)[0] == "Call me Ali, never Alice" and hits[0].pinned
+    assert len(hits) == 2 and "telescope" in hits[1].fact.text
+    # even when the budget is smaller than the pinned set
+    assert texts(await memory.recall("telescope", alice, limit=0)) == ["Call me Ali, never Alice"]
+
+
+async def test_the_budget_holds(memory, alice):
+    await bulk_add(memory, alice, unrelated_facts(100))
+    hits = await memory.recall("telescope", alice, limit=7)
+    assert len(hits) == 7
+    memory.recaller.settings.max_tokens = 60
+    hits = await memory.recall("telescope", alice)
+    assert sum(estimate_tokens(h.fact.text) for h in hits) <= 60 and hits
+
+
+async def test_every_hit_says_why(memory, alice):
+    await memory.add(alice, "I own a telescope")
+    hit = (await memory.recall("telescope", alice))[0]
+    assert {"semantic", "lexical", "recency"} <= set(hit.reasons)
+    assert all(r.rank >= 1 for r in hit.reasons.values()) and hit.score > 0
+
+
+async def test_the_block_goes_just_before_the_latest_user_message(memory, alice):
+    await memory.add(alice, "I am allergic to peanuts")
+    hits = await memory.recall("peanuts", alice)
+    block = render(hits)
+    assert "I am allergic to peanuts" in block and "2026-03-01" in block
+    messages = [
+        {"role": "system", "content": "You are helpful."},
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello"},
+        {"role": "user", "content": "suggest a snack"},
+    ]
+    out = inject(messages, block)
+    assert out[:3] == messages[:3]
+    assert out[3] == {"role": "user", "content": block} and out[4] == messages[3]
+    assert inject(messages, render([])) == messages

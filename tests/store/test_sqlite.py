@@ -1,0 +1,73 @@
+"""The SQLite store's own duties: migrations, WAL, extension loading, durability across reopen."""
+
+from __future__ import annotations
+
+import pytest
+
+from mnemo.domain import Scope
+from mnemo.memory import Memory
+from mnemo.store import sqlite as sqlite_module
+from mnemo.store.migrate import Migration
+from mnemo.store.sqlite import SQLiteStore
+from tests.helpers import texts
+
+
+async def test_a_fresh_database_records_its_migrations(store):
+    assert store.schema_versions() == [m.version for m in sqlite_module.MIGRATIONS]
+    assert store._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert store._conn.execute("SELECT vec_version()").fetchone()[0].startswith("v0.1")
+
+
+async def test_an_older_database_upgrades_in_place(tmp_path, embedder, monkeypatch):
+    path = tmp_path / "old.db"
+    old = Memory(SQLiteStore(path), embedder)
+    await old.open()
+    alice = Scope((await old.user("alice")).id)
+    await old.add(alice, "I live in Lisbon")
+    await old.close()
+
+    def add_nickname(cur):
+        cur.execute("ALTER TABLE users ADD COLUMN nickname TEXT")
+
+    newer = [*sqlite_module.MIGRATIONS, Migration(len(sqlite_module.MIGRATIONS) + 1, "nickname", add_nickname)]
+    monkeypatch.setattr(sqlite_module, "MIGRATIONS", newer)
+    upgraded = Memory(SQLiteStore(path), embedder)
+    await upgraded.open()
+    assert upgraded.store.schema_versions() == [m.version for m in newer]
+    columns = [r[1] for r in upgraded.store._conn.execute("PRAGMA table_info(users)")]
+    assert "nickname" in columns
+    assert texts(await upgraded.recall("where do I live", alice)) == ["I live in Lisbon"]
+    await upgraded.close()
+
+
+async def test_a_failing_migration_leaves_the_database_as_it_was(tmp_path, monkeypatch):
+    path = tmp_path / "m.db"
+    store = SQLiteStore(path)
+    await store.open()
+    await store.close()
+
+    def broken(cur):
+        cur.execute("CREATE TABLE half_done (x INTEGER)")
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(sqlite_module, "MIGRATIONS", [*sqlite_module.MIGRATIONS, Migration(99, "broken", broken)])
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        await SQLiteStore(path).open()
+    monkeypatch.undo()
+    again = SQLiteStore(path)
+    await again.open()
+    assert 99 not in again.schema_versions()
+    assert again._conn.execute("SELECT name FROM sqlite_master WHERE name = 'half_done'").fetchone() is None
+    await again.close()
+
+
+async def test_facts_survive_a_reopen(tmp_path, embedder):
+    path = tmp_path / "m.db"
+    first = await Memory(SQLiteStore(path), embedder).open()
+    alice = Scope((await first.user("alice")).id)
+    await first.add(alice, "I live in Lisbon")
+    await first.close()
+    second = await Memory(SQLiteStore(path), embedder).open()
+    assert texts(await second.recall("Lisbon", alice)) == ["I live in Lisbon"]
+    assert (await second.verify_audit(alice.user_id)).ok
+    await second.close()
