@@ -9,12 +9,18 @@ from .store.base import Store
 
 
 def build_store(settings: Settings) -> Store:
-    url = settings.database_url
-    if url is None or url.startswith("sqlite:"):
-        from .store.sqlite import SQLiteStore
+    from .store.sqlite import SQLiteStore
 
-        path = url.split("sqlite:///", 1)[1] if url else settings.database_path
-        return SQLiteStore(path)
+    return SQLiteStore(sqlite_path(settings))
+
+
+def sqlite_path(settings: Settings) -> str:
+    """The SQLite file: `sqlite:///relative/path`, `sqlite:////absolute/path`, or the data dir."""
+    url = settings.database_url
+    if url is None:
+        return str(settings.database_path)
+    if url.startswith("sqlite:///") and len(url) > len("sqlite:///"):
+        return url[len("sqlite:///") :]
     raise ValueError(f"unsupported database URL {url!r}: use sqlite:///PATH")
 
 

@@ -73,12 +73,23 @@ class Memory:
 
     async def close(self) -> None:
         await self.store.close()
+        for model in (self.chat, self.embedder):
+            aclose = getattr(model, "aclose", None)
+            if aclose is not None:
+                await aclose()
 
     # -- people, agents, switches ------------------------------------------------
 
     async def user(self, name: str) -> User:
         """The user of that name, created on first use."""
         return await self.store.ensure_user(name)
+
+    async def find_user(self, name: str) -> User | None:
+        """The user of that name, if there is one (creates nothing)."""
+        return await self.store.find_user(name)
+
+    async def agents(self, user_id: str) -> list[Agent]:
+        return await self.store.list_agents(user_id)
 
     async def create_agent(
         self, user_id: str, name: str, *, private: bool = False, reads_default: bool = False
@@ -136,13 +147,18 @@ class Memory:
         actor: str = "user",
         source: Source | None = None,
     ) -> Fact:
-        """A fact written by a person; restating an active fact reinforces it instead."""
+        """A fact written by a person; restating an active fact reinforces it instead
+        (and pins it, if asked; its category and valid time stay as they were)."""
         text = changes.clean_text(text)
         now = self.clock()
         same = await self.store.find_by_hash(scope, text_hash(text))
         if same:
-            await self._commit(scope, [changes.reinforce(same[0], now=now, actor=actor)], now)
-            return await self.get(scope, same[0].id)
+            reinforced = changes.reinforce(same[0], now=now, actor=actor)
+            batch = [reinforced]
+            if pinned and not same[0].pinned:
+                batch.append(changes.pin(reinforced.fact, True, actor=actor))
+            await self._commit(scope, batch, now)
+            return batch[-1].fact
         vector = (await self.embedder.embed([text]))[0]
         fact = changes.new_fact(
             scope,
@@ -175,6 +191,7 @@ class Memory:
         """Correct a fact in place: same id and created date; the old text stays in history."""
         fact = await self._current(scope, fact_id, version)
         now = self.clock()
+        text = changes.clean_text(text)
         vector = (await self.embedder.embed([text]))[0]
         change = changes.edit(
             fact, text, now=now, vector=vector, embedding_model=self.embedder.model_name,

@@ -125,3 +125,16 @@ async def test_list_as_of_shows_what_was_believed_then(memory, alice, clock):
     assert texts(await memory.list(alice, as_of=march)) == ["I live in Berlin"]
     assert texts(await memory.list(alice, as_of=march.replace(day=15, month=4))) == ["I live in Berlin-Kreuzberg"]
     assert texts(await memory.list(alice)) == ["I have a cat"]
+
+
+async def test_a_purged_candidate_leaves_the_review_queue(llm_memory, scripted_llm, alice):
+    from mnemo.domain import ReviewPolicy, Turn
+    from tests.helpers import extraction
+
+    await llm_memory.set_review_policy(alice.user_id, ReviewPolicy.REVIEW)
+    scripted_llm.reply_json(extraction("My password is hunter2"))
+    await llm_memory.remember(Turn.of(alice, ("user", "my password is hunter2")))
+    candidate = (await llm_memory.list(alice, statuses=[Status.CANDIDATE]))[0]
+    await llm_memory.purge(alice, candidate.id)
+    assert await llm_memory.list(alice, statuses=[Status.CANDIDATE]) == []
+    assert (await llm_memory.get(alice, candidate.id)).status == Status.REJECTED

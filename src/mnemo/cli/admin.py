@@ -102,9 +102,10 @@ def _show_state(state: dict[str, Any], json: bool) -> None:
     table.add_column("setting", style="bold", no_wrap=True)
     table.add_column("value", overflow="fold")
     on = "on" if state["memory_enabled"] else "off"
+    server_mode = state["server_mode"] or "none"
     rows = [
         ("user", state["user"]),
-        ("memory", f"{on} (your switch: {state['user_switch']}; server mode: {state['server_mode'] or 'none'})"),
+        ("memory", f"{on} (your switch: {state['user_switch']}; server mode: {server_mode})"),
         ("review policy", state["review_policy"]),
         ("database", state["database"]),
         ("chat model", state["chat_model"] or "none: only explicit requests are learnt"),
@@ -187,7 +188,9 @@ def audit_verify(ctx: typer.Context, json: Json = False) -> None:
     elif report.ok:
         output.say(f"ok, {report.events} events", "green")
     else:
-        output.error(f"The audit log failed verification ({len(report.problems)} problems, {report.events} events):")
+        output.error(
+            f"The audit log failed verification ({len(report.problems)} problems, {report.events} events):"
+        )
         for problem in report.problems:
             output.error(f"  {problem}")
     if not report.ok:

@@ -67,7 +67,8 @@ def search(
     if json:
         output.emit_json([output.hit_json(rank, hit) for rank, hit in enumerate(hits, start=1)])
     elif not enabled:
-        output.say("Memory is off for this user, so nothing is recalled (mnemo settings memory on).", "yellow")
+        output.say("Memory is off for this user, so nothing is recalled (mnemo settings memory on).",
+                   "yellow")
     elif not hits:
         output.say("Nothing recalled.")
     else:
@@ -133,7 +134,8 @@ def review(ctx: typer.Context, limit: Limit = 50, json: Json = False) -> None:
     """Candidate memories waiting for approval (mnemo approve / mnemo reject)."""
 
     async def work(s: Session):
-        return await s.memory.list(s.view, statuses=(Status.CANDIDATE,), limit=limit), s.agent_names
+        candidates = await s.memory.list(s.view, statuses=(Status.CANDIDATE,), limit=limit)
+        return candidates, s.agent_names
 
     facts, agent_names = run(ctx, work)
     if json:

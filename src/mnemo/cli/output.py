@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -19,6 +20,8 @@ from ..domain import Agent, AuditReport, Event, Fact
 from ..recall.fuse import Hit
 
 ERASED = "(erased)"
+# Below this width the id goes under the text instead of into its own column.
+WIDE = 110
 
 
 def stdout() -> Console:
@@ -102,27 +105,51 @@ def _status(fact: Fact) -> str:
     return f"{fact.status}, pinned" if fact.pinned else str(fact.status)
 
 
-def _id_column(table: Table) -> None:
-    table.add_column("id", style="cyan", no_wrap=True, min_width=36)
+def _table(**kwargs: Any) -> Table:
+    return Table(box=box.SIMPLE_HEAD, **kwargs)
+
+
+def _wide() -> bool:
+    return stdout().width >= WIDE
+
+
+def _text_and_id(fact: Fact, wide: bool, note: str = "") -> list[Any]:
+    """The text cell, then the id cell; a narrow terminal gets the note and id under the text."""
+    if wide:
+        return [_fact_text(fact), Text(fact.id, style="cyan")]
+    cell = _fact_text(fact)
+    if note:
+        cell.append(f"\n{note}", style="dim")
+    cell.append(f"\n{fact.id}", style="cyan")
+    return [cell]
+
+
+def _text_column(table: Table, wide: bool, narrow_name: str = "text / id") -> None:
+    table.add_column("text" if wide else narrow_name, ratio=1, overflow="fold")
+
+
+def _id_column(table: Table, wide: bool) -> None:
+    if wide:
+        table.add_column("id", no_wrap=True, min_width=36)
 
 
 def facts_table(
     facts: Sequence[Fact], agent_names: Mapping[str, str] | None = None, title: str | None = None
 ) -> Table:
+    wide = _wide()
     show_agents = bool(agent_names)
-    table = Table(title=title, show_lines=False)
+    table = _table(title=title)
     table.add_column("date", no_wrap=True)
     table.add_column("status", no_wrap=True)
-    table.add_column("text", ratio=1, overflow="fold")
     if show_agents:
         table.add_column("agent", no_wrap=True)
-    _id_column(table)
+    _text_column(table, wide)
+    _id_column(table, wide)
     for fact in facts:
-        row: list[Any] = [_day(fact.valid_from or fact.created_at), _status(fact), _fact_text(fact)]
+        row: list[Any] = [_day(fact.valid_from or fact.created_at), _status(fact)]
         if show_agents:
             row.append(Text((agent_names or {}).get(fact.agent_id or "", "default")))
-        row.append(fact.id)
-        table.add_row(*row)
+        table.add_row(*row, *_text_and_id(fact, wide))
     return table
 
 
@@ -134,15 +161,21 @@ def why(hit: Hit) -> str:
 
 
 def hits_table(hits: Sequence[Hit]) -> Table:
-    table = Table()
+    wide = _wide()
+    table = _table()
     table.add_column("#", justify="right", no_wrap=True)
     table.add_column("date", no_wrap=True)
-    table.add_column("text", ratio=1, overflow="fold")
-    table.add_column("why", overflow="fold")
-    _id_column(table)
+    _text_column(table, wide, "text / why / id")
+    if wide:
+        table.add_column("why", overflow="fold")
+    _id_column(table, wide)
     for rank, hit in enumerate(hits, start=1):
         seen = hit.fact.last_seen_at or hit.fact.created_at
-        table.add_row(str(rank), _day(seen), _fact_text(hit.fact), why(hit), hit.fact.id)
+        if wide:
+            text, id_cell = _text_and_id(hit.fact, wide)
+            table.add_row(str(rank), _day(seen), text, why(hit), id_cell)
+        else:
+            table.add_row(str(rank), _day(seen), *_text_and_id(hit.fact, wide, why(hit)))
     return table
 
 
@@ -204,7 +237,7 @@ def change_status(event: Event) -> str:
 
 
 def history_table(events: Sequence[Event]) -> Table:
-    table = Table()
+    table = _table()
     table.add_column("when", no_wrap=True)
     table.add_column("action", no_wrap=True)
     table.add_column("actor", no_wrap=True)
@@ -213,17 +246,22 @@ def history_table(events: Sequence[Event]) -> Table:
     table.add_column("reason", overflow="fold")
     for e in events:
         table.add_row(
-            _minute(e.at), str(e.action), Text(e.actor), change_text(e), change_status(e), Text(e.reason or "")
+            _minute(e.at),
+            str(e.action),
+            Text(e.actor),
+            change_text(e),
+            change_status(e),
+            Text(e.reason or ""),
         )
     return table
 
 
 def agents_table(agents: Sequence[Agent]) -> Table:
-    table = Table()
+    table = _table()
     table.add_column("name")
     table.add_column("private", no_wrap=True)
     table.add_column("reads default", no_wrap=True)
-    _id_column(table)
+    table.add_column("id", style="cyan", no_wrap=True)
     for a in agents:
         table.add_row(Text(a.name), "yes" if a.private else "no", "yes" if a.reads_default else "no", a.id)
     return table

@@ -18,7 +18,7 @@ from typing import NoReturn, TypeVar
 import typer
 from pydantic import ValidationError
 
-from ..build import open_memory
+from ..build import open_memory, sqlite_path
 from ..domain import (
     Agent,
     Conflict,
@@ -103,13 +103,11 @@ def load_settings(options: Options) -> Settings:
 
 def database_file(settings: Settings) -> Path | None:
     """The SQLite file the settings point at; None when it cannot be known (another URL)."""
-    url = settings.database_url
-    if url is None:
-        return settings.database_path
-    if url.startswith("sqlite:///"):
-        path = url.split("sqlite:///", 1)[1]
-        return None if path in ("", ":memory:") else Path(path)
-    return None
+    try:
+        path = sqlite_path(settings)
+    except ValueError:
+        return None
+    return None if path == ":memory:" else Path(path)
 
 
 def require_database(settings: Settings) -> None:
@@ -190,8 +188,7 @@ async def _session(
         raise
     try:
         user = await memory.user(settings.user)
-        # The one place the CLI reads the store itself: agents are looked up by name.
-        agents = await memory.store.list_agents(user.id)
+        agents = await memory.agents(user.id)
         agent = None
         if resolve_agent and options.agent is not None:
             agent = next((a for a in agents if a.name == options.agent), None)
@@ -206,16 +203,7 @@ async def _session(
             raise CliFailure(f"Database error: {exc}") from exc
         raise
     finally:
-        await _close(memory)
-
-
-async def _close(memory: Memory) -> None:
-    await memory.close()
-    # Memory.close closes the store only; HTTP clients of remote models hold connections.
-    for part in (memory.chat, memory.embedder):
-        aclose = getattr(part, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        await memory.close()
 
 
 def _is_database_error(exc: BaseException) -> bool:

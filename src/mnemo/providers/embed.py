@@ -61,7 +61,7 @@ class LocalEmbedder:
     model_name = "all-MiniLM-L6-v2-int8"
     dimensions = _MINILM_DIMENSIONS
 
-    def __init__(self, *, intra_op_num_threads: int = 2, batch_size: int = 64) -> None:
+    def __init__(self, *, intra_op_num_threads: int = 2, batch_size: int = 32) -> None:
         self._model_file, self._tokenizer_file = _minilm_files()
         self._threads = intra_op_num_threads
         self._batch_size = batch_size
@@ -100,6 +100,9 @@ class LocalEmbedder:
 
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = self._threads
+        # Idle ORT workers otherwise spin for a while after each call, taking the
+        # cores from the database work that follows a query embedding.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         return onnxruntime.InferenceSession(
             str(self._model_file), sess_options=options, providers=["CPUExecutionProvider"]
         )

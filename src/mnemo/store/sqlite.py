@@ -1,13 +1,15 @@
-"""The embedded default store: one SQLite file, WAL, FTS5 and sqlite-vec.
+"""The embedded default store: one SQLite file, WAL, FTS5, and an in-memory vector cache.
 
-The stdlib `sqlite3` of some Python builds cannot load extensions, so the
-driver is `sqlean` (a drop-in `sqlite3` with a current SQLite). All calls run
-on one connection under a lock, off the event loop.
+The driver is `sqlean` (a drop-in `sqlite3` with a current SQLite and FTS5,
+whatever the Python build ships). All calls run on one connection under a lock,
+off the event loop. Vectors: see `store/vectors.py` for why they are searched
+in memory rather than through a vector extension.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import re
@@ -19,7 +21,6 @@ from typing import Any, TypeVar
 
 import numpy as np
 import sqlean
-import sqlite_vec
 
 from .. import audit
 from ..domain import (
@@ -46,6 +47,7 @@ from ..domain import (
 from .base import UNSET, ScoredFact
 from .migrate import pending
 from .migrations.sqlite import MIGRATIONS
+from .vectors import Row, VectorCache
 
 T = TypeVar("T")
 
@@ -80,21 +82,31 @@ def owner_token(user_id: str) -> str:
     return "u" + hashlib.sha256(user_id.encode()).hexdigest()[:24]
 
 
-def fts_query(text: str) -> str | None:
+def query_words(text: str) -> list[str]:
     words = [w for w in (m.group().lower() for m in _WORD.finditer(text)) if w not in _STOPWORDS]
-    if not words:
-        return None
-    unique = list(dict.fromkeys(words))[:32]
-    return " OR ".join(f'"{w}"' for w in unique)
+    return list(dict.fromkeys(words))[:32]
+
+
+# A term found in more than this share of all facts says little about any one of
+# them, yet costs a walk over its whole posting list; below SMALL_STORE facts
+# every term is kept (it is cheap there).
+COMMON_TERM_SHARE = 0.05
+SMALL_STORE = 2000
 
 
 class SQLiteStore:
-    def __init__(self, path: str | Path, *, clock: Callable[[], datetime] = utcnow) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        clock: Callable[[], datetime] = utcnow,
+        vector_cache: VectorCache | None = None,
+    ) -> None:
         self.path = str(path)
         self._clock = clock
         self._lock = threading.Lock()
         self._conn: Any = None
-        self._vector_tables: set[int] = set()
+        self._cache = vector_cache or VectorCache()
 
     # -- plumbing -------------------------------------------------------------
 
@@ -124,14 +136,18 @@ class SQLiteStore:
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         conn = sqlean.connect(self.path, isolation_level=None, check_same_thread=False)
-        conn.enable_load_extension(True)
-        sqlite_vec.load(conn)
-        conn.enable_load_extension(False)
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA busy_timeout = 5000")
         self._conn = conn
+        # a scratch index that tokenizes query words exactly as facts_fts does
+        conn.execute(
+            "CREATE VIRTUAL TABLE temp.query_terms USING fts5 (text, tokenize = 'porter unicode61')"
+        )
+        conn.execute(
+            "CREATE VIRTUAL TABLE temp.query_terms_vocab USING fts5vocab (temp, query_terms, row)"
+        )
         conn.execute(
             "CREATE TABLE IF NOT EXISTS schema_migrations"
             " (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
@@ -147,13 +163,6 @@ class SQLiteStore:
                 )
 
             self._tx(apply)
-        self._vector_tables = {
-            int(name.rsplit("_", 1)[1])
-            for (name,) in conn.execute(
-                "SELECT name FROM sqlite_master WHERE name GLOB 'fact_vectors_[0-9]*'"
-                " AND sql LIKE 'CREATE VIRTUAL TABLE%'"
-            )
-        }
 
     async def close(self) -> None:
         if self._conn is not None:
@@ -177,6 +186,13 @@ class SQLiteStore:
             )
             row = cur.execute("SELECT * FROM users WHERE name = ?", (name,)).fetchone()
         return _user(row)
+
+    async def find_user(self, name: str) -> User | None:
+        def get():
+            row = self._conn.execute("SELECT * FROM users WHERE name = ?", (name,)).fetchone()
+            return _user(row) if row else None
+
+        return await self._run(get)
 
     async def get_user(self, user_id: str) -> User | None:
         def get():
@@ -296,30 +312,35 @@ class SQLiteStore:
         )
         return readable_agent_keys(scope, [_agent(r) for r in rows])
 
-    def _visible(self, scope: Scope, alias: str = "f") -> tuple[str, list[Any]]:
+    def _visible(self, scope: Scope, *, by_key: bool = False) -> tuple[str, list[Any]]:
+        """The WHERE clause of the agent rule. With `by_key`, the caller's own condition
+        names rows by key, and the unary plus stops SQLite from scanning the user's
+        index instead of looking those rows up."""
         keys = self._agent_keys(scope)
+        user = "+f.user_id" if by_key else "f.user_id"
         if keys is None:
-            return f"{alias}.user_id = ?", [scope.user_id]
+            return f"{user} = ?", [scope.user_id]
         marks = ", ".join("?" * len(keys))
-        return (
-            f"{alias}.user_id = ? AND COALESCE({alias}.agent_id, '') IN ({marks})",
-            [scope.user_id, *keys],
-        )
+        return f"{user} = ? AND COALESCE(f.agent_id, '') IN ({marks})", [scope.user_id, *keys]
 
     # -- facts: reads ----------------------------------------------------------
 
     def _select_rows(
-        self, scope: Scope, where: str, params: Sequence[Any], tail: str = ""
+        self, scope: Scope, where: str, params: Sequence[Any], tail: str = "", *, by_key: bool = False
     ) -> list[tuple[int, Fact]]:
-        visible, vparams = self._visible(scope)
+        visible, vparams = self._visible(scope, by_key=by_key)
         sql = f"SELECT {_FACT_SELECT} FROM facts f WHERE {visible} AND ({where}) {tail}"
         return [(r[0], _fact(r)) for r in self._conn.execute(sql, (*vparams, *params))]
 
-    def _select(self, scope: Scope, where: str, params: Sequence[Any], tail: str = "") -> list[Fact]:
-        return [fact for _, fact in self._select_rows(scope, where, params, tail)]
+    def _select(
+        self, scope: Scope, where: str, params: Sequence[Any], tail: str = "", *, by_key: bool = False
+    ) -> list[Fact]:
+        return [fact for _, fact in self._select_rows(scope, where, params, tail, by_key=by_key)]
 
     async def get_fact(self, scope: Scope, fact_id: str) -> Fact:
-        found = await self._run(self._select, scope, "f.id = ?", (fact_id,))
+        found = await self._run(
+            functools.partial(self._select, scope, "f.id = ?", (fact_id,), by_key=True)
+        )
         if not found:
             raise NotFound(f"no memory {fact_id}")
         return found[0]
@@ -363,37 +384,73 @@ class SQLiteStore:
     ) -> list[ScoredFact]:
         return await self._run(self._nearest, scope, vector, model, k)
 
-    def _nearest(self, scope: Scope, vector: np.ndarray, model: str, k: int) -> list[ScoredFact]:
-        dims = int(vector.shape[0])
-        if dims not in self._vector_tables or k <= 0:
-            return []
-        keys = self._agent_keys(scope)
-        agent_filter, params = "", []
-        if keys is not None:
-            agent_filter = f" AND agent IN ({', '.join('?' * len(keys))})"
-            params = keys
+    def _generation(self, user_id: str) -> int:
+        row = self._conn.execute(
+            "SELECT generation FROM vector_generations WHERE user_id = ?", (user_id,)
+        ).fetchone()
+        return row[0] if row else 0
+
+    def _load_vectors(self, user_id: str, model: str) -> list[Row]:
         rows = self._conn.execute(
-            f"SELECT rowid, distance FROM fact_vectors_{dims}"
-            " WHERE embedding MATCH ? AND k = ? AND owner = ? AND active = 1 AND model = ?"
-            f"{agent_filter}",
-            (np.asarray(vector, np.float32).tobytes(), int(k), scope.user_id, model, *params),
-        ).fetchall()
-        if not rows:
+            "SELECT v.rowid, v.embedding, f.status = 'active' AND f.purged = 0,"
+            " COALESCE(f.agent_id, '') FROM fact_vectors v JOIN facts f ON f.rowid = v.rowid"
+            " WHERE v.user_id = ? AND v.model = ?",
+            (user_id, model),
+        )
+        return [Row(r[0], np.frombuffer(r[1], np.float32), bool(r[2]), r[3]) for r in rows]
+
+    def _nearest(self, scope: Scope, vector: np.ndarray, model: str, k: int) -> list[ScoredFact]:
+        found = self._cache.search(
+            (scope.user_id, model),
+            self._generation(scope.user_id),
+            lambda: self._load_vectors(scope.user_id, model),
+            vector,
+            k,
+            self._agent_keys(scope),
+        )
+        if not found:
             return []
-        distance = {r[0]: r[1] for r in rows}
-        marks = ", ".join("?" * len(rows))
-        by_rowid = dict(self._select_rows(scope, f"f.rowid IN ({marks})", list(distance)))
-        scored = [
-            ScoredFact(by_rowid[rid], 1.0 - d) for rid, d in distance.items() if rid in by_rowid
-        ]
-        return sorted(scored, key=lambda s: -s.score)
+        similarity = dict(found)
+        marks = ", ".join("?" * len(found))
+        by_rowid = dict(
+            self._select_rows(scope, f"f.rowid IN ({marks})", list(similarity), by_key=True)
+        )
+        return [ScoredFact(by_rowid[rid], sim) for rid, sim in found if rid in by_rowid]
+
+    def _discriminative(self, words: list[str]) -> list[str]:
+        """The query words worth a full-text search: common ones dropped on a large store.
+
+        Document frequencies come from the index's own vocabulary, so the query
+        words are first put through the same (Porter) tokenizer.
+        """
+        total = self._conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM facts").fetchone()[0]
+        if total < SMALL_STORE or not words:
+            return words
+        stems: dict[str, list[str]] = {}
+        for word in words:
+            self._conn.execute("INSERT INTO temp.query_terms (rowid, text) VALUES (1, ?)", (word,))
+            for (term,) in self._conn.execute("SELECT term FROM temp.query_terms_vocab"):
+                stems.setdefault(term, []).append(word)
+            self._conn.execute("DELETE FROM temp.query_terms")
+        marks = ", ".join("?" * len(stems))
+        df = dict(
+            self._conn.execute(
+                f"SELECT term, doc FROM facts_fts_vocab WHERE term IN ({marks})", list(stems)
+            ).fetchall()
+        )
+        limit = COMMON_TERM_SHARE * total
+        return [w for term, ws in stems.items() if df.get(term, 0) <= limit for w in ws]
 
     async def lexical(self, scope: Scope, query: str, k: int) -> list[ScoredFact]:
-        match = fts_query(query)
-        if match is None or k <= 0:
+        words = query_words(query)
+        if not words or k <= 0:
             return []
 
         def search():
+            kept = self._discriminative(words)
+            if not kept:
+                return []
+            match = " OR ".join(f'"{w}"' for w in kept)
             visible, params = self._visible(scope)
             sql = (
                 f"SELECT {_FACT_SELECT}, bm25(facts_fts, 0.0, 1.0) AS rank"
@@ -416,16 +473,15 @@ class SQLiteStore:
             if not fact_ids:
                 return out
             rows = self._select_rows(
-                scope, f"f.id IN ({', '.join('?' * len(fact_ids))})", list(fact_ids)
+                scope, f"f.id IN ({', '.join('?' * len(fact_ids))})", list(fact_ids), by_key=True
             )
-            for dims in self._vector_tables:
-                for rowid, fact in rows:
-                    row = self._conn.execute(
-                        f"SELECT embedding FROM fact_vectors_{dims} WHERE rowid = ? AND model = ?",
-                        (rowid, model),
-                    ).fetchone()
-                    if row:
-                        out[fact.id] = np.frombuffer(row[0], dtype=np.float32)
+            for rowid, fact in rows:
+                row = self._conn.execute(
+                    "SELECT embedding FROM fact_vectors WHERE rowid = ? AND model = ?",
+                    (rowid, model),
+                ).fetchone()
+                if row:
+                    out[fact.id] = np.frombuffer(row[0], dtype=np.float32)
             return out
 
         return await self._run(select)
@@ -435,9 +491,18 @@ class SQLiteStore:
     async def commit(self, user_id: str, changes: Sequence[Change], at: datetime) -> list[Event]:
         if not changes:
             return []
-        return await self._run(self._tx, self._commit, user_id, list(changes), at)
+        return await self._run(self._commit_and_patch, user_id, list(changes), at)
 
-    def _commit(self, cur, user_id: str, changes: list[Change], at: datetime) -> list[Event]:
+    def _commit_and_patch(self, user_id: str, changes: list[Change], at: datetime) -> list[Event]:
+        cache_rows: dict[str, list[Row]] = {}
+        events, generation = self._tx(self._commit, user_id, changes, at, cache_rows)
+        for model, rows in cache_rows.items():
+            self._cache.apply((user_id, model), generation - 1, generation, rows)
+        return events
+
+    def _commit(
+        self, cur, user_id: str, changes: list[Change], at: datetime, cache_rows: dict[str, list[Row]]
+    ) -> tuple[list[Event], int]:
         row = cur.execute(
             "SELECT hash FROM fact_events WHERE user_id = ? ORDER BY seq DESC LIMIT 1", (user_id,)
         ).fetchone()
@@ -448,7 +513,9 @@ class SQLiteStore:
             if fact.user_id != user_id:
                 raise InvalidInput("a change names another user's fact")
             rowid = self._write_fact(cur, change)
-            self._index(cur, rowid, change)
+            indexed = self._index(cur, rowid, change)
+            if indexed is not None:
+                cache_rows.setdefault(indexed[0], []).append(indexed[1])
             if change.redact:
                 self._redact_events(cur, user_id, fact.id)
             before = change.before.snapshot() if change.before else None
@@ -491,7 +558,15 @@ class SQLiteStore:
                 )
             )
             prev = digest_hash
-        return events
+        generation = self._generation(user_id)
+        if cache_rows:
+            generation += 1
+            cur.execute(
+                "INSERT INTO vector_generations VALUES (?, ?)"
+                " ON CONFLICT (user_id) DO UPDATE SET generation = excluded.generation",
+                (user_id, generation),
+            )
+        return events, generation
 
     def _write_fact(self, cur, change: Change) -> int:
         f = change.fact
@@ -519,8 +594,11 @@ class SQLiteStore:
             raise Conflict(f"memory {f.id} changed since version {change.before.version}")
         return cur.execute("SELECT rowid FROM facts WHERE id = ?", (f.id,)).fetchone()[0]
 
-    def _index(self, cur, rowid: int, change: Change) -> None:
-        """Keep the lexical and vector indexes in step with the fact row."""
+    def _index(self, cur, rowid: int, change: Change) -> tuple[str, Row] | None:
+        """Keep the lexical index and the vectors in step with the fact row.
+
+        Returns the vector-cache change (model, row) this fact needs, if any.
+        """
         f = change.fact
         active = f.status == Status.ACTIVE and not f.purged
         cur.execute("DELETE FROM facts_fts WHERE rowid = ?", (rowid,))
@@ -529,35 +607,23 @@ class SQLiteStore:
                 "INSERT INTO facts_fts (rowid, owner, text) VALUES (?, ?, ?)",
                 (rowid, owner_token(f.user_id), f.text),
             )
-        if change.vector is not None or f.purged:
-            for dims in self._vector_tables:
-                cur.execute(f"DELETE FROM fact_vectors_{dims} WHERE rowid = ?", (rowid,))
-        if change.vector is not None and not f.purged:
+        model = f.embedding_model or (change.before.embedding_model if change.before else None)
+        if model is None:
+            return None
+        agent = f.agent_id or ""
+        if f.purged:
+            cur.execute("DELETE FROM fact_vectors WHERE rowid = ?", (rowid,))
+            return model, Row(rowid, None, False, agent, drop=True)
+        if change.vector is not None:
             vector = np.asarray(change.vector, dtype=np.float32)
-            dims = self._ensure_vector_table(cur, int(vector.shape[0]))
             cur.execute(
-                f"INSERT INTO fact_vectors_{dims} (rowid, owner, active, agent, model, embedding)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (rowid, f.user_id, int(active), f.agent_id or "", f.embedding_model, vector.tobytes()),
+                "INSERT INTO fact_vectors (rowid, user_id, model, embedding) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (rowid) DO UPDATE SET model = excluded.model,"
+                " embedding = excluded.embedding",
+                (rowid, f.user_id, model, vector.tobytes()),
             )
-        elif change.before is not None and not f.purged:
-            for dims in self._vector_tables:
-                cur.execute(
-                    f"UPDATE fact_vectors_{dims} SET active = ? WHERE rowid = ?",
-                    (int(active), rowid),
-                )
-
-    def _ensure_vector_table(self, cur, dims: int) -> int:
-        # One vec0 table per vector size, partitioned by user so that a KNN
-        # query reads only that user's vectors.
-        if dims not in self._vector_tables:
-            cur.execute(
-                f"CREATE VIRTUAL TABLE IF NOT EXISTS fact_vectors_{dims} USING vec0("
-                " owner TEXT PARTITION KEY, active INTEGER, agent TEXT, model TEXT,"
-                f" embedding FLOAT[{dims}] distance_metric=cosine)"
-            )
-            self._vector_tables.add(dims)
-        return dims
+            return model, Row(rowid, vector, active, agent)
+        return model, Row(rowid, None, active, agent)
 
     def _redact_events(self, cur, user_id: str, fact_id: str) -> None:
         rows = cur.execute(

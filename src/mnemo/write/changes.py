@@ -168,11 +168,15 @@ def purge(fact: Fact, *, now: datetime, actor: str, reason: str | None = None) -
     """Erase the text, here and in every past event; the events themselves stay."""
     if fact.purged:
         raise InvalidInput(f"memory {fact.id} was already purged")
+    # a purged fact leaves recall and the review queue for good
+    status = {Status.ACTIVE: Status.RETRACTED, Status.CANDIDATE: Status.REJECTED}.get(
+        fact.status, fact.status
+    )
     after = _bump(
         fact,
         text="",
         purged=True,
-        status=Status.RETRACTED if fact.status == Status.ACTIVE else fact.status,
+        status=status,
         retired_at=fact.retired_at or now,
         embedding_model=None,
         pinned=False,

@@ -86,6 +86,21 @@ def _initial(cur) -> None:
         -- active facts only; owner is a token derived from the user id, so that
         -- MATCH intersects one user's postings instead of filtering everyone's
         CREATE VIRTUAL TABLE facts_fts USING fts5 (owner, text, tokenize = 'porter unicode61');
+        CREATE VIRTUAL TABLE facts_fts_vocab USING fts5vocab (facts_fts, row);
+        -- float32 blobs: the durable copy of each fact's vector (see store/vectors.py)
+        CREATE TABLE fact_vectors (
+            rowid INTEGER PRIMARY KEY REFERENCES facts(rowid),
+            user_id TEXT NOT NULL,
+            model TEXT NOT NULL,
+            embedding BLOB NOT NULL
+        );
+        CREATE INDEX fact_vectors_owner ON fact_vectors (user_id, model);
+        -- bumped with every change to a user's vectors, so that other processes'
+        -- in-memory vector caches know to reload
+        CREATE TABLE vector_generations (
+            user_id TEXT PRIMARY KEY,
+            generation INTEGER NOT NULL
+        );
         CREATE TABLE fact_events (
             seq INTEGER PRIMARY KEY AUTOINCREMENT,
             at TEXT NOT NULL,
