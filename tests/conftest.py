@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -25,7 +25,7 @@ def embedder() -> LocalEmbedder:
 
 @pytest.fixture
 def clock() -> Clock:
-    return Clock(datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc))
+    return Clock(datetime(2026, 3, 1, 12, 0, tzinfo=UTC))
 
 
 @pytest.fixture
@@ -49,7 +49,11 @@ async def memory(store, embedder, settings, clock) -> Memory:
 
 @pytest.fixture
 async def llm_memory(
-    store, embedder, settings, clock, scripted_llm: ScriptedOpenAI  # noqa: F811
+    store,
+    embedder,
+    settings,
+    clock,
+    scripted_llm: ScriptedOpenAI,  # noqa: F811
 ) -> AsyncIterator[Memory]:
     """Memory whose chat model is the scripted server, through the real client."""
     chat = OpenAIChatModel(scripted_llm.base_url, "test-key", "scripted-model", timeout=5, max_retries=0)
@@ -65,4 +69,3 @@ async def alice(memory) -> Scope:
 @pytest.fixture
 async def bob(memory) -> Scope:
     return Scope((await memory.user("bob")).id)
-

@@ -46,17 +46,57 @@ async def bulk_add(memory, scope, sentences: list[str]) -> None:
 
 def unrelated_facts(n: int) -> list[str]:
     """n (at most 2,500) distinct, plausible facts about things and people, none about where one lives."""
-    things = ["a red kayak", "a sourdough starter", "a vintage camera", "a chess set", "a bonsai tree",
-              "a telescope", "a mandolin", "a sewing machine", "a tandem bicycle", "a pottery wheel"]
-    verbs = ["bought", "repaired", "sold", "borrowed", "painted", "cleaned", "lost", "found",
-             "photographed", "gave away"]
-    people = ["my cousin Ravi", "my neighbour Lena", "my colleague Tomasz", "my friend Aiko",
-              "my uncle Pedro", "my aunt Fatima", "my classmate Jonas", "my coach Mireille",
-              "my landlord Otto", "my barber Sami", "my dentist Ines", "my niece Clara",
-              "my nephew Bruno", "my grandfather Emil", "my teacher Noor", "my roommate Kofi",
-              "my boss Helga", "my tailor Yusuf", "my godson Matteo", "my pen pal Signe",
-              "my trainer Dario", "my mentor Priya", "my stepbrother Luca", "my florist Anouk",
-              "my pharmacist Jorge"]
+    things = [
+        "a red kayak",
+        "a sourdough starter",
+        "a vintage camera",
+        "a chess set",
+        "a bonsai tree",
+        "a telescope",
+        "a mandolin",
+        "a sewing machine",
+        "a tandem bicycle",
+        "a pottery wheel",
+    ]
+    verbs = [
+        "bought",
+        "repaired",
+        "sold",
+        "borrowed",
+        "painted",
+        "cleaned",
+        "lost",
+        "found",
+        "photographed",
+        "gave away",
+    ]
+    people = [
+        "my cousin Ravi",
+        "my neighbour Lena",
+        "my colleague Tomasz",
+        "my friend Aiko",
+        "my uncle Pedro",
+        "my aunt Fatima",
+        "my classmate Jonas",
+        "my coach Mireille",
+        "my landlord Otto",
+        "my barber Sami",
+        "my dentist Ines",
+        "my niece Clara",
+        "my nephew Bruno",
+        "my grandfather Emil",
+        "my teacher Noor",
+        "my roommate Kofi",
+        "my boss Helga",
+        "my tailor Yusuf",
+        "my godson Matteo",
+        "my pen pal Signe",
+        "my trainer Dario",
+        "my mentor Priya",
+        "my stepbrother Luca",
+        "my florist Anouk",
+        "my pharmacist Jorge",
+    ]
     out = []
     for person in people:
         for verb in verbs:
@@ -67,7 +107,10 @@ def unrelated_facts(n: int) -> list[str]:
 
 def extraction(*facts: str | dict) -> dict:
     """A scripted extractor reply."""
-    items = [f if isinstance(f, dict) else {"text": f, "confidence": 0.95, "speaker": "user", "message": 1} for f in facts]
+    items = [
+        f if isinstance(f, dict) else {"text": f, "confidence": 0.95, "speaker": "user", "message": 1}
+        for f in facts
+    ]
     return {"facts": items}
 
 

@@ -97,4 +97,3 @@ def believed_at(user_id: str, events: Iterable[Event], at: datetime) -> dict[str
         if e.after is not None:
             state[e.fact_id] = Fact.from_snapshot(user_id, e.after)
     return state
-

@@ -48,7 +48,5 @@ def build_chat(settings: Settings) -> ChatModel | None:
 
 
 async def open_memory(settings: Settings) -> Memory:
-    memory = Memory(
-        build_store(settings), build_embedder(settings), build_chat(settings), settings=settings
-    )
+    memory = Memory(build_store(settings), build_embedder(settings), build_chat(settings), settings=settings)
     return await memory.open()

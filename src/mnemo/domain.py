@@ -6,7 +6,7 @@ import hashlib
 import re
 import unicodedata
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
@@ -68,7 +68,7 @@ class ReviewPolicy(StrEnum):
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def new_id() -> str:
@@ -327,11 +327,8 @@ def _iso(value: datetime | None) -> str | None:
 def parse_time(value: str | datetime | None) -> datetime | None:
     if value is None or value == "":
         return None
-    if isinstance(value, datetime):
-        dt = value
-    else:
-        dt = datetime.fromisoformat(value)
-    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+    dt = value if isinstance(value, datetime) else datetime.fromisoformat(value)
+    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 
 def readable_agent_keys(scope: Scope, agents: list[Agent]) -> list[str] | None:

@@ -194,14 +194,27 @@ class Memory:
         text = changes.clean_text(text)
         vector = (await self.embedder.embed([text]))[0]
         change = changes.edit(
-            fact, text, now=now, vector=vector, embedding_model=self.embedder.model_name,
-            actor=actor, reason=reason, category=category, confidence=1.0,
+            fact,
+            text,
+            now=now,
+            vector=vector,
+            embedding_model=self.embedder.model_name,
+            actor=actor,
+            reason=reason,
+            category=category,
+            confidence=1.0,
         )
         await self._commit(scope, [change], now)
         return change.fact
 
     async def retract(
-        self, scope: Scope, fact_id: str, *, reason: str | None = None, actor: str = "user", version: int | None = None
+        self,
+        scope: Scope,
+        fact_id: str,
+        *,
+        reason: str | None = None,
+        actor: str = "user",
+        version: int | None = None,
     ) -> Fact:
         fact = await self._current(scope, fact_id, version)
         now = self.clock()
@@ -225,19 +238,23 @@ class Memory:
         if fact.supersedes:
             try:
                 old = await self.store.get_fact(scope, fact.supersedes)
-            except Exception:  # noqa: BLE001 — the old fact may be gone from this scope
+            except Exception:
                 old = None
             if old is not None and old.status == Status.ACTIVE:
                 batch.append(changes.supersede(old, approved.fact, now=now, actor=actor))
         await self._commit(scope, batch, now)
         return approved.fact
 
-    async def reject(self, scope: Scope, fact_id: str, *, reason: str | None = None, actor: str = "user") -> Fact:
+    async def reject(
+        self, scope: Scope, fact_id: str, *, reason: str | None = None, actor: str = "user"
+    ) -> Fact:
         fact = await self._current(scope, fact_id, None)
         now = self.clock()
         return await self._apply(scope, changes.reject(fact, now=now, actor=actor, reason=reason), now)
 
-    async def purge(self, scope: Scope, fact_id: str, *, actor: str = "user", reason: str | None = None) -> Fact:
+    async def purge(
+        self, scope: Scope, fact_id: str, *, actor: str = "user", reason: str | None = None
+    ) -> Fact:
         """Erase a fact's text everywhere (the right to erasure); an event records that it happened."""
         fact = await self._current(scope, fact_id, None)
         now = self.clock()

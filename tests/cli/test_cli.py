@@ -286,8 +286,15 @@ def test_settings_switch_memory_off_and_on(mnemo: Invoke) -> None:
 
 
 def test_remember_without_a_chat_model_learns_explicit_requests(mnemo: Invoke) -> None:
-    learnt = ok(mnemo("remember", "--user-message", "Please remember that my cat is called Tom.",
-                      "--assistant-message", "I will!"))
+    learnt = ok(
+        mnemo(
+            "remember",
+            "--user-message",
+            "Please remember that my cat is called Tom.",
+            "--assistant-message",
+            "I will!",
+        )
+    )
     assert "only explicit requests" in learnt.stdout
     assert "My cat is called Tom" in learnt.stdout and "create" in learnt.stdout
     assert "My cat is called Tom" in ok(mnemo("search", "cat name")).stdout

@@ -55,7 +55,9 @@ async def test_retract_leaves_a_tombstone_that_recall_skips(memory, alice):
     await memory.restore(alice, fact.id)
     assert texts(await memory.recall("kayak", alice)) == ["I own a red kayak"]
     assert [e.action for e in await memory.history(alice, fact.id)] == [
-        Action.CREATE, Action.RETRACT, Action.RESTORE,
+        Action.CREATE,
+        Action.RETRACT,
+        Action.RESTORE,
     ]
 
 
@@ -70,7 +72,9 @@ async def test_purge_erases_the_text_everywhere_and_the_chain_still_verifies(mem
     history = await memory.history(alice, secret.id)
     assert [e.action for e in history] == [Action.CREATE, Action.EDIT, Action.PURGE]
     assert "918" not in json.dumps([(e.before, e.after) for e in history])
-    raw = memory.store._conn.execute("SELECT group_concat(coalesce(before,'') || coalesce(after,'')) FROM fact_events").fetchone()[0]
+    raw = memory.store._conn.execute(
+        "SELECT group_concat(coalesce(before,'') || coalesce(after,'')) FROM fact_events"
+    ).fetchone()[0]
     assert "918" not in raw
     assert "918" not in json.dumps(memory.store._conn.execute("SELECT * FROM facts").fetchall())
     assert texts(await memory.recall("bank PIN", alice)) == ["I like tea"]
@@ -123,7 +127,9 @@ async def test_list_as_of_shows_what_was_believed_then(memory, alice, clock):
     await memory.retract(alice, berlin.id)
 
     assert texts(await memory.list(alice, as_of=march)) == ["I live in Berlin"]
-    assert texts(await memory.list(alice, as_of=march.replace(day=15, month=4))) == ["I live in Berlin-Kreuzberg"]
+    assert texts(await memory.list(alice, as_of=march.replace(day=15, month=4))) == [
+        "I live in Berlin-Kreuzberg"
+    ]
     assert texts(await memory.list(alice)) == ["I have a cat"]
 
 

@@ -37,7 +37,11 @@ async def test_guarded_holds_assistant_claims_and_low_confidence(llm_memory, scr
         )
     )
     report = await llm_memory.remember(
-        Turn.of(alice, ("user", "I'm a software engineer."), ("assistant", "As the document says, you are the administrator."))
+        Turn.of(
+            alice,
+            ("user", "I'm a software engineer."),
+            ("assistant", "As the document says, you are the administrator."),
+        )
     )
     assert texts(await llm_memory.list(alice)) == ["I am a software engineer"]
     held = await llm_memory.list(alice, statuses=[Status.CANDIDATE])
@@ -96,7 +100,10 @@ async def test_a_near_duplicate_reinforces(memory, alice):
 async def test_a_different_fact_with_a_similar_embedding_is_not_merged(memory, alice):
     await memory.add(alice, "My favourite colour is blue")
     await memory.remember(turn(alice, "Remember that my favourite colour is green"))
-    assert sorted(texts(await memory.list(alice))) == ["My favourite colour is blue", "My favourite colour is green"]
+    assert sorted(texts(await memory.list(alice))) == [
+        "My favourite colour is blue",
+        "My favourite colour is green",
+    ]
 
 
 async def test_adding_the_same_text_twice_keeps_one_row(memory, alice):

@@ -5,10 +5,10 @@ Every negative case seeds the facts that must stay out and asserts on their text
 
 from __future__ import annotations
 
+import pytest
+
 from mnemo.domain import NotFound, Scope
 from tests.helpers import texts
-
-import pytest
 
 
 async def seed(memory, scope: Scope, text: str) -> None:

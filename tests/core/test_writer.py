@@ -16,7 +16,9 @@ def turn(scope: Scope, said: str) -> Turn:
 
 def reconcile_prompt(scripted_llm) -> str:
     """The user message of the last reconciliation request the model received."""
-    requests = [r for r in scripted_llm.chat_requests() if "reconciliation" in json.dumps(r.get("response_format"))]
+    requests = [
+        r for r in scripted_llm.chat_requests() if "reconciliation" in json.dumps(r.get("response_format"))
+    ]
     return requests[-1]["messages"][-1]["content"]
 
 
@@ -57,14 +59,23 @@ async def test_non_json_reply_is_reported_not_raised(llm_memory, scripted_llm, a
 
 
 async def test_json_inside_prose_is_read(llm_memory, scripted_llm, alice):
-    scripted_llm.reply('Sure! Here you go:\n```json\n{"facts": [{"text": "I have a cat named Miso"}]}\n```\nDone.')
+    scripted_llm.reply(
+        'Sure! Here you go:\n```json\n{"facts": [{"text": "I have a cat named Miso"}]}\n```\nDone.'
+    )
     await llm_memory.remember(turn(alice, "I have a cat named Miso."))
     assert texts(await llm_memory.list(alice)) == ["I have a cat named Miso"]
 
 
 async def test_wrong_types_drop_only_the_bad_items(llm_memory, scripted_llm, alice):
     scripted_llm.reply_json(
-        {"facts": [{"text": 5}, {"text": "I own a kayak", "confidence": "very"}, {"text": "I play the cello"}, "x"]}
+        {
+            "facts": [
+                {"text": 5},
+                {"text": "I own a kayak", "confidence": "very"},
+                {"text": "I play the cello"},
+                "x",
+            ]
+        }
     )
     report = await llm_memory.remember(turn(alice, "I play the cello and own a kayak."))
     assert texts(await llm_memory.list(alice)) == ["I play the cello"]
@@ -167,7 +178,9 @@ async def test_the_extractor_sees_the_last_two_exchanges(llm_memory, scripted_ll
 
 async def test_message_provenance_is_recorded(llm_memory, scripted_llm, alice):
     scripted_llm.reply_json(extraction({"text": "I have a cat named Miso", "speaker": "user", "message": 1}))
-    await llm_memory.remember(Turn.of(alice, ("user", "My cat is Miso."), ("assistant", "Cute!"), conversation_id="c-1"))
+    await llm_memory.remember(
+        Turn.of(alice, ("user", "My cat is Miso."), ("assistant", "Cute!"), conversation_id="c-1")
+    )
     fact = (await llm_memory.list(alice))[0]
     assert fact.source.conversation_id == "c-1"
     assert fact.source.speaker == "user" and len(fact.source.message_ids) == 1

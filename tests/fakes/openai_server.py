@@ -174,7 +174,7 @@ class ScriptedOpenAI:
 
 def _handler_for(script: ScriptedOpenAI) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: Any) -> None:
             """Silence the per-request stderr log."""
 
         def do_GET(self) -> None:
@@ -352,9 +352,7 @@ def hashed_embedding(text: str, dimensions: int) -> np.ndarray:
     return vector / np.linalg.norm(vector)
 
 
-def _embedding_response(
-    texts: list[str], dimensions: int, as_base64: bool, model: str
-) -> dict[str, Any]:
+def _embedding_response(texts: list[str], dimensions: int, as_base64: bool, model: str) -> dict[str, Any]:
     data = []
     for index, text in enumerate(texts):
         vector = hashed_embedding(text, dimensions)

@@ -10,8 +10,6 @@ import pytest
 
 from mnemo.providers.base import ChatModel, ModelError, ModelUnavailable
 from mnemo.providers.chat import OpenAIChatModel
-# Until tests/conftest.py imports it for every test.
-from tests.fakes.fixtures import scripted_llm  # noqa: F401
 from tests.fakes.openai_server import ScriptedOpenAI
 
 SCHEMA = {
@@ -52,9 +50,7 @@ def format_types(server: ScriptedOpenAI) -> list[str | None]:
     return [(body.get("response_format") or {}).get("type") for body in server.chat_requests()]
 
 
-async def test_sends_json_schema_request(
-    scripted_llm: ScriptedOpenAI, make_model: MakeModel
-) -> None:
+async def test_sends_json_schema_request(scripted_llm: ScriptedOpenAI, make_model: MakeModel) -> None:
     scripted_llm.reply_json({"facts": ["lives in Lisbon"]})
     model = make_model()
 
@@ -94,9 +90,7 @@ async def test_falls_back_to_json_object_and_remembers(
     assert format_types(scripted_llm) == ["json_schema", "json_object", "json_object"]
 
 
-async def test_falls_back_to_no_response_format(
-    scripted_llm: ScriptedOpenAI, make_model: MakeModel
-) -> None:
+async def test_falls_back_to_no_response_format(scripted_llm: ScriptedOpenAI, make_model: MakeModel) -> None:
     scripted_llm.reject_response_format({"json_schema", "json_object"})
     scripted_llm.reply_json({"facts": []})
     scripted_llm.reply_json({"facts": []})

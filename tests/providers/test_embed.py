@@ -12,9 +12,6 @@ import pytest
 
 from mnemo.providers.base import Embedder, ModelUnavailable
 from mnemo.providers.embed import LocalEmbedder, OpenAIEmbedder
-
-# Until tests/conftest.py imports it for every test.
-from tests.fakes.fixtures import scripted_llm  # noqa: F401
 from tests.fakes.openai_server import EMBEDDINGS_PATH, ScriptedOpenAI, hashed_embedding
 
 MIXED_LENGTHS = [

@@ -28,7 +28,10 @@ async def test_an_older_database_upgrades_in_place(tmp_path, embedder, monkeypat
     def add_nickname(cur):
         cur.execute("ALTER TABLE users ADD COLUMN nickname TEXT")
 
-    newer = [*sqlite_module.MIGRATIONS, Migration(len(sqlite_module.MIGRATIONS) + 1, "nickname", add_nickname)]
+    newer = [
+        *sqlite_module.MIGRATIONS,
+        Migration(len(sqlite_module.MIGRATIONS) + 1, "nickname", add_nickname),
+    ]
     monkeypatch.setattr(sqlite_module, "MIGRATIONS", newer)
     upgraded = Memory(SQLiteStore(path), embedder)
     await upgraded.open()
@@ -49,7 +52,9 @@ async def test_a_failing_migration_leaves_the_database_as_it_was(tmp_path, monke
         cur.execute("CREATE TABLE half_done (x INTEGER)")
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(sqlite_module, "MIGRATIONS", [*sqlite_module.MIGRATIONS, Migration(99, "broken", broken)])
+    monkeypatch.setattr(
+        sqlite_module, "MIGRATIONS", [*sqlite_module.MIGRATIONS, Migration(99, "broken", broken)]
+    )
     with pytest.raises(RuntimeError, match="disk on fire"):
         await SQLiteStore(path).open()
     monkeypatch.undo()

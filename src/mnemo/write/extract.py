@@ -35,9 +35,7 @@ class Extracted:
 
 
 class Extractor(Protocol):
-    async def extract(
-        self, messages: list[Message], conversation_id: str, now: datetime
-    ) -> Extracted: ...
+    async def extract(self, messages: list[Message], conversation_id: str, now: datetime) -> Extracted: ...
 
 
 def last_exchanges(messages: list[Message], exchanges: int) -> list[Message]:
@@ -57,9 +55,7 @@ class ModelExtractor:
         self.exchanges = exchanges
         self.max_facts = max_facts
 
-    async def extract(
-        self, messages: list[Message], conversation_id: str, now: datetime
-    ) -> Extracted:
+    async def extract(self, messages: list[Message], conversation_id: str, now: datetime) -> Extracted:
         window = last_exchanges(messages, self.exchanges)
         if not window:
             return Extracted()
@@ -91,9 +87,7 @@ class ModelExtractor:
                     valid_from = parse_time(item.valid_from)
                 except ValueError:
                     out.problems.append(f"extraction: unreadable valid_from {item.valid_from!r} ignored")
-            out.proposals.append(
-                Proposal(item.text, source, item.category, item.confidence, valid_from)
-            )
+            out.proposals.append(Proposal(item.text, source, item.category, item.confidence, valid_from))
         return out
 
 
@@ -110,9 +104,7 @@ class ExplicitExtractor:
 
     model_name = "explicit-request"
 
-    async def extract(
-        self, messages: list[Message], conversation_id: str, now: datetime
-    ) -> Extracted:
+    async def extract(self, messages: list[Message], conversation_id: str, now: datetime) -> Extracted:
         out = Extracted()
         last_user = next((m for m in reversed(messages) if m.role == "user"), None)
         if last_user is None:

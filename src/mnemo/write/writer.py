@@ -177,7 +177,9 @@ class _Plan:
         self.current[change.fact.id] = change.fact
         return change.fact
 
-    def _new(self, p: Proposal, status: Status, supersedes: str | None = None, reason: str | None = None) -> Fact:
+    def _new(
+        self, p: Proposal, status: Status, supersedes: str | None = None, reason: str | None = None
+    ) -> Fact:
         fact = changes.new_fact(
             self.scope,
             p.text,
@@ -208,8 +210,13 @@ class _Plan:
             elif op.kind == "update":
                 self._push(
                     changes.edit(
-                        target, p.text, now=self.now, vector=self.vector_of[p.text],
-                        embedding_model=self.model, actor=self.actor, reason=op.reason,
+                        target,
+                        p.text,
+                        now=self.now,
+                        vector=self.vector_of[p.text],
+                        embedding_model=self.model,
+                        actor=self.actor,
+                        reason=op.reason,
                     )
                 )
             elif op.kind == "supersede":
@@ -233,9 +240,7 @@ def same_particulars(a: str, b: str) -> bool:
 
     "My flight is on May 3" and "…May 4" embed at 0.97; they are not one fact.
     """
-    return _NUMBER.findall(a) == _NUMBER.findall(b) and len(_NEGATION.findall(a)) == len(
-        _NEGATION.findall(b)
-    )
+    return _NUMBER.findall(a) == _NUMBER.findall(b) and len(_NEGATION.findall(a)) == len(_NEGATION.findall(b))
 
 
 def _unique(proposals: list[Proposal]) -> list[Proposal]:

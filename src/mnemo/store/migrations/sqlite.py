@@ -120,7 +120,7 @@ def _initial(cur) -> None:
         CREATE INDEX fact_events_fact ON fact_events (fact_id, seq);
         CREATE TRIGGER fact_events_no_delete BEFORE DELETE ON fact_events
         BEGIN SELECT RAISE(ABORT, 'fact_events is append-only'); END;
-        """
+        """,
     )
 
 
