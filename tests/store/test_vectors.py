@@ -7,7 +7,7 @@ import numpy as np
 from mnemo.domain import Scope
 from mnemo.memory import Memory
 from mnemo.store.sqlite import SQLiteStore
-from mnemo.store.vectors import Row, VectorCache
+from mnemo.store.vectors import Columns, Row, VectorCache
 from tests.helpers import texts
 
 
@@ -24,10 +24,10 @@ def test_search_is_exact_and_filters_status_and_agent():
         Row(3, unit(0.8, 0.2, 0), True, "chef"),
         Row(4, unit(0, 1, 0), True, ""),
     ]
-    found = cache.search(("u", "m"), 1, lambda: rows, unit(1, 0, 0), 10, ["", "chef"])
+    found = cache.search(("u", "m"), 1, lambda: Columns.of(rows), unit(1, 0, 0), 10, ["", "chef"])
     assert [rid for rid, _ in found] == [1, 3, 4]
     assert abs(found[0][1] - 1.0) < 1e-6
-    only_default = cache.search(("u", "m"), 1, lambda: rows, unit(1, 0, 0), 10, [""])
+    only_default = cache.search(("u", "m"), 1, lambda: Columns.of(rows), unit(1, 0, 0), 10, [""])
     assert [rid for rid, _ in only_default] == [1, 4]
 
 
@@ -37,7 +37,7 @@ def test_patches_follow_this_process_and_reloads_follow_others():
 
     def load():
         loads.append(1)
-        return [Row(1, unit(1, 0), True, "")]
+        return Columns.of([Row(1, unit(1, 0), True, "")])
 
     cache.search(("u", "m"), 5, load, unit(1, 0), 5, None)
     cache.apply(("u", "m"), 5, 6, [Row(2, unit(0, 1), True, ""), Row(1, None, False, "")])
@@ -51,7 +51,7 @@ def test_patches_follow_this_process_and_reloads_follow_others():
 def test_eviction_keeps_the_total_under_the_cap():
     cache = VectorCache(max_vectors=2)
     for user in ("a", "b", "c"):
-        cache.search((user, "m"), 1, lambda: [Row(1, unit(1, 0), True, "")], unit(1, 0), 1, None)
+        cache.search((user, "m"), 1, lambda: Columns.of([Row(1, unit(1, 0), True, "")]), unit(1, 0), 1, None)
     assert len(cache._entries) == 2 and ("a", "m") not in cache._entries
 
 

@@ -47,7 +47,7 @@ from ..domain import (
 from .base import UNSET, ScoredFact
 from .migrate import pending
 from .migrations.sqlite import MIGRATIONS
-from .vectors import Row, VectorCache
+from .vectors import Columns, Row, VectorCache
 
 T = TypeVar("T")
 
@@ -143,7 +143,9 @@ class SQLiteStore:
         self._conn = conn
         # a scratch index that tokenizes query words exactly as facts_fts does
         conn.execute("CREATE VIRTUAL TABLE temp.query_terms USING fts5 (text, tokenize = 'porter unicode61')")
-        conn.execute("CREATE VIRTUAL TABLE temp.query_terms_vocab USING fts5vocab (temp, query_terms, row)")
+        conn.execute(
+            "CREATE VIRTUAL TABLE temp.query_terms_vocab USING fts5vocab (temp, query_terms, instance)"
+        )
         conn.execute(
             "CREATE TABLE IF NOT EXISTS schema_migrations"
             " (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
@@ -376,14 +378,17 @@ class SQLiteStore:
         ).fetchone()
         return row[0] if row else 0
 
-    def _load_vectors(self, user_id: str, model: str) -> list[Row]:
+    def _load_vectors(self, user_id: str, model: str) -> Columns:
         rows = self._conn.execute(
             "SELECT v.rowid, v.embedding, f.status = 'active' AND f.purged = 0,"
             " COALESCE(f.agent_id, '') FROM fact_vectors v JOIN facts f ON f.rowid = v.rowid"
             " WHERE v.user_id = ? AND v.model = ?",
             (user_id, model),
-        )
-        return [Row(r[0], np.frombuffer(r[1], np.float32), bool(r[2]), r[3]) for r in rows]
+        ).fetchall()
+        if not rows:
+            return Columns()
+        rowids, vectors, active, agents = (list(c) for c in zip(*rows, strict=True))
+        return Columns(rowids, vectors, [bool(a) for a in active], agents)
 
     def _nearest(self, scope: Scope, vector: np.ndarray, model: str, k: int) -> list[ScoredFact]:
         found = self._cache.search(
@@ -410,12 +415,13 @@ class SQLiteStore:
         total = self._conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM facts").fetchone()[0]
         if total < SMALL_STORE or not words:
             return words
+        self._conn.executemany(
+            "INSERT INTO temp.query_terms (rowid, text) VALUES (?, ?)", list(enumerate(words))
+        )
         stems: dict[str, list[str]] = {}
-        for word in words:
-            self._conn.execute("INSERT INTO temp.query_terms (rowid, text) VALUES (1, ?)", (word,))
-            for (term,) in self._conn.execute("SELECT term FROM temp.query_terms_vocab"):
-                stems.setdefault(term, []).append(word)
-            self._conn.execute("DELETE FROM temp.query_terms")
+        for term, row in self._conn.execute("SELECT term, doc FROM temp.query_terms_vocab"):
+            stems.setdefault(term, []).append(words[row])
+        self._conn.execute("DELETE FROM temp.query_terms")
         marks = ", ".join("?" * len(stems))
         df = dict(
             self._conn.execute(

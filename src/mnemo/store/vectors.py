@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -44,6 +44,28 @@ def merge(rows: Sequence[Row]) -> dict[int, Row]:
 
 
 @dataclass
+class Columns:
+    """A user's vectors as loaded from the database: parallel lists, vectors as float32 bytes."""
+
+    rowids: list[int] = field(default_factory=list)
+    vectors: list[bytes] = field(default_factory=list)
+    active: list[bool] = field(default_factory=list)
+    agents: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, rows: Iterable[Row]) -> Columns:
+        out = cls()
+        for r in rows:
+            if r.vector is None or r.drop:
+                continue
+            out.rowids.append(r.rowid)
+            out.vectors.append(np.asarray(r.vector, np.float32).tobytes())
+            out.active.append(r.active)
+            out.agents.append(r.agent)
+        return out
+
+
+@dataclass
 class _Entry:
     generation: int
     rowids: np.ndarray  # int64
@@ -60,24 +82,24 @@ class _Entry:
         return allowed[self.agents]
 
     @classmethod
-    def build(cls, generation: int, rows: Iterable[Row], dims: int) -> _Entry:
-        rows = [r for r in rows if r.vector is not None and not r.drop]
+    def build(cls, generation: int, columns: Columns, dims: int) -> _Entry:
+        n = len(columns.rowids)
         matrix = (
-            np.vstack([r.vector for r in rows]).astype(np.float32, copy=False)
-            if rows
+            np.frombuffer(b"".join(columns.vectors), np.float32).reshape(n, dims)
+            if n
             else np.zeros((0, dims), np.float32)
         )
-        rowids = np.fromiter((r.rowid for r in rows), np.int64, len(rows))
-        names = sorted({r.agent for r in rows})
+        rowids = np.asarray(columns.rowids, np.int64)
+        names = sorted(set(columns.agents))
         code = {name: i for i, name in enumerate(names)}
         return cls(
             generation,
             rowids,
             matrix,
-            np.fromiter((r.active for r in rows), bool, len(rows)),
-            np.fromiter((code[r.agent] for r in rows), np.int32, len(rows)),
+            np.asarray(columns.active, bool),
+            np.fromiter((code[a] for a in columns.agents), np.int32, n),
             names,
-            {int(rid): i for i, rid in enumerate(rowids)},
+            {rid: i for i, rid in enumerate(columns.rowids)},
         )
 
     def patched(self, rows: Sequence[Row], generation: int) -> _Entry:
@@ -91,7 +113,7 @@ class _Entry:
             if r.vector is None and r.rowid in self.position:
                 r = Row(r.rowid, self.matrix[self.position[r.rowid]], r.active, r.agent, r.drop)
             kept.append(r)
-        return _Entry.build(generation, kept, self.matrix.shape[1])
+        return _Entry.build(generation, Columns.of(kept), self.matrix.shape[1])
 
 
 class VectorCache:
@@ -106,7 +128,7 @@ class VectorCache:
         self,
         key: tuple[str, str],
         generation: int,
-        load: Callable[[], Iterable[Row]],
+        load: Callable[[], Columns],
         query: np.ndarray,
         k: int,
         agents: Sequence[str] | None,
@@ -142,9 +164,7 @@ class VectorCache:
         with self._lock:
             self._entries.pop(key, None)
 
-    def _get(
-        self, key: tuple[str, str], generation: int, load: Callable[[], Iterable[Row]], dims: int
-    ) -> _Entry:
+    def _get(self, key: tuple[str, str], generation: int, load: Callable[[], Columns], dims: int) -> _Entry:
         with self._lock:
             entry = self._entries.get(key)
             if entry is not None and entry.generation == generation:
