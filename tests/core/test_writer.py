@@ -185,3 +185,10 @@ async def test_message_provenance_is_recorded(llm_memory, scripted_llm, alice):
     assert fact.source.conversation_id == "c-1"
     assert fact.source.speaker == "user" and len(fact.source.message_ids) == 1
     assert fact.source.prompt_version == extract_prompt.VERSION
+
+
+async def test_problems_are_logged_without_the_persons_words(llm_memory, scripted_llm, alice, caplog):
+    scripted_llm.reply_json({"facts": [{"text": 5}, {"text": "I play the cello"}]})
+    with caplog.at_level("WARNING", logger="mnemo.write.writer"):
+        await llm_memory.remember(turn(alice, "I play the cello."))
+    assert "1 problem(s)" in caplog.text and "cello" not in caplog.text

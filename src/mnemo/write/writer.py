@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +33,8 @@ from . import changes
 from .extract import Extractor, Proposal
 from .policy import Ruled, rule
 from .reconcile import Op, reconcile
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -82,6 +85,20 @@ class Writer:
     async def remember(
         self, turn: Turn, server_mode: MemoryMode | None, *, actor: str = "extractor"
     ) -> WriteReport:
+        report = await self._remember(turn, server_mode, actor)
+        if report.problems:
+            # the problems quote what the model said about the person: counts only
+            # at warning level, the details at debug level
+            log.warning(
+                "turn of user %s: %d problem(s) in the model's output",
+                turn.scope.user_id,
+                len(report.problems),
+            )
+            for problem in report.problems:
+                log.debug("turn of user %s: %s", turn.scope.user_id, problem)
+        return report
+
+    async def _remember(self, turn: Turn, server_mode: MemoryMode | None, actor: str) -> WriteReport:
         scope = Scope(turn.scope.user_id, turn.scope.agent_id)
         if turn.automation:
             return WriteReport(skipped="automation turns never write memory")
