@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
-from mnemo.store.sqlite import ts
+from mnemo.store.sqlite_rows import ts
 
 
 class KhojBaseline:

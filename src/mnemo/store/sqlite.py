@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import hashlib
 import json
-import re
 import threading
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -26,7 +24,6 @@ from .. import audit
 from ..domain import (
     Action,
     Agent,
-    Category,
     Change,
     Conflict,
     Event,
@@ -36,17 +33,17 @@ from ..domain import (
     NotFound,
     ReviewPolicy,
     Scope,
-    Source,
     Status,
     User,
     new_id,
-    parse_time,
     readable_agent_keys,
     utcnow,
 )
 from .base import UNSET, ScoredFact
+from .fulltext import COMMON_TERM_SHARE, SMALL_STORE, owner_token, query_words
 from .migrate import pending
 from .migrations.sqlite import MIGRATIONS
+from .sqlite_rows import agent_from, dump, event_from, fact_from, load, ts, user_from
 from .vectors import Columns, Row, VectorCache
 
 T = TypeVar("T")
@@ -62,36 +59,6 @@ _WRITE_COLUMNS = (
     " recorded_at, retired_at, valid_from, valid_to, supersedes, superseded_by, version, source,"
     " embedding_model, pinned, mentions, last_seen_at, purged"
 )
-_WORD = re.compile(r"\w+", re.UNICODE)
-# Words that carry no signal in a question about a person's own facts.
-_STOPWORDS = frozenset(
-    "a an and are as at be but by did do does for from had has have how i if in into is it its"
-    " me my of on or our so that the their them then there these they this to was we were what"
-    " when where which who whom why will with you your".split()
-)
-
-
-def ts(value: datetime | None) -> str | None:
-    """Times are stored as fixed-width UTC strings, so that text order is time order."""
-    if value is None:
-        return None
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def owner_token(user_id: str) -> str:
-    return "u" + hashlib.sha256(user_id.encode()).hexdigest()[:24]
-
-
-def query_words(text: str) -> list[str]:
-    words = [w for w in (m.group().lower() for m in _WORD.finditer(text)) if w not in _STOPWORDS]
-    return list(dict.fromkeys(words))[:32]
-
-
-# A term found in more than this share of all facts says little about any one of
-# them, yet costs a walk over its whole posting list; below SMALL_STORE facts
-# every term is kept (it is cheap there).
-COMMON_TERM_SHARE = 0.05
-SMALL_STORE = 2000
 
 
 class SQLiteStore:
@@ -183,19 +150,19 @@ class SQLiteStore:
                 (new_id(), name, ts(self._clock())),
             )
             row = cur.execute("SELECT * FROM users WHERE name = ?", (name,)).fetchone()
-        return _user(row)
+        return user_from(row)
 
     async def find_user(self, name: str) -> User | None:
         def get():
             row = self._conn.execute("SELECT * FROM users WHERE name = ?", (name,)).fetchone()
-            return _user(row) if row else None
+            return user_from(row) if row else None
 
         return await self._run(get)
 
     async def get_user(self, user_id: str) -> User | None:
         def get():
             row = self._conn.execute("SELECT * FROM users WHERE id = ?", (user_id,)).fetchone()
-            return _user(row) if row else None
+            return user_from(row) if row else None
 
         return await self._run(get)
 
@@ -220,7 +187,7 @@ class SQLiteStore:
             row = cur.execute("SELECT * FROM users WHERE id = ?", (user_id,)).fetchone()
             if row is None:
                 raise NotFound(f"no user {user_id}")
-            return _user(row)
+            return user_from(row)
 
         return await self._run(self._tx, update)
 
@@ -247,7 +214,7 @@ class SQLiteStore:
                 " WHERE user_id = ? ORDER BY created_at",
                 (user_id,),
             )
-            return [_agent(r) for r in rows]
+            return [agent_from(r) for r in rows]
 
         return await self._run(select)
 
@@ -304,7 +271,7 @@ class SQLiteStore:
             "SELECT id, user_id, name, private, reads_default FROM agents WHERE user_id = ?",
             (scope.user_id,),
         )
-        return readable_agent_keys(scope, [_agent(r) for r in rows])
+        return readable_agent_keys(scope, [agent_from(r) for r in rows])
 
     def _visible(self, scope: Scope, *, by_key: bool = False) -> tuple[str, list[Any]]:
         """The WHERE clause of the agent rule. With `by_key`, the caller's own condition
@@ -324,7 +291,7 @@ class SQLiteStore:
     ) -> list[tuple[int, Fact]]:
         visible, vparams = self._visible(scope, by_key=by_key)
         sql = f"SELECT {_FACT_SELECT} FROM facts f WHERE {visible} AND ({where}) {tail}"
-        return [(r[0], _fact(r)) for r in self._conn.execute(sql, (*vparams, *params))]
+        return [(r[0], fact_from(r)) for r in self._conn.execute(sql, (*vparams, *params))]
 
     def _select(
         self, scope: Scope, where: str, params: Sequence[Any], tail: str = "", *, by_key: bool = False
@@ -451,7 +418,7 @@ class SQLiteStore:
             owner = owner_token(scope.user_id)
             rows = self._conn.execute(sql, (f"owner:{owner} AND text:({match})", *params, k))
             # bm25() is lower-is-better and negative; report a positive score
-            return [ScoredFact(_fact(r[:-1]), -r[-1]) for r in rows]
+            return [ScoredFact(fact_from(r[:-1]), -r[-1]) for r in rows]
 
         return await self._run(search)
 
@@ -532,8 +499,8 @@ class SQLiteStore:
                     str(change.action),
                     change.actor,
                     change.reason,
-                    _dump(before),
-                    _dump(after),
+                    dump(before),
+                    dump(after),
                     digest,
                     prev,
                     digest_hash,
@@ -647,8 +614,8 @@ class SQLiteStore:
             cur.execute(
                 "UPDATE fact_events SET before = ?, after = ?, redacted = 1 WHERE seq = ?",
                 (
-                    _dump(audit.redact(_load(before))),
-                    _dump(audit.redact(_load(after))),
+                    dump(audit.redact(load(before))),
+                    dump(audit.redact(load(after))),
                     seq,
                 ),
             )
@@ -663,72 +630,7 @@ class SQLiteStore:
                 sql += " AND fact_id = ?"
                 params.append(fact_id)
             rows = self._conn.execute(sql + " ORDER BY seq", params).fetchall()
-            events = [_event(r) for r in rows]
+            events = [event_from(r) for r in rows]
             return [e for e in events if until is None or e.at <= until]
 
         return await self._run(select)
-
-
-def _dump(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, ensure_ascii=False)
-
-
-def _load(value: str | None) -> Any:
-    return None if value is None else json.loads(value)
-
-
-def _user(row) -> User:
-    return User(
-        id=row[0],
-        name=row[1],
-        memory_enabled=None if row[3] is None else bool(row[3]),
-        review_policy=ReviewPolicy(row[4]),
-    )
-
-
-def _agent(r) -> Agent:
-    return Agent(r[0], r[1], r[2], bool(r[3]), bool(r[4]))
-
-
-def _fact(r) -> Fact:
-    return Fact(
-        id=r[1],
-        user_id=r[2],
-        agent_id=r[3],
-        text=r[4],
-        category=Category(r[5]),
-        status=Status(r[6]),
-        confidence=r[7],
-        created_at=parse_time(r[8]),
-        recorded_at=parse_time(r[9]),
-        retired_at=parse_time(r[10]),
-        valid_from=parse_time(r[11]),
-        valid_to=parse_time(r[12]),
-        supersedes=r[13],
-        superseded_by=r[14],
-        version=r[15],
-        source=Source.from_json(json.loads(r[16])),
-        embedding_model=r[17],
-        pinned=bool(r[18]),
-        mentions=r[19],
-        last_seen_at=parse_time(r[20]),
-        purged=bool(r[21]),
-    )
-
-
-def _event(r) -> Event:
-    return Event(
-        seq=r[0],
-        at=parse_time(r[1]),
-        user_id=r[2],
-        fact_id=r[3],
-        action=Action(r[4]),
-        actor=r[5],
-        reason=r[6],
-        before=_load(r[7]),
-        after=_load(r[8]),
-        digest=r[9],
-        prev_hash=r[10],
-        hash=r[11],
-        redacted=bool(r[12]),
-    )

@@ -1,0 +1,30 @@
+"""Full-text query handling shared by the stores: which words to search for, and whose."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+# Words that carry no signal in a question about a person's own facts.
+_STOPWORDS = frozenset(
+    "a an and are as at be but by did do does for from had has have how i if in into is it its"
+    " me my of on or our so that the their them then there these they this to was we were what"
+    " when where which who whom why will with you your".split()
+)
+
+
+def owner_token(user_id: str) -> str:
+    return "u" + hashlib.sha256(user_id.encode()).hexdigest()[:24]
+
+
+def query_words(text: str) -> list[str]:
+    words = [w for w in (m.group().lower() for m in _WORD.finditer(text)) if w not in _STOPWORDS]
+    return list(dict.fromkeys(words))[:32]
+
+
+# A term found in more than this share of all facts says little about any one of
+# them, yet costs a walk over its whole posting list; below SMALL_STORE facts
+# every term is kept (it is cheap there).
+COMMON_TERM_SHARE = 0.05
+SMALL_STORE = 2000

@@ -1,0 +1,81 @@
+"""Conversions between SQLite rows and mnemo's plain types."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from ..domain import Action, Agent, Category, Event, Fact, ReviewPolicy, Source, Status, User, parse_time
+
+
+def ts(value: datetime | None) -> str | None:
+    """Times are stored as fixed-width UTC strings, so that text order is time order."""
+    if value is None:
+        return None
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def dump(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False)
+
+
+def load(value: str | None) -> Any:
+    return None if value is None else json.loads(value)
+
+
+def user_from(row) -> User:
+    return User(
+        id=row[0],
+        name=row[1],
+        memory_enabled=None if row[3] is None else bool(row[3]),
+        review_policy=ReviewPolicy(row[4]),
+    )
+
+
+def agent_from(r) -> Agent:
+    return Agent(r[0], r[1], r[2], bool(r[3]), bool(r[4]))
+
+
+def fact_from(r) -> Fact:
+    return Fact(
+        id=r[1],
+        user_id=r[2],
+        agent_id=r[3],
+        text=r[4],
+        category=Category(r[5]),
+        status=Status(r[6]),
+        confidence=r[7],
+        created_at=parse_time(r[8]),
+        recorded_at=parse_time(r[9]),
+        retired_at=parse_time(r[10]),
+        valid_from=parse_time(r[11]),
+        valid_to=parse_time(r[12]),
+        supersedes=r[13],
+        superseded_by=r[14],
+        version=r[15],
+        source=Source.from_json(json.loads(r[16])),
+        embedding_model=r[17],
+        pinned=bool(r[18]),
+        mentions=r[19],
+        last_seen_at=parse_time(r[20]),
+        purged=bool(r[21]),
+    )
+
+
+def event_from(r) -> Event:
+    return Event(
+        seq=r[0],
+        at=parse_time(r[1]),
+        user_id=r[2],
+        fact_id=r[3],
+        action=Action(r[4]),
+        actor=r[5],
+        reason=r[6],
+        before=load(r[7]),
+        after=load(r[8]),
+        digest=r[9],
+        prev_hash=r[10],
+        hash=r[11],
+        redacted=bool(r[12]),
+    )
