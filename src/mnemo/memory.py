@@ -15,6 +15,7 @@ from .domain import (
     Event,
     Fact,
     MemoryMode,
+    NotFound,
     ReviewPolicy,
     Scope,
     Source,
@@ -238,7 +239,7 @@ class Memory:
         if fact.supersedes:
             try:
                 old = await self.store.get_fact(scope, fact.supersedes)
-            except Exception:
+            except NotFound:  # no longer visible to this scope
                 old = None
             if old is not None and old.status == Status.ACTIVE:
                 batch.append(changes.supersede(old, approved.fact, now=now, actor=actor))
