@@ -268,6 +268,61 @@ class Agent:
     name: str
     private: bool = False
     reads_default: bool = False
+    persona: str | None = None
+    upstream_model: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey:
+    """A user's API key; the secret itself is shown once and stored only as a hash."""
+
+    id: str
+    user_id: str
+    name: str
+    secret_hash: str
+    created_at: datetime
+    revoked_at: datetime | None = None
+
+
+class JobStatus(StrEnum):
+    PENDING = "pending"
+    CLAIMED = "claimed"
+    DONE = "done"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A stored turn waiting to be learnt from (or learnt from)."""
+
+    id: str
+    user_id: str
+    agent_id: str | None
+    conversation_id: str
+    message_ids: tuple[str, ...]
+    automation: bool
+    turn_at: datetime
+    status: JobStatus
+    attempts: int
+    next_attempt_at: datetime
+    created_at: datetime
+    lease_until: datetime | None = None
+    claimed_by: str | None = None
+    last_error: str | None = None
+    result: dict[str, Any] | None = None
+    finished_at: datetime | None = None
+
+    @property
+    def scope(self) -> Scope:
+        return Scope(self.user_id, self.agent_id)
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """Proof that a worker holds a job: finishing it needs the same claimant."""
+
+    job_id: str
+    worker: str
 
 
 @dataclass(frozen=True, slots=True)

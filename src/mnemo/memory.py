@@ -5,15 +5,19 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from . import audit
+from . import audit, keys
 from .domain import (
     Agent,
+    ApiKey,
     AuditReport,
     Category,
     Change,
     Conflict,
     Event,
     Fact,
+    InvalidInput,
+    Job,
+    JobStatus,
     MemoryMode,
     NotFound,
     ReviewPolicy,
@@ -23,6 +27,7 @@ from .domain import (
     Status,
     Turn,
     User,
+    new_id,
     text_hash,
     utcnow,
 )
@@ -93,9 +98,70 @@ class Memory:
         return await self.store.list_agents(user_id)
 
     async def create_agent(
-        self, user_id: str, name: str, *, private: bool = False, reads_default: bool = False
+        self,
+        user_id: str,
+        name: str,
+        *,
+        private: bool = False,
+        reads_default: bool = False,
+        persona: str | None = None,
+        upstream_model: str | None = None,
     ) -> Agent:
-        return await self.store.create_agent(user_id, name, private=private, reads_default=reads_default)
+        if not name.strip():
+            raise InvalidInput("an agent needs a name")
+        return await self.store.create_agent(
+            user_id,
+            name.strip(),
+            private=private,
+            reads_default=reads_default,
+            persona=persona,
+            upstream_model=upstream_model,
+        )
+
+    async def update_agent(self, user_id: str, agent_id: str, **fields: object) -> Agent:
+        return await self.store.update_agent(user_id, agent_id, **fields)
+
+    async def delete_agent(self, user_id: str, agent_id: str, *, actor: str = "user") -> tuple[Agent, int]:
+        """Delete an agent and retract (not erase) its active facts; returns how many."""
+        await self.store.get_agent(user_id, agent_id)  # NotFound before anything changes
+        scope = Scope(user_id, agent_id)
+        now = self.clock()
+        retracted = 0
+        while batch := await self.store.list_facts(scope, statuses=[Status.ACTIVE], limit=500):
+            own = [f for f in batch if f.agent_id == agent_id]
+            if not own:
+                break
+            reason = "its agent was deleted"
+            await self._commit(
+                scope, [changes.retract(f, now=now, actor=actor, reason=reason) for f in own], now
+            )
+            retracted += len(own)
+        return await self.store.delete_agent(user_id, agent_id), retracted
+
+    async def jobs(
+        self, user_id: str, *, status: JobStatus | None = None, limit: int = 50, offset: int = 0
+    ) -> list[Job]:
+        return await self.store.list_jobs(user_id, status=status, limit=limit, offset=offset)
+
+    async def job(self, user_id: str, job_id: str) -> Job:
+        return await self.store.get_job(user_id, job_id)
+
+    # -- keys ---------------------------------------------------------------------
+
+    async def create_api_key(self, user_id: str, name: str = "default") -> tuple[ApiKey, str]:
+        """A new key for the user, and its token: shown to the caller once, stored hashed."""
+        key, token = keys.new_key(user_id, name, self.clock())
+        return await self.store.add_api_key(key), token
+
+    async def authenticate(self, token: str) -> User | None:
+        """The user a token belongs to, if it is well formed, known, unrevoked and matches."""
+        parsed = keys.parse(token)
+        if parsed is None:
+            return None
+        key = await self.store.get_api_key(parsed[0])
+        if key is None or key.revoked_at is not None or not keys.matches(key, parsed[1]):
+            return None
+        return await self.store.get_user(key.user_id)
 
     async def server_mode(self) -> MemoryMode | None:
         stored = await self.store.get_setting(SERVER_MODE_KEY)
@@ -117,8 +183,21 @@ class Memory:
     # -- the two jobs -----------------------------------------------------------
 
     async def remember(self, turn: Turn) -> WriteReport:
-        """Learn from a finished turn. Never raises on bad model output: see the report."""
+        """Learn from a finished turn now. Never raises on bad model output: see the report."""
         return await self.writer.remember(turn, await self.server_mode())
+
+    async def submit(self, turn: Turn) -> Job | None:
+        """Store a finished turn and queue it for learning, in one transaction.
+
+        Returns None (storing nothing) when memory is off for the user or the
+        turn is automation; the worker checks the switch again when it runs.
+        """
+        if turn.automation or not await self.memory_enabled(turn.scope.user_id):
+            return None
+        scope = Scope(turn.scope.user_id, turn.scope.agent_id)
+        return await self.store.enqueue_turn(
+            scope, turn.conversation_id or new_id(), turn.messages, turn.at or self.clock()
+        )
 
     async def recall(
         self,

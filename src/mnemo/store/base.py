@@ -9,7 +9,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ..domain import Agent, Change, Event, Fact, Message, ReviewPolicy, Scope, Status, User
+from ..domain import Agent, Change, Claim, Event, Fact, Message, ReviewPolicy, Scope, Status, User
 
 UNSET = object()
 
@@ -82,11 +82,20 @@ class Store(Protocol):
     async def pinned(self, scope: Scope) -> list[Fact]: ...
     async def vectors(self, scope: Scope, fact_ids: Sequence[str], model: str) -> dict[str, np.ndarray]: ...
 
-    async def commit(self, user_id: str, changes: Sequence[Change], at: datetime) -> list[Event]:
+    async def commit(
+        self,
+        user_id: str,
+        changes: Sequence[Change],
+        at: datetime,
+        *,
+        finish: tuple[Claim, dict] | None = None,
+    ) -> list[Event]:
         """Apply the changes and their events in one transaction.
 
         An update whose stored version differs from `change.before.version`
-        raises Conflict and nothing of the batch is applied.
+        raises Conflict and nothing of the batch is applied. With `finish`, the
+        claimed job is marked done with its result in the same transaction
+        (Conflict if the claim was lost), so a turn is learnt from exactly once.
         """
 
     async def events(

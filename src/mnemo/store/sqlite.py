@@ -23,27 +23,25 @@ import sqlean
 from .. import audit
 from ..domain import (
     Action,
-    Agent,
     Change,
+    Claim,
     Conflict,
     Event,
     Fact,
     InvalidInput,
-    Message,
     NotFound,
-    ReviewPolicy,
     Scope,
     Status,
-    User,
-    new_id,
     readable_agent_keys,
     utcnow,
 )
-from .base import UNSET, ScoredFact
+from .base import ScoredFact
 from .fulltext import COMMON_TERM_SHARE, SMALL_STORE, owner_token, query_words
 from .migrate import pending
 from .migrations.sqlite import MIGRATIONS
-from .sqlite_rows import agent_from, dump, event_from, fact_from, load, ts, user_from
+from .sqlite_jobs import JobsMixin
+from .sqlite_people import PeopleMixin
+from .sqlite_rows import AGENT_COLUMNS, agent_from, dump, event_from, fact_from, load, ts
 from .vectors import Columns, Row, VectorCache
 
 T = TypeVar("T")
@@ -61,7 +59,7 @@ _WRITE_COLUMNS = (
 )
 
 
-class SQLiteStore:
+class SQLiteStore(PeopleMixin, JobsMixin):
     def __init__(
         self,
         path: str | Path,
@@ -137,138 +135,13 @@ class SQLiteStore:
     def schema_versions(self) -> list[int]:
         return [r[0] for r in self._conn.execute("SELECT version FROM schema_migrations")]
 
-    # -- people, agents, settings ----------------------------------------------
-
-    async def ensure_user(self, name: str) -> User:
-        return await self._run(self._tx, self._ensure_user, name)
-
-    def _ensure_user(self, cur, name: str) -> User:
-        row = cur.execute("SELECT * FROM users WHERE name = ?", (name,)).fetchone()
-        if row is None:
-            cur.execute(
-                "INSERT INTO users (id, name, created_at) VALUES (?, ?, ?)",
-                (new_id(), name, ts(self._clock())),
-            )
-            row = cur.execute("SELECT * FROM users WHERE name = ?", (name,)).fetchone()
-        return user_from(row)
-
-    async def find_user(self, name: str) -> User | None:
-        def get():
-            row = self._conn.execute("SELECT * FROM users WHERE name = ?", (name,)).fetchone()
-            return user_from(row) if row else None
-
-        return await self._run(get)
-
-    async def get_user(self, user_id: str) -> User | None:
-        def get():
-            row = self._conn.execute("SELECT * FROM users WHERE id = ?", (user_id,)).fetchone()
-            return user_from(row) if row else None
-
-        return await self._run(get)
-
-    async def update_user(
-        self,
-        user_id: str,
-        *,
-        memory_enabled: bool | object | None = UNSET,
-        review_policy: ReviewPolicy | object = UNSET,
-    ) -> User:
-        def update(cur):
-            if memory_enabled is not UNSET:
-                cur.execute(
-                    "UPDATE users SET memory_enabled = ? WHERE id = ?",
-                    (None if memory_enabled is None else int(bool(memory_enabled)), user_id),
-                )
-            if review_policy is not UNSET:
-                cur.execute(
-                    "UPDATE users SET review_policy = ? WHERE id = ?",
-                    (str(ReviewPolicy(review_policy)), user_id),
-                )
-            row = cur.execute("SELECT * FROM users WHERE id = ?", (user_id,)).fetchone()
-            if row is None:
-                raise NotFound(f"no user {user_id}")
-            return user_from(row)
-
-        return await self._run(self._tx, update)
-
-    async def create_agent(
-        self, user_id: str, name: str, *, private: bool = False, reads_default: bool = False
-    ) -> Agent:
-        agent = Agent(new_id(), user_id, name, private, reads_default)
-
-        def insert(cur):
-            if cur.execute("SELECT 1 FROM agents WHERE user_id = ? AND name = ?", (user_id, name)).fetchone():
-                raise InvalidInput(f"an agent named {name!r} already exists")
-            cur.execute(
-                "INSERT INTO agents VALUES (?, ?, ?, ?, ?, ?)",
-                (agent.id, user_id, name, int(private), int(reads_default), ts(self._clock())),
-            )
-            return agent
-
-        return await self._run(self._tx, insert)
-
-    async def list_agents(self, user_id: str) -> list[Agent]:
-        def select():
-            rows = self._conn.execute(
-                "SELECT id, user_id, name, private, reads_default FROM agents"
-                " WHERE user_id = ? ORDER BY created_at",
-                (user_id,),
-            )
-            return [agent_from(r) for r in rows]
-
-        return await self._run(select)
-
-    async def get_setting(self, key: str) -> str | None:
-        def get():
-            row = self._conn.execute("SELECT value FROM settings WHERE key = ?", (key,)).fetchone()
-            return row[0] if row else None
-
-        return await self._run(get)
-
-    async def set_setting(self, key: str, value: str | None) -> None:
-        def put(cur):
-            if value is None:
-                cur.execute("DELETE FROM settings WHERE key = ?", (key,))
-            else:
-                cur.execute(
-                    "INSERT INTO settings VALUES (?, ?)"
-                    " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                    (key, value),
-                )
-
-        await self._run(self._tx, put)
-
-    async def save_messages(
-        self, scope: Scope, conversation_id: str, messages: Sequence[Message], at: datetime
-    ) -> list[Message]:
-        def insert(cur):
-            row = cur.execute("SELECT user_id FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
-            if row is None:
-                cur.execute(
-                    "INSERT INTO conversations VALUES (?, ?, ?, ?)",
-                    (conversation_id, scope.user_id, scope.agent_id, ts(at)),
-                )
-            elif row[0] != scope.user_id:
-                raise NotFound(f"no conversation {conversation_id}")
-            saved = []
-            for m in messages:
-                m = Message(m.role, m.content, m.id or new_id())
-                cur.execute(
-                    "INSERT OR IGNORE INTO messages VALUES (?, ?, ?, ?, ?, ?)",
-                    (m.id, conversation_id, scope.user_id, m.role, m.content, ts(at)),
-                )
-                saved.append(m)
-            return saved
-
-        return await self._run(self._tx, insert)
-
     # -- visibility ------------------------------------------------------------
 
     def _agent_keys(self, scope: Scope) -> list[str] | None:
         if scope.all_agents:
             return None
         rows = self._conn.execute(
-            "SELECT id, user_id, name, private, reads_default FROM agents WHERE user_id = ?",
+            f"SELECT {AGENT_COLUMNS} FROM agents WHERE user_id = ? AND deleted_at IS NULL",
             (scope.user_id,),
         )
         return readable_agent_keys(scope, [agent_from(r) for r in rows])
@@ -443,21 +316,39 @@ class SQLiteStore:
 
     # -- facts: writes ---------------------------------------------------------
 
-    async def commit(self, user_id: str, changes: Sequence[Change], at: datetime) -> list[Event]:
-        if not changes:
+    async def commit(
+        self,
+        user_id: str,
+        changes: Sequence[Change],
+        at: datetime,
+        *,
+        finish: tuple[Claim, dict] | None = None,
+    ) -> list[Event]:
+        if not changes and finish is None:
             return []
-        return await self._run(self._commit_and_patch, user_id, list(changes), at)
+        return await self._run(self._commit_and_patch, user_id, list(changes), at, finish)
 
-    def _commit_and_patch(self, user_id: str, changes: list[Change], at: datetime) -> list[Event]:
+    def _commit_and_patch(
+        self, user_id: str, changes: list[Change], at: datetime, finish: tuple[Claim, dict] | None
+    ) -> list[Event]:
         cache_rows: dict[str, list[Row]] = {}
-        events, generation = self._tx(self._commit, user_id, changes, at, cache_rows)
+        events, generation = self._tx(self._commit, user_id, changes, at, cache_rows, finish)
         for model, rows in cache_rows.items():
             self._cache.apply((user_id, model), generation - 1, generation, rows)
         return events
 
     def _commit(
-        self, cur, user_id: str, changes: list[Change], at: datetime, cache_rows: dict[str, list[Row]]
+        self,
+        cur,
+        user_id: str,
+        changes: list[Change],
+        at: datetime,
+        cache_rows: dict[str, list[Row]],
+        finish: tuple[Claim, dict] | None,
     ) -> tuple[list[Event], int]:
+        if finish is not None:
+            claim, result = finish
+            self._finish_job(cur, claim, {**result, "events": len(changes)}, self._clock())
         row = cur.execute(
             "SELECT hash FROM fact_events WHERE user_id = ? ORDER BY seq DESC LIMIT 1", (user_id,)
         ).fetchone()

@@ -6,7 +6,21 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from ..domain import Action, Agent, Category, Event, Fact, ReviewPolicy, Source, Status, User, parse_time
+from ..domain import (
+    Action,
+    Agent,
+    ApiKey,
+    Category,
+    Event,
+    Fact,
+    Job,
+    JobStatus,
+    ReviewPolicy,
+    Source,
+    Status,
+    User,
+    parse_time,
+)
 
 
 def ts(value: datetime | None) -> str | None:
@@ -33,8 +47,16 @@ def user_from(row) -> User:
     )
 
 
+AGENT_COLUMNS = "id, user_id, name, private, reads_default, persona, upstream_model"
+KEY_COLUMNS = "id, user_id, name, secret_hash, created_at, revoked_at"
+
+
 def agent_from(r) -> Agent:
-    return Agent(r[0], r[1], r[2], bool(r[3]), bool(r[4]))
+    return Agent(r[0], r[1], r[2], bool(r[3]), bool(r[4]), r[5], r[6])
+
+
+def key_from(r) -> ApiKey:
+    return ApiKey(r[0], r[1], r[2], r[3], parse_time(r[4]), parse_time(r[5]))
 
 
 def fact_from(r) -> Fact:
@@ -78,4 +100,31 @@ def event_from(r) -> Event:
         prev_hash=r[10],
         hash=r[11],
         redacted=bool(r[12]),
+    )
+
+
+JOB_COLUMNS = (
+    "id, user_id, agent_id, conversation_id, message_ids, automation, turn_at, status, attempts,"
+    " next_attempt_at, created_at, lease_until, claimed_by, last_error, result, finished_at"
+)
+
+
+def job_from(r) -> Job:
+    return Job(
+        id=r[0],
+        user_id=r[1],
+        agent_id=r[2],
+        conversation_id=r[3],
+        message_ids=tuple(json.loads(r[4])),
+        automation=bool(r[5]),
+        turn_at=parse_time(r[6]),
+        status=JobStatus(r[7]),
+        attempts=r[8],
+        next_attempt_at=parse_time(r[9]),
+        created_at=parse_time(r[10]),
+        lease_until=parse_time(r[11]),
+        claimed_by=r[12],
+        last_error=r[13],
+        result=load(r[14]),
+        finished_at=parse_time(r[15]),
     )

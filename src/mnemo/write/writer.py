@@ -13,11 +13,13 @@ import numpy as np
 from ..domain import (
     Action,
     Change,
+    Claim,
     Conflict,
     Event,
     Fact,
     InvalidInput,
     MemoryMode,
+    Message,
     NotFound,
     Scope,
     Status,
@@ -45,6 +47,10 @@ class WriteReport:
     problems: list[str] = field(default_factory=list)
     skipped: str | None = None
     retry: bool = False  # the model was unavailable: the same turn may be tried again
+
+    def summary(self) -> dict:
+        """What a finished job records: counts, problems and why it was skipped."""
+        return {"skipped": self.skipped, "problems": self.problems[:50]}
 
     def count(self, action: Action) -> int:
         return sum(1 for e in self.events if e.action == action)
@@ -85,20 +91,7 @@ class Writer:
     async def remember(
         self, turn: Turn, server_mode: MemoryMode | None, *, actor: str = "extractor"
     ) -> WriteReport:
-        report = await self._remember(turn, server_mode, actor)
-        if report.problems:
-            # the problems quote what the model said about the person: counts only
-            # at warning level, the details at debug level
-            log.warning(
-                "turn of user %s: %d problem(s) in the model's output",
-                turn.scope.user_id,
-                len(report.problems),
-            )
-            for problem in report.problems:
-                log.debug("turn of user %s: %s", turn.scope.user_id, problem)
-        return report
-
-    async def _remember(self, turn: Turn, server_mode: MemoryMode | None, actor: str) -> WriteReport:
+        """Store a finished turn's messages and learn from it now (no queue)."""
         scope = Scope(turn.scope.user_id, turn.scope.agent_id)
         if turn.automation:
             return WriteReport(skipped="automation turns never write memory")
@@ -107,26 +100,67 @@ class Writer:
         now = turn.at or self.clock()
         conversation_id = turn.conversation_id or new_id()
         messages = await self.store.save_messages(scope, conversation_id, turn.messages, now)
+        return await self.learn(scope, messages, conversation_id, now, server_mode, actor=actor)
+
+    async def learn(
+        self,
+        scope: Scope,
+        messages: list[Message],
+        conversation_id: str,
+        at: datetime,
+        server_mode: MemoryMode | None,
+        *,
+        actor: str = "extractor",
+        claim: Claim | None = None,
+    ) -> WriteReport:
+        """Learn from stored messages. With a claim, the job is finished in the same
+        transaction as the facts, unless the report asks for a retry."""
+        report, planned = await self._plan(scope, messages, conversation_id, at, server_mode, actor)
+        if not report.retry and (planned or claim is not None):
+            finish = (claim, report.summary()) if claim is not None else None
+            try:
+                report.events = await self.store.commit(scope.user_id, planned, at, finish=finish)
+            except Conflict as exc:
+                report.problems.append(f"not applied, memory changed meanwhile: {exc}")
+                report.retry = True
+        if report.problems:
+            # the problems quote what the model said about the person: counts only
+            # at warning level, the details at debug level
+            log.warning("turn of user %s: %d problem(s)", scope.user_id, len(report.problems))
+            for problem in report.problems:
+                log.debug("turn of user %s: %s", scope.user_id, problem)
+        return report
+
+    async def _plan(
+        self,
+        scope: Scope,
+        messages: list[Message],
+        conversation_id: str,
+        now: datetime,
+        server_mode: MemoryMode | None,
+        actor: str,
+    ) -> tuple[WriteReport, list[Change]]:
         report = WriteReport()
+        if not await self._enabled(scope, server_mode):
+            return WriteReport(skipped="memory is off for this user"), []
         try:
             extracted = await self.extractor.extract(messages, conversation_id, now)
         except ModelError as exc:
-            retry = isinstance(exc, ModelUnavailable)
-            return WriteReport(problems=[f"extraction: {exc}"], retry=retry)
+            return WriteReport(problems=[f"extraction: {exc}"], retry=isinstance(exc, ModelUnavailable)), []
         report.problems += extracted.problems
         proposals = _unique(extracted.proposals)[: self.settings.max_new_facts]
         if len(extracted.proposals) > self.settings.max_new_facts:
             report.problems.append(f"only the first {self.settings.max_new_facts} new facts kept")
         if not proposals:
-            return report
+            return report, []
         vectors = await self.embedder.embed([p.text for p in proposals])
         ops, to_reconcile = await self._compare(scope, proposals, vectors)
         if to_reconcile:
             try:
                 reconciled = await reconcile(self.chat, to_reconcile)  # type: ignore[arg-type]
             except ModelError as exc:
-                retry = isinstance(exc, ModelUnavailable)
-                return WriteReport(problems=[*report.problems, f"reconciliation: {exc}"], retry=retry)
+                problems = [*report.problems, f"reconciliation: {exc}"]
+                return WriteReport(problems=problems, retry=isinstance(exc, ModelUnavailable)), []
             ops += reconciled.ops
             report.problems += reconciled.problems
         user = await self.store.get_user(scope.user_id)
@@ -138,13 +172,8 @@ class Writer:
             planned.add(r, report.problems)
         # the person may have switched memory off while the models were thinking
         if not await self._enabled(scope, server_mode):
-            return WriteReport(skipped="memory was switched off during the turn")
-        try:
-            report.events = await self.store.commit(scope.user_id, planned.changes, now)
-        except Conflict as exc:
-            report.problems.append(f"not applied, memory changed meanwhile: {exc}")
-            report.retry = True
-        return report
+            return WriteReport(skipped="memory was switched off during the turn"), []
+        return report, planned.changes
 
     async def _compare(
         self, scope: Scope, proposals: Sequence[Proposal], vectors: np.ndarray

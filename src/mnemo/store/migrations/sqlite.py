@@ -124,4 +124,45 @@ def _initial(cur) -> None:
     )
 
 
-MIGRATIONS = [Migration(1, "initial", _initial)]
+def _server(cur) -> None:
+    """API keys, agents' settings, and the durable queue of turns to learn from."""
+    _script(
+        cur,
+        """
+        CREATE TABLE api_keys (
+            id TEXT PRIMARY KEY,
+            user_id TEXT NOT NULL REFERENCES users(id),
+            name TEXT NOT NULL,
+            secret_hash TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            revoked_at TEXT
+        );
+        CREATE INDEX api_keys_user ON api_keys (user_id);
+        ALTER TABLE agents ADD COLUMN persona TEXT;
+        ALTER TABLE agents ADD COLUMN upstream_model TEXT;
+        ALTER TABLE agents ADD COLUMN deleted_at TEXT;
+        CREATE TABLE jobs (
+            id TEXT PRIMARY KEY,
+            user_id TEXT NOT NULL REFERENCES users(id),
+            agent_id TEXT,
+            conversation_id TEXT NOT NULL,
+            message_ids TEXT NOT NULL,
+            automation INTEGER NOT NULL DEFAULT 0,
+            turn_at TEXT NOT NULL,
+            status TEXT NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            next_attempt_at TEXT NOT NULL,
+            lease_until TEXT,
+            claimed_by TEXT,
+            last_error TEXT,
+            result TEXT,
+            created_at TEXT NOT NULL,
+            finished_at TEXT
+        );
+        CREATE INDEX jobs_due ON jobs (status, next_attempt_at);
+        CREATE INDEX jobs_user ON jobs (user_id, created_at);
+        """,
+    )
+
+
+MIGRATIONS = [Migration(1, "initial", _initial), Migration(2, "server", _server)]

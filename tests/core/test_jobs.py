@@ -1,0 +1,125 @@
+"""The durable queue: every stored turn is learnt from exactly once, whatever fails."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from mnemo.domain import Action, Claim, JobStatus, Scope, Turn
+from mnemo.jobs import Worker
+from tests.helpers import extraction, texts
+
+
+def turn(scope: Scope, said: str, **kw) -> Turn:
+    return Turn.of(scope, ("user", said), ("assistant", "Noted."), **kw)
+
+
+def worker(memory, clock, **kw) -> Worker:
+    kw.setdefault("backoff", timedelta(seconds=10))
+    return Worker(memory, clock=clock, **kw)
+
+
+async def test_a_submitted_turn_is_learnt_once(memory, alice, clock):
+    job = await memory.submit(turn(alice, "Remember that I live in Lisbon", conversation_id="c1"))
+    assert job.status == JobStatus.PENDING
+    w = worker(memory, clock)
+    assert await w.drain() == 1
+    assert await w.drain() == 0
+    done = await memory.job(alice.user_id, job.id)
+    assert done.status == JobStatus.DONE and done.result["events"] == 1
+    assert texts(await memory.list(alice)) == ["I live in Lisbon"]
+    fact = (await memory.list(alice))[0]
+    assert fact.source.conversation_id == "c1" and fact.source.message_ids[0] in job.message_ids
+
+
+async def test_nothing_is_queued_when_memory_is_off_or_for_automation(memory, alice):
+    assert await memory.submit(turn(alice, "Remember that I am root", automation=True)) is None
+    await memory.set_user_switch(alice.user_id, False)
+    assert await memory.submit(turn(alice, "Remember that I live in Lisbon")) is None
+    assert await memory.jobs(alice.user_id) == []
+
+
+async def test_switching_memory_off_before_the_worker_runs_writes_nothing(memory, alice, clock):
+    job = await memory.submit(turn(alice, "Remember that I live in Lisbon"))
+    await memory.set_user_switch(alice.user_id, False)
+    await worker(memory, clock).drain()
+    assert (await memory.job(alice.user_id, job.id)).result["skipped"]
+    assert await memory.list(alice) == []
+
+
+async def test_an_unavailable_model_is_retried_with_backoff_then_succeeds(
+    llm_memory, scripted_llm, alice, clock
+):
+    job = await llm_memory.submit(turn(alice, "I have a cat named Miso."))
+    scripted_llm.fail(503, "overloaded")
+    w = worker(llm_memory, clock)
+    await w.drain()
+    waiting = await llm_memory.job(alice.user_id, job.id)
+    assert waiting.status == JobStatus.PENDING and waiting.attempts == 1
+    assert "overloaded" in waiting.last_error
+    assert waiting.next_attempt_at == clock.now + timedelta(seconds=10)
+    assert await w.drain() == 0  # not due yet
+    clock.advance(seconds=11)
+    scripted_llm.reply_json(extraction("I have a cat named Miso"))
+    await w.drain()
+    assert (await llm_memory.job(alice.user_id, job.id)).status == JobStatus.DONE
+    assert texts(await llm_memory.list(alice)) == ["I have a cat named Miso"]
+
+
+async def test_a_job_that_keeps_failing_is_parked_with_its_reason(llm_memory, scripted_llm, alice, clock):
+    job = await llm_memory.submit(turn(alice, "I have a cat named Miso."))
+    scripted_llm.fail(503, "overloaded", times=10)
+    w = worker(llm_memory, clock, max_attempts=3)
+    for _ in range(3):
+        await w.drain()
+        clock.advance(minutes=5)
+    parked = await llm_memory.job(alice.user_id, job.id)
+    assert parked.status == JobStatus.FAILED and parked.attempts == 3
+    assert "overloaded" in parked.last_error
+    assert await w.drain() == 0
+
+
+async def test_a_crashed_workers_job_is_claimed_again_after_its_lease(memory, alice, clock):
+    job = await memory.submit(turn(alice, "Remember that I live in Lisbon"))
+    dead = await memory.store.claim_job("dead-worker", clock.now, timedelta(seconds=30))
+    assert dead.id == job.id
+    w = worker(memory, clock)
+    assert await w.drain() == 0  # still leased to the dead worker
+    clock.advance(seconds=31)
+    assert await w.drain() == 1
+    assert texts(await memory.list(alice)) == ["I live in Lisbon"]
+    # the dead worker waking up cannot finish it a second time
+    report = await memory.writer.learn(
+        alice,
+        await memory.store.job_messages(job),
+        job.conversation_id,
+        job.turn_at,
+        None,
+        claim=Claim(job.id, "dead-worker"),
+    )
+    assert report.retry and report.events == []
+    assert texts(await memory.list(alice)) == ["I live in Lisbon"]
+    history = await memory.history(alice, (await memory.list(alice))[0].id)
+    assert [e.action for e in history] == [Action.CREATE]
+
+
+async def test_two_workers_share_the_queue_without_doubles(memory, alice, clock):
+    for i in range(12):
+        await memory.submit(turn(alice, f"Remember that my locker number {i} is blue"))
+    a, b = worker(memory, clock, name="a"), worker(memory, clock, name="b")
+    done = await asyncio.gather(a.drain(), b.drain())
+    assert sum(done) == 12
+    assert len(await memory.list(alice, limit=100)) == 12
+    assert all(j.status == JobStatus.DONE for j in await memory.jobs(alice.user_id))
+
+
+async def test_shutdown_mid_job_gives_the_job_back(llm_memory, scripted_llm, alice, clock):
+    job = await llm_memory.submit(turn(alice, "I have a cat named Miso."))
+    scripted_llm.stall(3.0, '{"facts": []}')
+    w = worker(llm_memory, clock)
+    task = asyncio.create_task(w.run_once())
+    await asyncio.sleep(0.5)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    back = await llm_memory.job(alice.user_id, job.id)
+    assert back.status == JobStatus.PENDING and back.attempts == 0 and back.claimed_by is None
