@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
@@ -118,6 +119,10 @@ class Memory:
             upstream_model=upstream_model,
         )
 
+    async def agent(self, user_id: str, agent_id: str) -> Agent:
+        """One of the user's agents; NotFound for another user's (or a deleted) agent."""
+        return await self.store.get_agent(user_id, agent_id)
+
     async def update_agent(self, user_id: str, agent_id: str, **fields: object) -> Agent:
         return await self.store.update_agent(user_id, agent_id, **fields)
 
@@ -152,6 +157,25 @@ class Memory:
         """A new key for the user, and its token: shown to the caller once, stored hashed."""
         key, token = keys.new_key(user_id, name, self.clock())
         return await self.store.add_api_key(key), token
+
+    async def create_user(self, name: str) -> tuple[User, ApiKey, str]:
+        """A new user and its first API key (the token is shown once); Conflict if the name is taken."""
+        name = name.strip()
+        if not name:
+            raise InvalidInput("a user needs a name")
+        if await self.store.find_user(name) is not None:
+            raise Conflict(f"a user named {name!r} already exists")
+        user = await self.store.ensure_user(name)
+        key, token = await self.create_api_key(user.id, "first key")
+        return user, key, token
+
+    async def api_keys(self, user_id: str) -> list[ApiKey]:
+        """The user's keys, revoked ones included (never their secrets)."""
+        return await self.store.list_api_keys(user_id)
+
+    async def revoke_api_key(self, user_id: str, key_id: str) -> ApiKey:
+        """Revoke one of the user's keys; it stops working at once. NotFound for another user's key."""
+        return await self.store.revoke_api_key(user_id, key_id)
 
     async def authenticate(self, token: str) -> User | None:
         """The user a token belongs to, if it is well formed, known, unrevoked and matches."""
@@ -212,6 +236,18 @@ class Memory:
         if not await self.memory_enabled(scope.user_id):
             return []
         return await self.recaller.recall(scope, query, as_of=as_of, limit=limit, arms=arms)
+
+    async def search(
+        self, query: str, scope: Scope, *, as_of: datetime | None = None, limit: int = 50
+    ) -> list[Hit]:
+        """The person's own search over their memories: the semantic and lexical arms only,
+        no token budget, and not gated by the memory switch (it reads, it never injects)."""
+        wide = max(limit, self.settings.recall.semantic_k, self.settings.recall.lexical_k)
+        recall = self.settings.recall.model_copy(
+            update={"max_tokens": sys.maxsize, "semantic_k": wide, "lexical_k": wide}
+        )
+        recaller = Recaller(self.store, self.embedder, recall, self.clock)
+        return await recaller.recall(scope, query, as_of=as_of, limit=limit, arms=("semantic", "lexical"))
 
     # -- a person's own edits -----------------------------------------------------
 
@@ -287,6 +323,46 @@ class Memory:
         await self._commit(scope, [change], now)
         return change.fact
 
+    async def update(
+        self,
+        scope: Scope,
+        fact_id: str,
+        *,
+        version: int,
+        text: str | None = None,
+        category: Category | None = None,
+        pinned: bool | None = None,
+        actor: str = "user",
+        reason: str | None = None,
+    ) -> Fact:
+        """A person's change to text, category and pin, in one transaction: same id and
+        created date; Conflict unless `version` is the one stored. Nothing new: no event."""
+        fact = await self._current(scope, fact_id, version)
+        now = self.clock()
+        batch: list[Change] = []
+        new_text = changes.clean_text(text) if text is not None else fact.text
+        if new_text != fact.text or (category is not None and category != fact.category):
+            text_changed = new_text != fact.text
+            vector = (await self.embedder.embed([new_text]))[0] if text_changed else None
+            edited = changes.edit(
+                fact,
+                new_text,
+                now=now,
+                vector=vector,
+                embedding_model=self.embedder.model_name if text_changed else fact.embedding_model,
+                actor=actor,
+                reason=reason,
+                category=category,
+                confidence=1.0,
+            )
+            batch.append(edited)
+        if pinned is not None and pinned != fact.pinned:
+            batch.append(changes.pin(batch[-1].fact if batch else fact, pinned, actor=actor))
+        if not batch:
+            return fact
+        await self._commit(scope, batch, now)
+        return batch[-1].fact
+
     async def retract(
         self,
         scope: Scope,
@@ -333,10 +409,16 @@ class Memory:
         return await self._apply(scope, changes.reject(fact, now=now, actor=actor, reason=reason), now)
 
     async def purge(
-        self, scope: Scope, fact_id: str, *, actor: str = "user", reason: str | None = None
+        self,
+        scope: Scope,
+        fact_id: str,
+        *,
+        actor: str = "user",
+        reason: str | None = None,
+        version: int | None = None,
     ) -> Fact:
         """Erase a fact's text everywhere (the right to erasure); an event records that it happened."""
-        fact = await self._current(scope, fact_id, None)
+        fact = await self._current(scope, fact_id, version)
         now = self.clock()
         return await self._apply(scope, changes.purge(fact, now=now, actor=actor, reason=reason), now)
 
@@ -367,6 +449,10 @@ class Memory:
         ]
         past.sort(key=lambda f: (f.created_at, f.id), reverse=True)
         return past[offset : offset + limit]
+
+    async def events(self, user_id: str) -> list[Event]:
+        """The user's whole audit log, oldest first."""
+        return await self.store.events(user_id)
 
     async def verify_audit(self, user_id: str) -> AuditReport:
         return audit.verify(await self.store.events(user_id))

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import platformdirs
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -49,6 +49,13 @@ class WriteSettings(BaseModel):
     guarded_min_confidence: float = 0.75
 
 
+class JobSettings(BaseModel):
+    lease_seconds: float = 120.0  # a claimed job is given to another worker after this
+    max_attempts: int = 5
+    backoff_seconds: float = 5.0  # doubled after every failed attempt
+    poll_seconds: float = 1.0
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="MNEMO_", env_nested_delimiter="__", extra="ignore")
 
@@ -66,8 +73,37 @@ class Settings(BaseSettings):
     embed_api_key: str = "not-needed"
     embed_model: str | None = None
 
+    # The model the chat proxy forwards conversations to. Each unset field falls
+    # back to its llm_* twin (see _upstream_defaults): one model for chatting and
+    # extracting is the common case, but a big chat model with a small, cheap
+    # extractor is just as valid.
+    upstream_base_url: str | None = None
+    upstream_api_key: str | None = None
+    upstream_model: str | None = None
+    # Seconds the upstream may stay silent (before its reply, between streamed
+    # chunks); 600, as the OpenAI client's own default, so mnemo is never the
+    # one that gives up first on a long generation.
+    upstream_timeout: float = 600.0
+
+    host: str = "127.0.0.1"
+    port: int = 8420
+    admin_key: str | None = None
+    max_body_bytes: int = 1_000_000
+    worker: bool = True  # run the extraction worker inside the server
+
     recall: RecallSettings = Field(default_factory=RecallSettings)
     write: WriteSettings = Field(default_factory=WriteSettings)
+    jobs: JobSettings = Field(default_factory=JobSettings)
+
+    @model_validator(mode="after")
+    def _upstream_defaults(self) -> Settings:
+        if self.upstream_base_url is None:
+            self.upstream_base_url = self.llm_base_url
+        if self.upstream_api_key is None:
+            self.upstream_api_key = self.llm_api_key
+        if self.upstream_model is None:
+            self.upstream_model = self.llm_model
+        return self
 
     @classmethod
     def settings_customise_sources(

@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from . import admin, edits, facts
+from . import admin, edits, facts, server
 from .runtime import Options
 
 app = typer.Typer(
@@ -62,3 +62,5 @@ app.add_typer(edits.app)
 app.add_typer(admin.agents, name="agents")
 app.add_typer(admin.settings, name="settings")
 app.add_typer(admin.audit, name="audit")
+app.add_typer(server.app)
+app.add_typer(server.users, name="users")

@@ -87,9 +87,12 @@ class Session:
 # -- settings and the database file ---------------------------------------------
 
 
-def load_settings(options: Options) -> Settings:
+def load_settings(options: Options, **overrides: object) -> Settings:
+    """Settings from the global options; `overrides` (None: not given) win over them."""
+    given: dict[str, object] = {"data_dir": options.data_dir, "user": options.user}
+    given.update({k: v for k, v in overrides.items() if v is not None})
     try:
-        return Settings.load(options.config, data_dir=options.data_dir, user=options.user)
+        return Settings.load(options.config, **given)
     except FileNotFoundError as exc:
         raise CliFailure(f"Config file not found: {options.config}", BAD_INPUT) from exc
     except tomllib.TOMLDecodeError as exc:
@@ -150,11 +153,47 @@ def run(
     `fact_id`: the id the command acts on, for the "No memory with id" message.
     """
     options = ctx.find_object(Options) or Options()
+
+    def start(settings: Settings) -> T:
+        return asyncio.run(_session(settings, options, work, resolve_agent))
+
+    return guarded(options, start, needs_db=needs_db, fact_id=fact_id)
+
+
+def run_memory(
+    ctx: typer.Context, work: Callable[[Memory], Awaitable[T]], *, needs_db: bool = True, **overrides: object
+) -> T:
+    """Like `run`, over the Memory alone: no user is looked up (or created) on the way."""
+    options = ctx.find_object(Options) or Options()
+
+    async def session(settings: Settings) -> T:
+        memory = await _open(settings)
+        try:
+            return await work(memory)
+        except Exception as exc:
+            if _is_database_error(exc):
+                raise CliFailure(f"Database error: {exc}") from exc
+            raise
+        finally:
+            await memory.close()
+
+    return guarded(options, lambda s: asyncio.run(session(s)), needs_db=needs_db, **overrides)
+
+
+def guarded(
+    options: Options,
+    start: Callable[[Settings], T],
+    *,
+    needs_db: bool = True,
+    fact_id: str | None = None,
+    **overrides: object,
+) -> T:
+    """Load the settings (with `overrides`) and call `start`; mnemo's errors become exits."""
     try:
-        settings = load_settings(options)
+        settings = load_settings(options, **overrides)
         if needs_db:
             require_database(settings)
-        return asyncio.run(_session(settings, options, work, resolve_agent))
+        return start(settings)
     except CliFailure as exc:
         _fail(str(exc), exc.code)
     except NotFound as exc:
@@ -173,11 +212,9 @@ def run(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-async def _session(
-    settings: Settings, options: Options, work: Callable[[Session], Awaitable[T]], resolve_agent: bool
-) -> T:
+async def _open(settings: Settings) -> Memory:
     try:
-        memory = await open_memory(settings)
+        return await open_memory(settings)
     except ValueError as exc:  # an unsupported database URL, an embed URL without a model
         raise CliFailure(_sentence(exc), BAD_INPUT) from exc
     except ImportError as exc:
@@ -186,6 +223,12 @@ async def _session(
         if _is_database_error(exc):
             raise CliFailure(f"Cannot open the database: {exc}") from exc
         raise
+
+
+async def _session(
+    settings: Settings, options: Options, work: Callable[[Session], Awaitable[T]], resolve_agent: bool
+) -> T:
+    memory = await _open(settings)
     try:
         user = await memory.user(settings.user)
         agents = await memory.agents(user.id)

@@ -4,12 +4,26 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol
 
 import numpy as np
 
-from ..domain import Agent, Change, Claim, Event, Fact, Message, ReviewPolicy, Scope, Status, User
+from ..domain import (
+    Agent,
+    ApiKey,
+    Change,
+    Claim,
+    Event,
+    Fact,
+    Job,
+    JobStatus,
+    Message,
+    ReviewPolicy,
+    Scope,
+    Status,
+    User,
+)
 
 UNSET = object()
 
@@ -43,10 +57,29 @@ class Store(Protocol):
         memory_enabled: bool | object | None = UNSET,
         review_policy: ReviewPolicy | object = UNSET,
     ) -> User: ...
+    async def any_user(self) -> bool: ...
     async def create_agent(
-        self, user_id: str, name: str, *, private: bool = False, reads_default: bool = False
+        self,
+        user_id: str,
+        name: str,
+        *,
+        private: bool = False,
+        reads_default: bool = False,
+        persona: str | None = None,
+        upstream_model: str | None = None,
     ) -> Agent: ...
+    async def get_agent(self, user_id: str, agent_id: str) -> Agent: ...
+    async def update_agent(self, user_id: str, agent_id: str, **fields: object) -> Agent: ...
+    async def delete_agent(self, user_id: str, agent_id: str) -> Agent:
+        """Soft-delete: the agent leaves every list and scope; its facts stay."""
+
     async def list_agents(self, user_id: str) -> list[Agent]: ...
+
+    # API keys (only hashes of their secrets)
+    async def add_api_key(self, key: ApiKey) -> ApiKey: ...
+    async def get_api_key(self, key_id: str) -> ApiKey | None: ...
+    async def list_api_keys(self, user_id: str) -> list[ApiKey]: ...
+    async def revoke_api_key(self, user_id: str, key_id: str) -> ApiKey: ...
     async def get_setting(self, key: str) -> str | None: ...
     async def set_setting(self, key: str, value: str | None) -> None: ...
 
@@ -101,3 +134,24 @@ class Store(Protocol):
     async def events(
         self, user_id: str, *, fact_id: str | None = None, until: datetime | None = None
     ) -> list[Event]: ...
+
+    # the durable queue of turns (see mnemo.jobs)
+    async def enqueue_turn(
+        self,
+        scope: Scope,
+        conversation_id: str,
+        messages: Sequence[Message],
+        at: datetime,
+        *,
+        automation: bool = False,
+    ) -> Job:
+        """Store the turn's messages and its job in one transaction."""
+
+    async def claim_job(self, worker: str, now: datetime, lease: timedelta) -> Job | None: ...
+    async def release_job(self, claim: Claim) -> None: ...
+    async def fail_job(self, claim: Claim, error: str, retry_at: datetime | None) -> Job: ...
+    async def get_job(self, user_id: str, job_id: str) -> Job: ...
+    async def list_jobs(
+        self, user_id: str, *, status: JobStatus | None = None, limit: int = 50, offset: int = 0
+    ) -> list[Job]: ...
+    async def job_messages(self, job: Job) -> list[Message]: ...

@@ -1,0 +1,140 @@
+"""Running mnemo as a service: `mnemo serve`, `mnemo worker`, `mnemo users create`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..build import sqlite_path
+from ..domain import Conflict
+from ..memory import Memory
+from ..settings import Settings
+from . import output
+from .options import Json
+from .runtime import BAD_INPUT, FAILED, CliFailure, Options, guarded, run_memory
+
+app = typer.Typer()
+users = typer.Typer(help="The people this mnemo server keeps memories for.", no_args_is_help=True)
+
+
+@app.command()
+def serve(
+    ctx: typer.Context,
+    host: Annotated[
+        str | None, typer.Option("--host", help="Address to listen on (default: MNEMO_HOST, else 127.0.0.1).")
+    ] = None,
+    port: Annotated[
+        int | None,
+        typer.Option("--port", min=1, max=65535, help="Port (default: MNEMO_PORT, else 8420)."),
+    ] = None,
+    data_dir: Annotated[
+        Path | None, typer.Option("--data-dir", metavar="PATH", help="Where the database lives.")
+    ] = None,
+    worker: Annotated[
+        bool | None,
+        typer.Option(
+            "--worker/--no-worker",
+            help="Learn from turns in this process (default), or leave it to `mnemo worker`.",
+        ),
+    ] = None,
+) -> None:
+    """Serve the HTTP API (OpenAPI at /docs). On the first start it creates a user and prints its key."""
+    options = ctx.find_object(Options) or Options()
+
+    def start(settings: Settings) -> None:
+        import uvicorn
+
+        from ..server.app import create_app
+
+        try:
+            sqlite_path(settings)
+        except ValueError as exc:
+            raise CliFailure(str(exc), BAD_INPUT) from exc
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")
+
+    guarded(
+        options,
+        start,
+        needs_db=False,
+        host=host,
+        port=port,
+        data_dir=data_dir.expanduser() if data_dir else None,
+        worker=worker,
+    )
+
+
+@app.command("worker")
+def worker_command(
+    ctx: typer.Context,
+    once: Annotated[
+        bool, typer.Option("--once", help="Process the jobs that are due now, then exit.")
+    ] = False,
+) -> None:
+    """Learn from queued turns in a process of its own, until Ctrl-C or SIGTERM.
+
+    Run the server with --no-worker (or MNEMO_WORKER=false) to leave all the work
+    to workers; several may run at once. A job in hand at shutdown is given back.
+    """
+    from ..server.app import build_worker
+
+    async def work(memory: Memory) -> int | None:
+        worker = build_worker(memory, memory.settings)
+        if once:
+            return await worker.drain()
+        output.say(f"mnemo worker {worker.name}: learning from queued turns (Ctrl-C to stop).")
+        stop = asyncio.Event()
+        task = asyncio.create_task(worker.run(stop))
+        loop = asyncio.get_running_loop()
+
+        def shut_down() -> None:
+            stop.set()
+            task.cancel()  # a job in hand is released for another worker
+
+        installed = []
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, shut_down)
+                installed.append(sig)
+        try:
+            await task
+        except asyncio.CancelledError:
+            if not stop.is_set():
+                raise
+        finally:
+            for sig in installed:
+                loop.remove_signal_handler(sig)
+        return None
+
+    done = run_memory(ctx, work, needs_db=False)
+    if once:
+        output.say(f"Processed {done} job{'s' if done != 1 else ''}.")
+    else:
+        output.say("mnemo worker stopped.")
+
+
+@users.command("create")
+def users_create(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The new user's name, unique on this server.")],
+    json: Json = False,
+) -> None:
+    """Create a user and print its first API key (shown this once)."""
+
+    async def work(memory: Memory):
+        try:
+            return await memory.create_user(name)
+        except Conflict as exc:
+            raise CliFailure(f"A user named {name.strip()!r} already exists.", FAILED) from exc
+
+    user, key, token = run_memory(ctx, work, needs_db=False)
+    if json:
+        output.emit_json({"user": {"id": user.id, "name": user.name}, "key_id": key.id, "token": token})
+        return
+    output.say(f"Created user {user.name} ({user.id}). Its API key (shown once):", "green")
+    typer.echo(f"  {token}")

@@ -1,0 +1,86 @@
+"""The HTTP server: one Memory and one worker per process, built at start-up."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+from fastapi import FastAPI
+
+from ..build import open_memory
+from ..jobs import Worker
+from ..memory import Memory
+from ..settings import Settings
+from . import errors
+from .routes import account, admin, agents, audit, chat, memories, review, turns
+
+log = logging.getLogger(__name__)
+
+
+async def bootstrap(memory: Memory, settings: Settings) -> str | None:
+    """On the very first start of an empty store, a local user and its key, so one can begin at once."""
+    if await memory.store.any_user():
+        return None
+    user = await memory.user(settings.user)
+    _, token = await memory.create_api_key(user.id, "first start")
+    return token
+
+
+def build_worker(memory: Memory, settings: Settings) -> Worker:
+    jobs = settings.jobs
+    return Worker(
+        memory,
+        lease=timedelta(seconds=jobs.lease_seconds),
+        max_attempts=jobs.max_attempts,
+        backoff=timedelta(seconds=jobs.backoff_seconds),
+        poll=jobs.poll_seconds,
+    )
+
+
+def create_app(settings: Settings, memory: Memory | None = None) -> FastAPI:
+    """The ASGI app. Tests may hand in a Memory; otherwise it is built from settings."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        built = memory or await open_memory(settings)
+        if memory is not None:
+            await built.open()
+        token = await bootstrap(built, settings)
+        if token:
+            # printed, not logged: this is the only time the key exists in clear
+            print(f"mnemo: created user {settings.user!r}. Its API key (shown once):\n  {token}", flush=True)
+        app.state.memory = built
+        app.state.worker = build_worker(built, settings) if settings.worker else None
+        stop = asyncio.Event()
+        task = asyncio.create_task(app.state.worker.run(stop)) if app.state.worker else None
+        try:
+            yield
+        finally:
+            stop.set()
+            if task is not None:
+                try:
+                    await asyncio.wait_for(task, timeout=10)
+                except TimeoutError:  # wait_for cancelled it: the job went back to the queue
+                    log.warning("the worker did not finish its job in time; it was given back")
+            await built.close()
+
+    app = FastAPI(
+        title="mnemo",
+        version="0.1.0",
+        summary="Long-term memory for personal AI assistants: learn, recall, correct, audit.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    errors.install(app)
+    app.add_middleware(errors.BodyLimit, limit=settings.max_body_bytes)
+
+    @app.get("/healthz", tags=["health"])
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    for module in (memories, review, audit, account, admin, agents, turns, chat):
+        app.include_router(module.router)
+    return app

@@ -1,0 +1,128 @@
+"""mnemo's errors as HTTP answers, and a limit on request bodies. Nothing answers 500 on bad input."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..domain import Conflict, InvalidInput, NotFound
+from ..providers.base import ModelError, ModelUnavailable
+
+
+def _error(status: int, message: str, headers: dict[str, str] | None = None, **extra: object) -> JSONResponse:
+    return JSONResponse({"error": {"message": message, **extra}}, status_code=status, headers=headers)
+
+
+def _problem(error: dict) -> dict[str, str]:
+    """One validation error, worded for a person: where, and what is wrong."""
+    loc = [str(p) for p in error.get("loc", ())]
+    kind = error.get("type", "")
+    message = str(error.get("msg", "invalid"))
+    if kind == "json_invalid":
+        detail = (error.get("ctx") or {}).get("error")
+        return {"where": "body", "problem": f"not valid JSON ({detail})" if detail else "not valid JSON"}
+    if loc == ["body"] and kind in ("model_attributes_type", "dict_type"):
+        message = "expected a JSON object (sent as Content-Type: application/json)"
+    elif loc == ["body"] and kind == "missing":
+        message = "a JSON body is required"
+    elif kind == "extra_forbidden":
+        message = "unknown field"
+    message = message.removeprefix("Value error, ")
+    return {"where": ".".join(loc) or "request", "problem": message}
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(NotFound)
+    async def not_found(_: Request, exc: NotFound) -> JSONResponse:
+        return _error(404, str(exc) or "not found")
+
+    @app.exception_handler(Conflict)
+    async def conflict(_: Request, exc: Conflict) -> JSONResponse:
+        return _error(409, str(exc))
+
+    @app.exception_handler(InvalidInput)
+    async def invalid(_: Request, exc: InvalidInput) -> JSONResponse:
+        return _error(422, str(exc))
+
+    @app.exception_handler(ModelUnavailable)
+    async def unavailable(_: Request, exc: ModelUnavailable) -> JSONResponse:
+        return _error(503, str(exc))
+
+    @app.exception_handler(ModelError)
+    async def model_error(_: Request, exc: ModelError) -> JSONResponse:
+        return _error(502, str(exc))
+
+    @app.exception_handler(Exception)
+    async def unexpected(_: Request, exc: Exception) -> JSONResponse:
+        # a bug, not bad input: the same shape, no details (the server's log has the traceback)
+        return _error(500, "internal error: the server could not handle this request")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        # one error shape for every answer: {"error": {"message": ...}}
+        return _error(exc.status_code, str(exc.detail), headers=exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = [_problem(e) for e in exc.errors()]
+        first = problems[0] if problems else {"where": "request", "problem": "invalid"}
+        return _error(422, f"{first['where']}: {first['problem']}", problems=problems)
+
+
+class BodyLimit:
+    """Refuse request bodies over `limit` bytes with 413, whether or not they announce a length."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            await _error(413, f"request body over {self.limit} bytes")(scope, receive, send)
+            return
+        too_large = _Over(self.limit)
+
+        async def limited() -> Message:
+            if too_large.hit:
+                return {"type": "http.disconnect"}
+            message = await receive()
+            if message["type"] == "http.request":
+                too_large.seen += len(message.get("body", b""))
+                if too_large.seen > self.limit:
+                    # The app sees the client leave; whatever it answers to that is
+                    # dropped (FastAPI would say 400) and the 413 goes out instead.
+                    too_large.hit = True
+                    return {"type": "http.disconnect"}
+            return message
+
+        async def guarded(message: Message) -> None:
+            if too_large.hit:
+                return
+            if message["type"] == "http.response.start":
+                too_large.started = True
+            await send(message)
+
+        try:
+            await self.app(scope, limited, guarded)
+        except Exception:
+            if not too_large.hit:
+                raise
+        if too_large.hit and not too_large.started:
+            await _error(413, f"request body over {self.limit} bytes")(scope, receive, send)
+
+
+class _Over:
+    """How much of the body has arrived, and whether it went over the limit."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.seen = 0
+        self.hit = False
+        self.started = False

@@ -1,0 +1,120 @@
+"""Before forwarding: which agent answers, its persona, and what memory has to say."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ...domain import Agent, Message, Scope, Turn, User, new_id
+from ...memory import Memory
+from ...recall.render import inject, render
+from ...settings import Settings
+from .wire import ChatError, content_text
+
+log = logging.getLogger(__name__)
+
+AGENT_HEADER = "x-mnemo-agent"
+CONVERSATION_HEADER = "x-mnemo-conversation"
+AUTOMATION_HEADER = "x-mnemo-automation"
+_SYSTEM_ROLES = ("system", "developer")  # "developer" is OpenAI's newer name for it
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A request ready to forward, and what is needed to remember its turn afterwards."""
+
+    body: dict[str, Any]
+    scope: Scope
+    recalled: int
+    conversation_id: str
+    automation: bool
+    # The latest user message's text, when the request ends with it (a new user
+    # turn) and it has text; None for follow-ups such as tool results, whose
+    # user message was stored with the request that first carried it.
+    user_text: str | None
+
+    def turn(self, reply: str) -> Turn | None:
+        if self.user_text is None:
+            return None
+        messages = (Message("user", self.user_text), Message("assistant", reply))
+        return Turn(self.scope, messages, conversation_id=self.conversation_id, automation=self.automation)
+
+
+def check_body(body: Any) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise ChatError(400, "the request body must be a JSON object")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
+        raise ChatError(400, "'messages' must be a non-empty list of message objects", param="messages")
+    return body
+
+
+async def prepare(
+    memory: Memory, settings: Settings, user: User, body: dict[str, Any], headers: Mapping[str, str]
+) -> Prepared:
+    agents = await memory.agents(user.id)
+    requested = body.get("model")
+    agent = choose_agent(agents, headers.get(AGENT_HEADER), requested)
+    model = upstream_model(agent, requested, settings)
+    messages = with_persona(body["messages"], agent)
+    scope = Scope(user.id, agent.id if agent else None)
+
+    latest = next((m for m in reversed(messages) if m.get("role") == "user"), None)
+    query = content_text(latest.get("content")) if latest else ""
+    hits = []
+    if query.strip():
+        try:
+            hits = await memory.recall(query, scope)
+        except Exception:  # memory failing must not take the conversation down with it
+            log.exception("recall failed; forwarding without a memory block")
+    block = render(hits)
+    return Prepared(
+        body={**body, "model": model, "messages": inject(messages, block)},
+        scope=scope,
+        recalled=len(hits),
+        conversation_id=headers.get(CONVERSATION_HEADER) or new_id(),
+        automation=(headers.get(AUTOMATION_HEADER) or "").strip().lower() in ("true", "1", "yes"),
+        user_text=query if query.strip() and messages[-1].get("role") == "user" else None,
+    )
+
+
+def choose_agent(agents: list[Agent], header: str | None, model: Any) -> Agent | None:
+    """X-Mnemo-Agent (id or name) first; else a `model` naming one of the user's agents; else the default."""
+    if header:
+        by_id = next((a for a in agents if a.id == header), None)
+        found = by_id or next((a for a in agents if a.name == header), None)
+        if found is None:
+            raise ChatError(
+                404,
+                f"no agent {header!r} for this user (X-Mnemo-Agent takes an agent's id or name)",
+                code="agent_not_found",
+            )
+        return found
+    return next((a for a in agents if a.name == model), None) if isinstance(model, str) else None
+
+
+def upstream_model(agent: Agent | None, requested: Any, settings: Settings) -> Any:
+    """The model to ask upstream: an agent's name becomes its model; anything else passes through."""
+    if requested and not (agent and requested == agent.name):
+        return requested
+    model = (agent.upstream_model if agent else None) or settings.upstream_model
+    if not model:
+        raise ChatError(
+            400,
+            "no model to forward to: name one in 'model', give the agent an upstream_model,"
+            " or set MNEMO_UPSTREAM_MODEL",
+            param="model",
+        )
+    return model
+
+
+def with_persona(messages: list[dict[str, Any]], agent: Agent | None) -> list[dict[str, Any]]:
+    """The agent's persona as the system message, only when the client sent none of its own:
+    a client's system prompt is deliberate, and two would contradict each other."""
+    if agent is None or not agent.persona:
+        return messages
+    if any(m.get("role") in _SYSTEM_ROLES for m in messages):
+        return messages
+    return [{"role": "system", "content": agent.persona}, *messages]

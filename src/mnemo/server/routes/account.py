@@ -1,0 +1,61 @@
+"""You: the memory switch and review policy (Khoj's config payload), and your API keys."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi import status as http
+
+from ...domain import MemoryMode, User
+from ...gate import memory_enabled
+from ...memory import Memory
+from ..deps import CurrentUser, MemoryDep
+from ..params import KeyIdPath
+from ..schemas import KeyCreate, KeyCreated, KeyPublic, MePublic, MeSettingsUpdate, UserPublic
+
+router = APIRouter(prefix="/v1/me", tags=["account"])
+
+
+async def _me(memory: Memory, user: User) -> MePublic:
+    mode = await memory.server_mode()
+    return MePublic(
+        user=UserPublic.of(user),
+        enable_memory=memory_enabled(mode, user.memory_enabled),
+        memory_enabled=user.memory_enabled,
+        server_memory_mode=mode or MemoryMode.ENABLED_DEFAULT_ON,
+        review_policy=user.review_policy,
+    )
+
+
+@router.get("")
+async def me(memory: MemoryDep, user: CurrentUser) -> MePublic:
+    """Whether memory is on for you, and why: the server mode and your switch."""
+    return await _me(memory, user)
+
+
+@router.patch("/settings")
+async def update_settings(memory: MemoryDep, user: CurrentUser, body: MeSettingsUpdate) -> MePublic:
+    """Your switch (true, false, or null to follow the server mode) and review policy."""
+    if "memory_enabled" in body.model_fields_set:
+        user = await memory.set_user_switch(user.id, body.memory_enabled)
+    if body.review_policy is not None:
+        user = await memory.set_review_policy(user.id, body.review_policy)
+    return await _me(memory, user)
+
+
+@router.get("/keys")
+async def list_keys(memory: MemoryDep, user: CurrentUser) -> list[KeyPublic]:
+    """Your keys, revoked ones included; never the keys themselves."""
+    return [KeyPublic.of(k) for k in await memory.api_keys(user.id)]
+
+
+@router.post("/keys", status_code=http.HTTP_201_CREATED)
+async def create_key(memory: MemoryDep, user: CurrentUser, body: KeyCreate) -> KeyCreated:
+    """A new key; `token` is shown in this answer only."""
+    key, token = await memory.create_api_key(user.id, body.name)
+    return KeyCreated(**KeyPublic.of(key).model_dump(), token=token)
+
+
+@router.delete("/keys/{key_id}")
+async def revoke_key(memory: MemoryDep, user: CurrentUser, key_id: KeyIdPath) -> KeyPublic:
+    """Revoke a key: it stops working at once (this one too, if you use it)."""
+    return KeyPublic.of(await memory.revoke_api_key(user.id, key_id))

@@ -1,0 +1,47 @@
+"""Agents: your assistants, each with its own memories, and what each may read."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi import status as http
+
+from ..deps import CurrentUser, MemoryDep
+from ..params import AgentIdPath
+from ..schemas import AgentCreate, AgentDeleted, AgentPublic, AgentUpdate
+
+router = APIRouter(prefix="/v1/agents", tags=["agents"])
+
+
+@router.get("")
+async def list_agents(memory: MemoryDep, user: CurrentUser) -> list[AgentPublic]:
+    return [AgentPublic.of(a) for a in await memory.agents(user.id)]
+
+
+@router.post("", status_code=http.HTTP_201_CREATED)
+async def create_agent(memory: MemoryDep, user: CurrentUser, body: AgentCreate) -> AgentPublic:
+    """A private agent's memories stay out of the default assistant's reach;
+    `reads_default` lets the agent read the default assistant's memories too."""
+    agent = await memory.create_agent(
+        user.id,
+        body.name,
+        private=body.private,
+        reads_default=body.reads_default,
+        persona=body.persona,
+        upstream_model=body.upstream_model,
+    )
+    return AgentPublic.of(agent)
+
+
+@router.patch("/{agent_id}")
+async def update_agent(
+    memory: MemoryDep, user: CurrentUser, agent_id: AgentIdPath, body: AgentUpdate
+) -> AgentPublic:
+    """Change the fields given; null clears persona or upstream_model."""
+    return AgentPublic.of(await memory.update_agent(user.id, agent_id, **body.changes()))
+
+
+@router.delete("/{agent_id}")
+async def delete_agent(memory: MemoryDep, user: CurrentUser, agent_id: AgentIdPath) -> AgentDeleted:
+    """Delete an agent; its active memories are retracted (kept as tombstones, not erased)."""
+    agent, retracted = await memory.delete_agent(user.id, agent_id, actor="user")
+    return AgentDeleted(agent=AgentPublic.of(agent), retracted=retracted)

@@ -1,0 +1,120 @@
+"""The OpenAI-compatible chat proxy: /v1/chat/completions and /v1/models.
+
+Point any OpenAI client at mnemo with a mnemo key: each request is answered by
+the upstream model with what memory recalls for the latest user message
+injected just before it, and the finished turn is stored and queued for
+learning. The upstream's reply reaches the client byte for byte; mnemo only
+adds headers (X-Mnemo-Recalled, X-Mnemo-Conversation).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator
+
+from fastapi import APIRouter, FastAPI, Request, Response
+
+from ...jobs import Worker
+from ...memory import Memory
+from ..deps import CurrentUser, MemoryDep, SettingsDep, WorkerDep
+from ..proxy.prepare import Prepared, check_body, prepare
+from ..proxy.relay import StreamRelay
+from ..proxy.upstream import Upstream, relayed_headers
+from ..proxy.wire import ChatError, completion_text, model_entry
+
+log = logging.getLogger(__name__)
+
+
+@contextlib.asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """One pooled client to the upstream for the app's lifetime (FastAPI runs this inside the app's own)."""
+    app.state.upstream = Upstream.from_settings(app.state.settings)
+    try:
+        yield
+    finally:
+        if app.state.upstream is not None:
+            await app.state.upstream.aclose()
+
+
+router = APIRouter(prefix="/v1", tags=["chat proxy"], lifespan=_lifespan)
+
+_BODY_DOC = {
+    "requestBody": {
+        "required": True,
+        "content": {"application/json": {"schema": {"type": "object", "description": "as OpenAI's"}}},
+    }
+}
+
+
+@router.post("/chat/completions", openapi_extra=_BODY_DOC)
+async def chat_completions(
+    request: Request, user: CurrentUser, memory: MemoryDep, worker: WorkerDep, settings: SettingsDep
+) -> Response:
+    """OpenAI's chat completions, streamed or not, with memory recalled before and learnt after."""
+    try:
+        body = check_body(await _json(request))
+        upstream: Upstream | None = request.app.state.upstream
+        if upstream is None:
+            raise ChatError(
+                503,
+                "no upstream model is configured: set MNEMO_UPSTREAM_BASE_URL (or MNEMO_LLM_BASE_URL)",
+                "server_error",
+                "upstream_not_configured",
+            )
+        prepared = await prepare(memory, settings, user, body, request.headers)
+        stream = bool(body.get("stream"))
+        reply = await upstream.chat(prepared.body, stream=stream)
+    except ChatError as err:
+        return err.response()
+
+    headers = {
+        **relayed_headers(reply),
+        "content-type": reply.headers.get("content-type", "application/json"),
+        "x-mnemo-recalled": str(prepared.recalled),
+        "x-mnemo-conversation": prepared.conversation_id,
+    }
+    if stream:
+        headers["cache-control"] = "no-cache"
+
+        async def finish(text: str) -> None:
+            await _remember(memory, worker, prepared, text)
+
+        return StreamRelay(reply, headers, finish)
+    # Stored before answering: once the client has the reply, its turn is durable.
+    await _remember(memory, worker, prepared, completion_text(reply.content))
+    return Response(reply.content, status_code=reply.status_code, headers=headers)
+
+
+@router.get("/models")
+async def list_models(user: CurrentUser, memory: MemoryDep, settings: SettingsDep) -> dict:
+    """The upstream model, and one model per agent of the caller: naming it in `model` picks the agent."""
+    data = [model_entry(settings.upstream_model, "upstream")] if settings.upstream_model else []
+    names = {settings.upstream_model}
+    for agent in await memory.agents(user.id):
+        if agent.name not in names:
+            names.add(agent.name)
+            data.append(model_entry(agent.name, "mnemo-agent"))
+    return {"object": "list", "data": data}
+
+
+async def _json(request: Request) -> object:
+    try:
+        return json.loads(await request.body())
+    except ValueError as exc:
+        raise ChatError(400, f"the request body is not valid JSON: {exc}") from exc
+
+
+async def _remember(memory: Memory, worker: Worker | None, prepared: Prepared, reply: str) -> None:
+    """Store the turn and queue its learning; a failure here is logged, never the client's problem."""
+    turn = prepared.turn(reply)
+    if turn is None:
+        return
+    try:
+        job = await memory.submit(turn)  # None when memory is off or this is automation
+    except Exception:
+        log.exception("could not store a chat turn")
+        return
+    if job is not None and worker is not None:
+        worker.wake()

@@ -1,0 +1,158 @@
+"""Memories: list, write, correct, retract, restore, purge, history and search.
+
+The person's own view is everything they own (`Scope(user, all_agents=True)`),
+or what one of their agents sees when `agent_id` is given. Search acts as an
+assistant would: the default agent unless `agent_id` says otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response
+from fastapi import status as http
+
+from ...domain import InvalidInput, Scope, Status
+from ..deps import CurrentUser, MemoryDep
+from ..params import AgentFilter, AsOf, FactIdPath, Limit, Offset, assistant_scope, view_scope
+from ..schemas import (
+    EventPublic,
+    FactCreate,
+    FactPublic,
+    FactUpdate,
+    HitPublic,
+    Page,
+    SearchRequest,
+    SearchResults,
+    StatusFilter,
+)
+
+router = APIRouter(prefix="/v1/memories", tags=["memories"])
+
+MAX_MATCHES = 1000  # a text query pages through at most this many of the best matches
+
+StatusQuery = Annotated[
+    list[StatusFilter] | None,
+    Query(description="One or more statuses (repeat the parameter), or 'all'. Default: active."),
+]
+TextQuery = Annotated[
+    str | None,
+    Query(min_length=1, max_length=2000, description="Only memories that match this text (active ones)."),
+]
+
+
+def _statuses(given: list[StatusFilter] | None) -> tuple[Status, ...] | None:
+    if not given:
+        return (Status.ACTIVE,)
+    if StatusFilter.ALL in given:
+        return None
+    return tuple(dict.fromkeys(Status(s.value) for s in given))
+
+
+def _own(user_id: str) -> Scope:
+    return Scope(user_id, all_agents=True)
+
+
+@router.get("")
+async def list_memories(
+    memory: MemoryDep,
+    user: CurrentUser,
+    agent_id: AgentFilter = None,
+    status: StatusQuery = None,
+    q: TextQuery = None,
+    as_of: AsOf = None,
+    limit: Limit = 50,
+    offset: Offset = 0,
+) -> Page[FactPublic]:
+    """Your memories, newest first; with `as_of`, as they were believed then."""
+    scope = await view_scope(memory, user, agent_id)
+    statuses = _statuses(status)
+    if q is not None:
+        if statuses != (Status.ACTIVE,):
+            raise InvalidInput("q searches active memories only; leave out status")
+        hits = await memory.search(q, scope, as_of=as_of, limit=min(offset + limit + 1, MAX_MATCHES))
+        facts = [h.fact for h in hits][offset:]
+    else:
+        facts = await memory.list(scope, as_of=as_of, statuses=statuses, limit=limit + 1, offset=offset)
+    return Page[FactPublic].of([FactPublic.of(f) for f in facts], limit, offset)
+
+
+@router.post("", status_code=http.HTTP_201_CREATED)
+async def create_memory(
+    memory: MemoryDep, user: CurrentUser, body: FactCreate, response: Response
+) -> FactPublic:
+    """Remember something you wrote yourself (confidence 1.0). Restating an active
+    memory reinforces it instead: that answers 200 with the existing memory."""
+    scope = await assistant_scope(memory, user, body.agent_id)
+    fact = await memory.add(
+        scope,
+        body.text,
+        category=body.category,
+        pinned=body.pinned,
+        valid_from=body.valid_from,
+        actor="user",
+    )
+    if fact.version > 1:
+        response.status_code = http.HTTP_200_OK
+    return FactPublic.of(fact)
+
+
+@router.post("/search")
+async def search_memories(memory: MemoryDep, user: CurrentUser, body: SearchRequest) -> SearchResults:
+    """What an assistant would recall for the query, best first, with why each came back."""
+    scope = await assistant_scope(memory, user, body.agent_id)
+    hits = await memory.recall(body.query, scope, as_of=body.as_of, limit=body.limit)
+    return SearchResults(
+        items=[HitPublic.of(h) for h in hits], enable_memory=await memory.memory_enabled(user.id)
+    )
+
+
+@router.get("/{fact_id}")
+async def get_memory(memory: MemoryDep, user: CurrentUser, fact_id: FactIdPath) -> FactPublic:
+    return FactPublic.of(await memory.get(_own(user.id), fact_id))
+
+
+@router.patch("/{fact_id}")
+async def update_memory(
+    memory: MemoryDep, user: CurrentUser, fact_id: FactIdPath, body: FactUpdate
+) -> FactPublic:
+    """Correct a memory in place: same id and created date; the old text stays in its history.
+    `version` must be the one you saw (409 otherwise: fetch it again)."""
+    fact = await memory.update(
+        _own(user.id),
+        fact_id,
+        version=body.version,
+        text=body.text,
+        category=body.category,
+        pinned=body.pinned,
+        actor="user",
+    )
+    return FactPublic.of(fact)
+
+
+@router.delete("/{fact_id}")
+async def delete_memory(
+    memory: MemoryDep,
+    user: CurrentUser,
+    fact_id: FactIdPath,
+    purge: Annotated[bool, Query(description="Erase its text everywhere (cannot be undone).")] = False,
+    version: Annotated[int | None, Query(ge=1, description="The version you saw (409 if stale).")] = None,
+) -> FactPublic:
+    """Retract a memory: it stays as a tombstone (restore brings it back). With
+    `purge=true` its text is erased here and in its history; an event says so."""
+    scope = _own(user.id)
+    if purge:
+        return FactPublic.of(await memory.purge(scope, fact_id, actor="user", version=version))
+    return FactPublic.of(await memory.retract(scope, fact_id, actor="user", version=version))
+
+
+@router.post("/{fact_id}/restore")
+async def restore_memory(memory: MemoryDep, user: CurrentUser, fact_id: FactIdPath) -> FactPublic:
+    """Bring back a retracted, superseded or rejected memory."""
+    return FactPublic.of(await memory.restore(_own(user.id), fact_id, actor="user"))
+
+
+@router.get("/{fact_id}/history")
+async def memory_history(memory: MemoryDep, user: CurrentUser, fact_id: FactIdPath) -> list[EventPublic]:
+    """Every change to the memory, oldest first (a purged memory's events keep no text)."""
+    return [EventPublic.of(e) for e in await memory.history(_own(user.id), fact_id)]

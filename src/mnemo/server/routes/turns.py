@@ -1,0 +1,57 @@
+"""Finished turns from any app, and the jobs that learn from them."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response
+from fastapi import status as http
+
+from ...domain import JobStatus, Message, Turn
+from ..deps import CurrentUser, MemoryDep, WorkerDep
+from ..params import JobIdPath, Limit, Offset, assistant_scope
+from ..schemas import JobPublic, Page, TurnCreate, TurnResult
+
+router = APIRouter(prefix="/v1", tags=["turns"])
+
+
+@router.post("/turns", status_code=http.HTTP_202_ACCEPTED)
+async def submit_turn(
+    memory: MemoryDep, user: CurrentUser, worker: WorkerDep, body: TurnCreate, response: Response
+) -> TurnResult:
+    """Hand mnemo a finished turn to learn from. It is stored and queued at once (202,
+    with the job to follow); 200 with `queued: false` when memory is off or it is automation."""
+    scope = await assistant_scope(memory, user, body.agent_id)
+    turn = Turn(
+        scope,
+        tuple(Message(m.role, m.content) for m in body.messages),
+        conversation_id=body.conversation_id,
+        automation=body.automation,
+    )
+    job = await memory.submit(turn)
+    if job is None:
+        response.status_code = http.HTTP_200_OK
+        reason = "automation turns are never learnt from" if body.automation else "memory is off for you"
+        return TurnResult(queued=False, reason=reason)
+    if worker is not None:
+        worker.wake()
+    return TurnResult(queued=True, job=JobPublic.of(job))
+
+
+@router.get("/jobs")
+async def list_jobs(
+    memory: MemoryDep,
+    user: CurrentUser,
+    status: Annotated[JobStatus | None, Query(description="Only jobs in this state.")] = None,
+    limit: Limit = 50,
+    offset: Offset = 0,
+) -> Page[JobPublic]:
+    """Your jobs, newest first."""
+    jobs = await memory.jobs(user.id, status=status, limit=limit + 1, offset=offset)
+    return Page[JobPublic].of([JobPublic.of(j) for j in jobs], limit, offset)
+
+
+@router.get("/jobs/{job_id}")
+async def get_job(memory: MemoryDep, user: CurrentUser, job_id: JobIdPath) -> JobPublic:
+    """One job; a failed one says why in `error`."""
+    return JobPublic.of(await memory.job(user.id, job_id))

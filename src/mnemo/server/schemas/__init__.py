@@ -1,0 +1,73 @@
+"""The JSON shapes of the HTTP API.
+
+Requests are strict: unknown fields, empty or oversized text and malformed ids
+answer 422 with a message that names the field. Answers are built from the
+domain types by each model's `of`.
+"""
+
+from .agents import AgentCreate, AgentDeleted, AgentPublic, AgentUpdate
+from .base import Id, Page, Request, StatusFilter, UtcTime, is_uuid
+from .facts import (
+    ArmPublic,
+    AuditReportPublic,
+    EventPublic,
+    FactCreate,
+    FactPublic,
+    FactUpdate,
+    HitPublic,
+    ReasonBody,
+    SearchRequest,
+    SearchResults,
+    SourcePublic,
+)
+from .jobs import JobPublic, MessageIn, TurnCreate, TurnResult
+from .people import (
+    AdminSettings,
+    AdminSettingsUpdate,
+    KeyCreate,
+    KeyCreated,
+    KeyPublic,
+    MePublic,
+    MeSettingsUpdate,
+    UserCreate,
+    UserCreated,
+    UserPublic,
+)
+
+__all__ = [
+    "AdminSettings",
+    "AdminSettingsUpdate",
+    "AgentCreate",
+    "AgentDeleted",
+    "AgentPublic",
+    "AgentUpdate",
+    "ArmPublic",
+    "AuditReportPublic",
+    "EventPublic",
+    "FactCreate",
+    "FactPublic",
+    "FactUpdate",
+    "HitPublic",
+    "Id",
+    "JobPublic",
+    "KeyCreate",
+    "KeyCreated",
+    "KeyPublic",
+    "MePublic",
+    "MeSettingsUpdate",
+    "MessageIn",
+    "Page",
+    "ReasonBody",
+    "Request",
+    "SearchRequest",
+    "SearchResults",
+    "SourcePublic",
+    "StatusFilter",
+    "TurnCreate",
+    "TurnResult",
+    "UserCreate",
+    "UserCreated",
+    "UserPublic",
+    "UtcTime",
+    "is_uuid",
+]

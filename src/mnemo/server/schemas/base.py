@@ -1,0 +1,72 @@
+"""What every request and answer shares: ids, times, text limits, strictness, pages."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated, Generic, Self, TypeVar
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+
+from ...domain import (
+    Status,
+)
+from ...write.changes import MAX_TEXT
+
+_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+
+
+def is_uuid(value: str) -> bool:
+    return bool(_UUID.match(value))
+
+
+def _uuid(value: str) -> str:
+    if not is_uuid(value):
+        raise ValueError("must be an id such as 0190c8e2-7b1d-7c3e-9a4f-2b6d8e1f0a3c (a UUID)")
+    return value.lower()
+
+
+def _utc(value: datetime) -> datetime:
+    """A date-time without a zone is read as UTC; the years stay where date arithmetic works."""
+    if not 1000 <= value.year <= 9000:
+        raise ValueError("must be a date between the years 1000 and 9000")
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+Id = Annotated[str, AfterValidator(_uuid)]
+UtcTime = Annotated[datetime, AfterValidator(_utc)]
+FactText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_TEXT)]
+Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
+LongText = Annotated[str, StringConstraints(max_length=4000)]
+
+
+class Request(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StatusFilter(StrEnum):
+    ACTIVE = Status.ACTIVE.value
+    CANDIDATE = Status.CANDIDATE.value
+    SUPERSEDED = Status.SUPERSEDED.value
+    RETRACTED = Status.RETRACTED.value
+    REJECTED = Status.REJECTED.value
+    ALL = "all"
+
+
+T = TypeVar("T")
+
+
+class Page(BaseModel, Generic[T]):
+    items: list[T]
+    limit: int
+    offset: int
+    next_offset: int | None = Field(description="Where the next page starts; null on the last page.")
+
+    @classmethod
+    def of(cls, rows: list[T], limit: int, offset: int) -> Self:
+        """From up to limit + 1 rows: the extra row only says that there is a next page."""
+        more = len(rows) > limit
+        return cls(
+            items=rows[:limit], limit=limit, offset=offset, next_offset=offset + limit if more else None
+        )

@@ -1,0 +1,148 @@
+"""Memories, their history, the audit log and search results."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Self
+
+from pydantic import BaseModel, Field, StringConstraints, model_validator
+
+from ...domain import (
+    AuditReport,
+    Category,
+    Event,
+    Fact,
+    Status,
+)
+from ...recall.fuse import Hit
+from .base import FactText, Id, Request, UtcTime
+
+
+class SourcePublic(BaseModel):
+    kind: str
+    conversation_id: str | None
+    message_ids: list[str]
+    speaker: str | None
+    extractor_model: str | None
+    prompt_version: str | None
+
+
+class FactPublic(BaseModel):
+    id: str
+    agent_id: str | None
+    text: str = Field(description="Empty once purged.")
+    category: Category
+    status: Status
+    confidence: float
+    version: int
+    pinned: bool
+    purged: bool
+    mentions: int
+    created_at: datetime
+    recorded_at: datetime | None
+    last_seen_at: datetime | None
+    valid_from: datetime | None
+    valid_to: datetime | None
+    retired_at: datetime | None
+    supersedes: str | None
+    superseded_by: str | None
+    embedding_model: str | None
+    source: SourcePublic
+
+    @classmethod
+    def of(cls, fact: Fact) -> FactPublic:
+        data = {k: v for k, v in fact.snapshot().items() if k in cls.model_fields}
+        return cls.model_validate(data)
+
+
+class FactCreate(Request):
+    text: FactText
+    category: Category = Category.OTHER
+    pinned: bool = False
+    valid_from: UtcTime | None = None
+    agent_id: Id | None = Field(None, description="The agent it belongs to; the default assistant if absent.")
+
+
+class FactUpdate(Request):
+    version: int = Field(ge=1, description="The version you saw; a stale one answers 409.")
+    text: FactText | None = None
+    category: Category | None = None
+    pinned: bool | None = None
+
+    @model_validator(mode="after")
+    def _something(self) -> Self:
+        if self.text is None and self.category is None and self.pinned is None:
+            raise ValueError("give at least one of text, category, pinned")
+        return self
+
+
+class ReasonBody(Request):
+    reason: Annotated[str, StringConstraints(strip_whitespace=True, max_length=500)] | None = None
+
+
+class EventPublic(BaseModel):
+    seq: int
+    at: datetime
+    fact_id: str
+    action: str
+    actor: str
+    reason: str | None
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    redacted: bool
+    prev_hash: str
+    hash: str
+
+    @classmethod
+    def of(cls, e: Event) -> EventPublic:
+        return cls(
+            seq=e.seq,
+            at=e.at,
+            fact_id=e.fact_id,
+            action=str(e.action),
+            actor=e.actor,
+            reason=e.reason,
+            before=e.before,
+            after=e.after,
+            redacted=e.redacted,
+            prev_hash=e.prev_hash,
+            hash=e.hash,
+        )
+
+
+class AuditReportPublic(BaseModel):
+    ok: bool
+    events: int
+    problems: list[str]
+
+    @classmethod
+    def of(cls, report: AuditReport) -> AuditReportPublic:
+        return cls(ok=report.ok, events=report.events, problems=list(report.problems))
+
+
+class ArmPublic(BaseModel):
+    rank: int
+    score: float
+
+
+class HitPublic(BaseModel):
+    fact: FactPublic
+    score: float
+    reasons: dict[str, ArmPublic] = Field(description="Per recall arm: the rank and score it gave.")
+
+    @classmethod
+    def of(cls, hit: Hit) -> HitPublic:
+        reasons = {arm: ArmPublic(rank=r.rank, score=r.score) for arm, r in hit.reasons.items()}
+        return cls(fact=FactPublic.of(hit.fact), score=hit.score, reasons=reasons)
+
+
+class SearchRequest(Request):
+    query: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=4000)]
+    agent_id: Id | None = None
+    limit: int | None = Field(None, ge=1, le=100)
+    as_of: UtcTime | None = None
+
+
+class SearchResults(BaseModel):
+    items: list[HitPublic]
+    enable_memory: bool = Field(description="False: memory is off for you, so nothing is recalled.")

@@ -1,0 +1,66 @@
+"""Finished turns handed to mnemo, and the jobs that learn from them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, StringConstraints
+
+from ...domain import (
+    Job,
+    JobStatus,
+)
+from .base import Id, Request
+
+
+class MessageIn(Request):
+    role: Literal["system", "user", "assistant"]
+    content: Annotated[str, StringConstraints(max_length=100_000)]
+
+
+class TurnCreate(Request):
+    messages: list[MessageIn] = Field(min_length=1, max_length=200)
+    conversation_id: (
+        Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)] | None
+    ) = None
+    agent_id: Id | None = None
+    automation: bool = Field(
+        False, description="Turns of scheduled tasks and the like are never learnt from."
+    )
+
+
+class JobPublic(BaseModel):
+    id: str
+    agent_id: str | None
+    conversation_id: str
+    message_ids: list[str]
+    status: JobStatus
+    attempts: int
+    created_at: datetime
+    next_attempt_at: datetime
+    finished_at: datetime | None
+    error: str | None = Field(description="Why the last attempt failed (kept on a failed job).")
+    result: dict[str, Any] | None
+
+    @classmethod
+    def of(cls, job: Job) -> JobPublic:
+        return cls(
+            id=job.id,
+            agent_id=job.agent_id,
+            conversation_id=job.conversation_id,
+            message_ids=list(job.message_ids),
+            status=job.status,
+            attempts=job.attempts,
+            created_at=job.created_at,
+            next_attempt_at=job.next_attempt_at,
+            finished_at=job.finished_at,
+            error=job.last_error,
+            result=job.result,
+        )
+
+
+class TurnResult(BaseModel):
+    queued: bool
+    reason: str | None = None
+    job: JobPublic | None = None

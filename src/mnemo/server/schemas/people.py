@@ -1,0 +1,87 @@
+"""Users, API keys, the memory switch, the review policy and the server mode."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Self
+
+from pydantic import BaseModel, Field, model_validator
+
+from ...domain import (
+    ApiKey,
+    MemoryMode,
+    ReviewPolicy,
+    User,
+)
+from .base import Name, Request
+
+
+class UserPublic(BaseModel):
+    id: str
+    name: str
+
+    @classmethod
+    def of(cls, user: User) -> UserPublic:
+        return cls(id=user.id, name=user.name)
+
+
+class MePublic(BaseModel):
+    """Khoj's config payload for memory, plus the review policy."""
+
+    user: UserPublic
+    enable_memory: bool = Field(description="Whether memory is on for you now (server mode and switch).")
+    memory_enabled: bool | None = Field(description="Your switch; null follows the server mode.")
+    server_memory_mode: MemoryMode
+    review_policy: ReviewPolicy
+
+
+class MeSettingsUpdate(Request):
+    memory_enabled: bool | None = Field(None, description="true, false, or null to follow the server mode.")
+    review_policy: ReviewPolicy | None = None
+
+    @model_validator(mode="after")
+    def _something(self) -> Self:
+        if not self.model_fields_set:
+            raise ValueError("give memory_enabled and/or review_policy")
+        if "review_policy" in self.model_fields_set and self.review_policy is None:
+            raise ValueError("review_policy cannot be null")
+        return self
+
+
+class AdminSettings(BaseModel):
+    memory_mode: MemoryMode | None = Field(
+        description="As set (stored, else MNEMO_MEMORY_MODE); null: unset."
+    )
+    effective_memory_mode: MemoryMode
+
+
+class AdminSettingsUpdate(Request):
+    memory_mode: MemoryMode | None = Field(description="null clears it (back to MNEMO_MEMORY_MODE, else on).")
+
+
+class KeyPublic(BaseModel):
+    id: str
+    name: str
+    created_at: datetime
+    revoked_at: datetime | None
+
+    @classmethod
+    def of(cls, key: ApiKey) -> KeyPublic:
+        return cls(id=key.id, name=key.name, created_at=key.created_at, revoked_at=key.revoked_at)
+
+
+class KeyCreated(KeyPublic):
+    token: str = Field(description="The key itself: shown this once, stored only as a hash.")
+
+
+class KeyCreate(Request):
+    name: Name = "api"
+
+
+class UserCreate(Request):
+    name: Name
+
+
+class UserCreated(BaseModel):
+    user: UserPublic
+    key: KeyCreated

@@ -1,0 +1,88 @@
+"""`mnemo users create`, `mnemo worker --once` and `mnemo serve`'s refusals, in process.
+
+(`mnemo serve` and `mnemo worker` running as real processes: tests/server/test_crash.py.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from mnemo.cli.main import app
+from mnemo.domain import JobStatus, Scope, Turn
+from mnemo.memory import Memory
+from mnemo.store.sqlite import SQLiteStore
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in list(os.environ):
+        if key.startswith("MNEMO_"):
+            monkeypatch.delenv(key)
+
+
+def mnemo(data_dir: Path, *args: str) -> Result:
+    return CliRunner().invoke(app, ["--data-dir", str(data_dir), *args], catch_exceptions=False)
+
+
+def in_store(data_dir: Path, embedder, work):
+    async def go():
+        memory = Memory(SQLiteStore(data_dir / "mnemo.db"), embedder)
+        await memory.open()
+        try:
+            return await work(memory)
+        finally:
+            await memory.store.close()
+
+    return asyncio.run(go())
+
+
+def test_users_create_prints_a_working_key_once_and_refuses_a_taken_name(tmp_path, embedder):
+    created = mnemo(tmp_path, "users", "create", "bob")
+    assert created.exit_code == 0, created.output
+    token = created.stdout.split()[-1]
+    assert "API key" in created.stdout and token.startswith("mnemo_")
+
+    async def who(memory: Memory):
+        return await memory.authenticate(token), await memory.find_user("local")
+
+    user, local = in_store(tmp_path, embedder, who)
+    assert user is not None and user.name == "bob"
+    assert local is None  # creating a user makes no other one on the way
+
+    as_json = json.loads(mnemo(tmp_path, "users", "create", "carol", "--json").stdout)
+    assert as_json["user"]["name"] == "carol" and as_json["token"].startswith(f"mnemo_{as_json['key_id']}_")
+
+    taken = mnemo(tmp_path, "users", "create", "bob")
+    assert taken.exit_code == 1 and "already exists" in taken.stderr
+    empty = mnemo(tmp_path, "users", "create", "  ")
+    assert empty.exit_code == 2 and "name" in empty.stderr
+
+
+def test_worker_once_learns_from_the_queued_turns(tmp_path, embedder):
+    async def queue(memory: Memory):
+        user = await memory.user("local")
+        return await memory.submit(Turn.of(Scope(user.id), ("user", "Remember that I live in Lisbon")))
+
+    job = in_store(tmp_path, embedder, queue)
+    done = mnemo(tmp_path, "worker", "--once")
+    assert done.exit_code == 0 and "Processed 1 job." in done.stdout, done.output
+    assert "Processed 0 jobs." in mnemo(tmp_path, "worker", "--once").stdout
+
+    async def after(memory: Memory):
+        return await memory.job(job.user_id, job.id), await memory.list(Scope(job.user_id))
+
+    finished, facts = in_store(tmp_path, embedder, after)
+    assert finished.status == JobStatus.DONE and [f.text for f in facts] == ["I live in Lisbon"]
+
+
+def test_serve_refuses_bad_settings_before_starting(tmp_path, monkeypatch):
+    monkeypatch.setenv("MNEMO_DATABASE_URL", "postgres://nowhere/mnemo")
+    refused = mnemo(tmp_path, "serve", "--port", "1")
+    assert refused.exit_code == 2 and "unsupported database URL" in refused.stderr
+    assert mnemo(tmp_path, "serve", "--port", "70000").exit_code == 2
