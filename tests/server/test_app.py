@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx2
 
+from mnemo import Scope
+from mnemo.build import open_memory
 from tests.fakes.live_server import LiveServer
 
 
@@ -19,3 +23,19 @@ def test_a_second_start_creates_no_key(server_settings):
         assert first.token
     with LiveServer(server_settings) as second:
         assert second.token is None
+
+
+def test_a_local_user_made_by_the_cli_still_gets_a_key_on_first_serve(server_settings):
+    async def add_with_the_cli_first():
+        memory = await open_memory(server_settings)
+        user = await memory.user(server_settings.user)
+        await memory.add(Scope(user.id), "I keep bees")
+        await memory.close()
+
+    asyncio.run(add_with_the_cli_first())
+    with LiveServer(server_settings) as live:
+        assert live.token
+        listed = httpx2.get(
+            f"{live.base_url}/v1/memories", headers={"Authorization": f"Bearer {live.token}"}
+        ).json()
+        assert [f["text"] for f in listed["items"]] == ["I keep bees"]

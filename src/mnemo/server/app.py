@@ -21,10 +21,15 @@ log = logging.getLogger(__name__)
 
 
 async def bootstrap(memory: Memory, settings: Settings) -> str | None:
-    """On the very first start of an empty store, a local user and its key, so one can begin at once."""
-    if await memory.store.any_user():
-        return None
-    user = await memory.user(settings.user)
+    """A key for the local user, so that one can begin at once: on the first start of an
+    empty store, or when the local user was created (by the CLI) but never had a key."""
+    user = await memory.find_user(settings.user)
+    if user is None:
+        if await memory.store.any_user():
+            return None  # a deployment whose users were made by the admin: add no one
+        user = await memory.user(settings.user)
+    elif await memory.api_keys(user.id):
+        return None  # it has (or had) keys: never mint one behind the person's back
     _, token = await memory.create_api_key(user.id, "first start")
     return token
 
