@@ -25,15 +25,22 @@ def sqlite_path(settings: Settings) -> str:
 
 
 def build_embedder(settings: Settings) -> Embedder:
+    """The configured embedder; concurrent calls to it are coalesced into shared batches."""
+    from .providers.coalesce import CoalescingEmbedder
+
     if settings.embed_base_url:
         from .providers.embed import OpenAIEmbedder
 
         if not settings.embed_model:
             raise ValueError("MNEMO_EMBED_MODEL is required with MNEMO_EMBED_BASE_URL")
-        return OpenAIEmbedder(settings.embed_base_url, settings.embed_api_key, settings.embed_model)
-    from .providers.embed import LocalEmbedder
+        inner: Embedder = OpenAIEmbedder(
+            settings.embed_base_url, settings.embed_api_key, settings.embed_model
+        )
+    else:
+        from .providers.embed import LocalEmbedder
 
-    return LocalEmbedder()
+        inner = LocalEmbedder()
+    return CoalescingEmbedder(inner)
 
 
 def build_chat(settings: Settings) -> ChatModel | None:

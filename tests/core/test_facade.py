@@ -47,7 +47,7 @@ def test_settings_come_from_the_environment_then_a_toml_file(tmp_path, monkeypat
 def test_wiring_follows_the_settings(tmp_path):
     local = Settings(data_dir=tmp_path)
     assert build_chat(local) is None
-    assert isinstance(build_embedder(local), LocalEmbedder)
+    assert isinstance(build_embedder(local).inner, LocalEmbedder)
     assert sqlite_path(local) == str(tmp_path / "mnemo.db")
     remote = Settings(
         data_dir=tmp_path,
@@ -58,7 +58,7 @@ def test_wiring_follows_the_settings(tmp_path):
         database_url="sqlite:////var/tmp/x.db",
     )
     assert isinstance(build_chat(remote), OpenAIChatModel)
-    assert isinstance(build_embedder(remote), OpenAIEmbedder)
+    assert isinstance(build_embedder(remote).inner, OpenAIEmbedder)
     assert sqlite_path(remote) == "/var/tmp/x.db"
     with pytest.raises(ValueError, match="unsupported database URL"):
         sqlite_path(Settings(database_url="mysql://x"))

@@ -1,0 +1,72 @@
+"""Concurrent embedding calls share one model run.
+
+A single query costs the local model 3.2 ms on two cores; in a batch of 16 it
+costs 1.7 ms each. While one run is in progress, calls that arrive wait and go
+together into the next: no added delay when idle, fewer runs under load (the
+chat proxy with many clients).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import numpy as np
+
+from .base import Embedder
+
+
+class CoalescingEmbedder:
+    def __init__(self, inner: Embedder, *, max_texts: int = 64) -> None:
+        self.inner = inner
+        self.max_texts = max_texts
+        self._waiting: list[tuple[list[str], asyncio.Future[np.ndarray]]] = []
+        self._running = False
+        self._task: asyncio.Task[None] | None = None  # held so it is not collected mid-run
+
+    @property
+    def model_name(self) -> str:
+        return self.inner.model_name
+
+    @property
+    def dimensions(self) -> int:
+        return self.inner.dimensions
+
+    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        texts = list(texts)
+        if len(texts) >= self.max_texts:  # a bulk call is a batch already
+            return await self.inner.embed(texts)
+        future: asyncio.Future[np.ndarray] = asyncio.get_running_loop().create_future()
+        self._waiting.append((texts, future))
+        if not self._running:
+            self._running = True
+            self._task = asyncio.create_task(self._drain())
+        return await future
+
+    async def _drain(self) -> None:
+        try:
+            while self._waiting:
+                batch, size = [], 0
+                while self._waiting and (not batch or size + len(self._waiting[0][0]) <= self.max_texts):
+                    texts, future = self._waiting.pop(0)
+                    batch.append((texts, future))
+                    size += len(texts)
+                try:
+                    vectors = await self.inner.embed([t for texts, _ in batch for t in texts])
+                except Exception as exc:  # every caller of this batch hears of it
+                    for _, future in batch:
+                        if not future.done():
+                            future.set_exception(exc)
+                    continue
+                start = 0
+                for texts, future in batch:
+                    if not future.done():
+                        future.set_result(vectors[start : start + len(texts)])
+                    start += len(texts)
+        finally:
+            self._running = False
+
+    async def aclose(self) -> None:
+        aclose = getattr(self.inner, "aclose", None)
+        if aclose is not None:
+            await aclose()

@@ -1,0 +1,54 @@
+"""Concurrent embedding calls share model runs and each gets its own rows back."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+
+from mnemo.providers.coalesce import CoalescingEmbedder
+
+
+class Counting:
+    model_name = "counting"
+    dimensions = 2
+
+    def __init__(self, fail: bool = False) -> None:
+        self.calls: list[list[str]] = []
+        self.fail = fail
+
+    async def embed(self, texts):
+        self.calls.append(list(texts))
+        await asyncio.sleep(0.01)
+        if self.fail:
+            raise RuntimeError("model crashed")
+        return np.array([[len(t), i] for i, t in enumerate(texts)], np.float32)
+
+
+async def test_calls_that_arrive_during_a_run_share_the_next_one():
+    inner = Counting()
+    embedder = CoalescingEmbedder(inner)
+    first = asyncio.create_task(embedder.embed(["x"]))
+    await asyncio.sleep(0.002)  # the first run is under way
+    later = await asyncio.gather(*(embedder.embed(["x" * n]) for n in range(2, 9)))
+    assert (await first)[0][0] == 1
+    assert [r[0][0] for r in later] == list(range(2, 9))  # each caller gets its own row
+    assert inner.calls[0] == ["x"] and len(inner.calls) == 2 and len(inner.calls[1]) == 7
+
+
+async def test_a_failure_reaches_every_caller_of_that_batch():
+    embedder = CoalescingEmbedder(Counting(fail=True))
+    results = await asyncio.gather(embedder.embed(["a"]), embedder.embed(["b"]), return_exceptions=True)
+    assert all(isinstance(r, RuntimeError) for r in results)
+    with pytest.raises(RuntimeError):
+        await embedder.embed(["c"])
+
+
+async def test_the_real_model_gives_the_same_vectors_batched(embedder):
+    coalescing = CoalescingEmbedder(embedder)
+    texts = ["I am allergic to peanuts", "where do I live?", "My sister Ana lives in Porto"]
+    together = await asyncio.gather(*(coalescing.embed([t]) for t in texts))
+    alone = embedder.embed_sync(texts)
+    for got, want in zip(together, alone, strict=True):
+        assert np.allclose(got[0], want, atol=1e-4)
