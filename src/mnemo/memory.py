@@ -305,30 +305,16 @@ class Memory:
         reason: str | None = None,
     ) -> Fact:
         """Correct a fact in place: same id and created date; the old text stays in history."""
-        fact = await self._current(scope, fact_id, version)
-        now = self.clock()
-        text = changes.clean_text(text)
-        vector = (await self.embedder.embed([text]))[0]
-        change = changes.edit(
-            fact,
-            text,
-            now=now,
-            vector=vector,
-            embedding_model=self.embedder.model_name,
-            actor=actor,
-            reason=reason,
-            category=category,
-            confidence=1.0,
+        return await self.update(
+            scope, fact_id, version=version, text=text, category=category, actor=actor, reason=reason
         )
-        await self._commit(scope, [change], now)
-        return change.fact
 
     async def update(
         self,
         scope: Scope,
         fact_id: str,
         *,
-        version: int,
+        version: int | None = None,
         text: str | None = None,
         category: Category | None = None,
         pinned: bool | None = None,
@@ -336,7 +322,8 @@ class Memory:
         reason: str | None = None,
     ) -> Fact:
         """A person's change to text, category and pin, in one transaction: same id and
-        created date; Conflict unless `version` is the one stored. Nothing new: no event."""
+        created date; Conflict if `version` is given and is not the one stored.
+        Nothing new: no event."""
         fact = await self._current(scope, fact_id, version)
         now = self.clock()
         batch: list[Change] = []
