@@ -117,3 +117,21 @@ def extraction(*facts: str | dict) -> dict:
 def decisions(*items: tuple) -> dict:
     """A scripted reconciler reply from (new, action, target) triples."""
     return {"decisions": [{"new": n, "action": a, "target": t} for n, a, t in items]}
+
+
+def in_store(data_dir, embedder, work):
+    """Run `work(memory)` over the database that a process (server, CLI) left in `data_dir`."""
+    import asyncio
+
+    from mnemo.memory import Memory
+    from mnemo.store.sqlite import SQLiteStore
+
+    async def go():
+        memory = Memory(SQLiteStore(data_dir / "mnemo.db"), embedder)
+        await memory.open()
+        try:
+            return await work(memory)
+        finally:
+            await memory.store.close()
+
+    return asyncio.run(go())

@@ -21,6 +21,20 @@ class Status(StrEnum):
     REJECTED = "rejected"
 
 
+class StatusFilter(StrEnum):
+    """A status to list by, or all of them (what the CLI and the API accept)."""
+
+    ACTIVE = Status.ACTIVE.value
+    CANDIDATE = Status.CANDIDATE.value
+    SUPERSEDED = Status.SUPERSEDED.value
+    RETRACTED = Status.RETRACTED.value
+    REJECTED = Status.REJECTED.value
+    ALL = "all"
+
+    def statuses(self) -> tuple[Status, ...] | None:
+        return None if self is StatusFilter.ALL else (Status(self.value),)
+
+
 class Category(StrEnum):
     IDENTITY = "identity"
     PREFERENCE = "preference"

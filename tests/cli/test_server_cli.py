@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from pathlib import Path
@@ -16,7 +15,7 @@ from typer.testing import CliRunner, Result
 from mnemo.cli.main import app
 from mnemo.domain import JobStatus, Scope, Turn
 from mnemo.memory import Memory
-from mnemo.store.sqlite import SQLiteStore
+from tests.helpers import in_store
 
 
 @pytest.fixture(autouse=True)
@@ -28,18 +27,6 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def mnemo(data_dir: Path, *args: str) -> Result:
     return CliRunner().invoke(app, ["--data-dir", str(data_dir), *args], catch_exceptions=False)
-
-
-def in_store(data_dir: Path, embedder, work):
-    async def go():
-        memory = Memory(SQLiteStore(data_dir / "mnemo.db"), embedder)
-        await memory.open()
-        try:
-            return await work(memory)
-        finally:
-            await memory.store.close()
-
-    return asyncio.run(go())
 
 
 def test_users_create_prints_a_working_key_once_and_refuses_a_taken_name(tmp_path, embedder):

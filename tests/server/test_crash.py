@@ -3,7 +3,6 @@ back the job in hand when stopped. Both run as the installed script, in processe
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 import signal
@@ -20,8 +19,7 @@ import pytest
 
 from mnemo.domain import JobStatus, Scope, Turn
 from mnemo.memory import Memory
-from mnemo.store.sqlite import SQLiteStore
-from tests.helpers import extraction
+from tests.helpers import extraction, in_store
 from tests.server.api import client_for, ok, submit
 
 MNEMO = str(Path(sys.executable).with_name("mnemo"))
@@ -146,20 +144,6 @@ def test_killing_the_server_mid_job_loses_no_turn_and_doubles_no_fact(tmp_path, 
     second.process.send_signal(signal.SIGTERM)
     second.process.wait(timeout=15)  # uvicorn shuts down, then re-raises the signal
     assert "Application shutdown complete" in second.log.read_text()
-
-
-def in_store(data_dir: Path, embedder, work):
-    """Run `work(memory)` over the database a process left in `data_dir`."""
-
-    async def go():
-        memory = Memory(SQLiteStore(data_dir / "mnemo.db"), embedder)
-        await memory.open()
-        try:
-            return await work(memory)
-        finally:
-            await memory.store.close()
-
-    return asyncio.run(go())
 
 
 def test_a_stopped_worker_gives_its_job_back_and_the_next_one_learns_it(

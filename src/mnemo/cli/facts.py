@@ -8,9 +8,9 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from ..domain import Category, Status, Turn
+from ..domain import Category, Status, StatusFilter, Turn
 from . import output
-from .options import AsOf, FactId, Json, Limit, StatusFilter
+from .options import AsOf, FactId, Json, Limit
 from .runtime import Session, parse_when, run
 
 app = typer.Typer()

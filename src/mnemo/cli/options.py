@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from datetime import datetime
-from enum import StrEnum
 from typing import Annotated
 
 import typer
 
-from ..domain import Status
 from .runtime import parse_when
 
 Json = Annotated[bool, typer.Option("--json", help="Print one JSON document instead of a table.")]
@@ -23,15 +21,3 @@ AsOf = Annotated[
     ),
 ]
 Limit = Annotated[int, typer.Option("--limit", "-n", min=1, help="At most this many.")]
-
-
-class StatusFilter(StrEnum):
-    ACTIVE = Status.ACTIVE.value
-    CANDIDATE = Status.CANDIDATE.value
-    SUPERSEDED = Status.SUPERSEDED.value
-    RETRACTED = Status.RETRACTED.value
-    REJECTED = Status.REJECTED.value
-    ALL = "all"
-
-    def statuses(self) -> tuple[Status, ...] | None:
-        return None if self is StatusFilter.ALL else (Status(self.value),)

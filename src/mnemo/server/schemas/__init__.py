@@ -5,8 +5,9 @@ answer 422 with a message that names the field. Answers are built from the
 domain types by each model's `of`.
 """
 
+from ...domain import StatusFilter
 from .agents import AgentCreate, AgentDeleted, AgentPublic, AgentUpdate
-from .base import Id, Page, Request, StatusFilter, UtcTime, is_uuid
+from .base import Id, Page, Request, UtcTime, is_uuid
 from .facts import (
     ArmPublic,
     AuditReportPublic,

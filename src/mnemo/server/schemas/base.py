@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Annotated, Generic, Self, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
-from ...domain import (
-    Status,
-)
 from ...write.changes import MAX_TEXT
 
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
@@ -43,15 +39,6 @@ LongText = Annotated[str, StringConstraints(max_length=4000)]
 
 class Request(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class StatusFilter(StrEnum):
-    ACTIVE = Status.ACTIVE.value
-    CANDIDATE = Status.CANDIDATE.value
-    SUPERSEDED = Status.SUPERSEDED.value
-    RETRACTED = Status.RETRACTED.value
-    REJECTED = Status.REJECTED.value
-    ALL = "all"
 
 
 T = TypeVar("T")
