@@ -1,8 +1,12 @@
-"""Shared fixtures: a real SQLite store, the real local embedder, a settable clock."""
+"""Shared fixtures: a real store on each backend, the real local embedder, a settable clock.
+
+`store` (and so `memory`, `alice`, …) is parametrised over SQLite and
+PostgreSQL: every test that uses it runs on both.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, datetime
 
 import pytest
@@ -12,10 +16,13 @@ from mnemo.memory import Memory
 from mnemo.providers.chat import OpenAIChatModel
 from mnemo.providers.embed import LocalEmbedder
 from mnemo.settings import Settings
+from mnemo.store.base import Store
+from mnemo.store.postgres import PostgresStore
 from mnemo.store.sqlite import SQLiteStore
 from tests.fakes.fixtures import scripted_llm  # noqa: F401
 from tests.fakes.openai_server import ScriptedOpenAI
 from tests.helpers import Clock
+from tests.postgres_server import SessionPostgres
 
 
 @pytest.fixture(scope="session")
@@ -33,9 +40,39 @@ def settings(tmp_path) -> Settings:
     return Settings(data_dir=tmp_path)
 
 
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[SessionPostgres]:
+    """The session's PostgreSQL server (started on first use)."""
+    server = SessionPostgres()
+    yield server
+    server.stop()
+
+
 @pytest.fixture
-async def store(tmp_path, clock) -> AsyncIterator[SQLiteStore]:
-    s = SQLiteStore(tmp_path / "mnemo.db", clock=clock)
+def postgres_url(postgres) -> Iterator[str]:
+    """An empty, migrated database of this test's own (emptied or dropped afterwards)."""
+    url = postgres.acquire()
+    yield url
+    postgres.release(url)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request) -> str:
+    return request.param
+
+
+@pytest.fixture
+def make_store(backend, request, tmp_path) -> Callable[..., Store]:
+    """Unopened stores on this test's database; each call gives another one on the same data."""
+    if backend == "sqlite":
+        return lambda **kw: SQLiteStore(tmp_path / "mnemo.db", **kw)
+    url = request.getfixturevalue("postgres_url")
+    return lambda **kw: PostgresStore(url, **{"max_size": 4, **kw})
+
+
+@pytest.fixture
+async def store(make_store, clock) -> AsyncIterator[Store]:
+    s = make_store(clock=clock)
     await s.open()
     yield s
     await s.close()

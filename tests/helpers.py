@@ -30,7 +30,7 @@ async def bulk_add(memory, scope, sentences: list[str]) -> None:
     from mnemo.write import changes
 
     now = memory.clock()
-    vectors = await memory.embedder.embed(sentences)
+    vectors = await _embed_once(memory.embedder, sentences)
     batch = [
         changes.create(
             changes.new_fact(
@@ -42,6 +42,18 @@ async def bulk_add(memory, scope, sentences: list[str]) -> None:
         for text, vector in zip(sentences, vectors, strict=True)
     ]
     await memory.store.commit(scope.user_id, batch, now)
+
+
+_VECTORS: dict[tuple[str, str], object] = {}
+
+
+async def _embed_once(embedder, sentences: list[str]) -> list:
+    """The embedder's vectors, each sentence embedded once per session (the seeds repeat)."""
+    missing = [s for s in dict.fromkeys(sentences) if (embedder.model_name, s) not in _VECTORS]
+    if missing:
+        for sentence, vector in zip(missing, await embedder.embed(missing), strict=True):
+            _VECTORS[(embedder.model_name, sentence)] = vector
+    return [_VECTORS[(embedder.model_name, s)] for s in sentences]
 
 
 def unrelated_facts(n: int) -> list[str]:
@@ -135,3 +147,35 @@ def in_store(data_dir, embedder, work):
             await memory.store.close()
 
     return asyncio.run(go())
+
+
+async def raw_sql(store, sql: str) -> list[tuple]:
+    """Run `sql` on the store's database behind the store's back, with the owner's powers.
+
+    SQLite: the store's own connection. PostgreSQL: a new connection as the
+    test server's superuser, which row-level security does not hold back.
+    For tests that tamper with the data or look at all of it.
+    """
+    from mnemo.store.sqlite import SQLiteStore
+
+    if isinstance(store, SQLiteStore):
+        return store._conn.execute(sql).fetchall()
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(store.url, autocommit=True) as conn:
+        cur = await conn.execute(sql)
+        return await cur.fetchall() if cur.description else []
+
+
+async def every_row(store) -> str:
+    """Every row of every table of the store's database, as one text."""
+    from mnemo.store.sqlite import SQLiteStore
+
+    if isinstance(store, SQLiteStore):
+        tables = "SELECT name FROM sqlite_master WHERE type = 'table'"
+    else:
+        tables = "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+    rows = []
+    for (table,) in await raw_sql(store, tables):
+        rows += await raw_sql(store, f'SELECT * FROM "{table}"')
+    return repr(rows)

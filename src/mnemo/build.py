@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit, urlunsplit
+
 from .memory import Memory
 from .providers.base import ChatModel, Embedder
 from .settings import Settings
@@ -9,9 +11,30 @@ from .store.base import Store
 
 
 def build_store(settings: Settings) -> Store:
+    """PostgreSQL for a `postgresql://` (or `postgres://`) URL; otherwise the SQLite file."""
+    url = settings.database_url
+    if url is not None and is_postgres_url(url):
+        from .store.postgres import PostgresStore
+
+        return PostgresStore(url)
     from .store.sqlite import SQLiteStore
 
     return SQLiteStore(sqlite_path(settings))
+
+
+def is_postgres_url(url: str) -> bool:
+    return url.startswith(("postgresql://", "postgres://", "postgresql+psycopg://"))
+
+
+def shown_url(url: str | None) -> str | None:
+    """A database URL fit to print: any password replaced by ***."""
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
 
 
 def sqlite_path(settings: Settings) -> str:
@@ -21,7 +44,7 @@ def sqlite_path(settings: Settings) -> str:
         return str(settings.database_path)
     if url.startswith("sqlite:///") and len(url) > len("sqlite:///"):
         return url[len("sqlite:///") :]
-    raise ValueError(f"unsupported database URL {url!r}: use sqlite:///PATH")
+    raise ValueError(f"unsupported database URL {url!r}: use sqlite:///PATH or postgresql://…")
 
 
 def build_embedder(settings: Settings) -> Embedder:

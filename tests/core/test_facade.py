@@ -5,18 +5,19 @@ from __future__ import annotations
 import pytest
 
 from mnemo import Scope, SyncMemory, Turn
-from mnemo.build import build_chat, build_embedder, sqlite_path
+from mnemo.build import build_chat, build_embedder, build_store, shown_url, sqlite_path
 from mnemo.domain import MemoryMode
 from mnemo.memory import Memory
 from mnemo.providers.chat import OpenAIChatModel
 from mnemo.providers.embed import LocalEmbedder, OpenAIEmbedder
 from mnemo.settings import Settings
+from mnemo.store.postgres import PostgresStore
 from mnemo.store.sqlite import SQLiteStore
 from tests.helpers import texts
 
 
-def test_the_sync_facade_forwards_every_coroutine(tmp_path, embedder):
-    with SyncMemory.wrap(Memory(SQLiteStore(tmp_path / "m.db"), embedder)) as memory:
+def test_the_sync_facade_forwards_every_coroutine(make_store, embedder):
+    with SyncMemory.wrap(Memory(make_store(), embedder)) as memory:
         alice = Scope(memory.user("alice").id)
         fact = memory.add(alice, "I live in Lisbon")
         memory.edit(alice, fact.id, "I live in Porto")
@@ -62,11 +63,17 @@ def test_wiring_follows_the_settings(tmp_path):
     assert sqlite_path(remote) == "/var/tmp/x.db"
     with pytest.raises(ValueError, match="unsupported database URL"):
         sqlite_path(Settings(database_url="mysql://x"))
+    assert isinstance(build_store(local), SQLiteStore)
+    for url in ("postgresql://mnemo:secret@db.internal/mnemo", "postgres://db.internal/mnemo"):
+        assert isinstance(build_store(Settings(database_url=url)), PostgresStore)
+    assert (
+        shown_url("postgresql://mnemo:secret@db.internal/mnemo") == "postgresql://mnemo:***@db.internal/mnemo"
+    )
 
 
-async def test_a_remote_embedder_works_end_to_end(tmp_path, scripted_llm):
+async def test_a_remote_embedder_works_end_to_end(make_store, scripted_llm):
     embedder = OpenAIEmbedder(scripted_llm.base_url, "k", "scripted-embed", dimensions=64)
-    memory = await Memory(SQLiteStore(tmp_path / "m.db"), embedder).open()
+    memory = await Memory(make_store(), embedder).open()
     alice = Scope((await memory.user("alice")).id)
     await memory.add(alice, "I keep bees on my balcony")
     await memory.add(alice, "My sister lives in Porto")

@@ -12,6 +12,12 @@ from mnemo.store.sqlite import SQLiteStore
 from tests.helpers import bulk_add, texts, unrelated_facts
 
 
+@pytest.fixture
+def backend() -> str:
+    """This module is about the SQLite store alone (tests/store/test_postgres.py has its twin)."""
+    return "sqlite"
+
+
 async def test_a_fresh_database_records_its_migrations(store):
     assert store.schema_versions() == [m.version for m in sqlite_module.MIGRATIONS]
     assert store._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"

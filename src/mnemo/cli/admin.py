@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from ..build import shown_url
 from ..domain import MemoryMode, ReviewPolicy
 from . import output
 from .options import Json
@@ -88,7 +89,7 @@ async def _state(s: Session) -> dict[str, Any]:
         "user_switch": {True: "on", False: "off", None: "default"}[user.memory_enabled],
         "review_policy": str(user.review_policy),
         "server_mode": str(mode) if mode else None,
-        "database": str(path) if path else s.settings.database_url,
+        "database": str(path) if path else shown_url(s.settings.database_url),
         "chat_model": s.memory.chat.model_name if s.memory.chat else None,
         "embedder": s.memory.embedder.model_name,
     }

@@ -1,0 +1,228 @@
+"""Schema history of the PostgreSQL store: the same versions and names as SQLite's.
+
+Append new migrations; never edit applied ones. Each receives a psycopg
+(synchronous) cursor inside the transaction that also records it. Row-level
+security and its exceptions: see postgres_security.py.
+"""
+
+from __future__ import annotations
+
+from psycopg import sql
+
+from ..migrate import Migration
+from .postgres_security import (
+    APP_ROLE,
+    LOCK_NAMESPACE,
+    lexical_function,
+    people_functions,
+    protect,
+    queue_functions,
+)
+
+__all__ = ["APP_ROLE", "LOCK_NAMESPACE", "MIGRATIONS"]
+
+
+def _initial(cur) -> None:
+    cur.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    cur.execute(
+        f"""
+        DO $$ BEGIN
+            IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{APP_ROLE}') THEN
+                CREATE ROLE {APP_ROLE} NOLOGIN;
+            END IF;
+            -- the store's connections SET ROLE to it: from PostgreSQL 16 on, a
+            -- role that made it with CREATEROLE is its admin but may not SET it
+            IF current_setting('server_version_num')::int >= 160000 THEN
+                IF NOT pg_has_role(current_user, '{APP_ROLE}', 'SET') THEN
+                    EXECUTE format('GRANT {APP_ROLE} TO %I WITH SET TRUE', current_user);
+                END IF;
+            ELSIF NOT pg_has_role(current_user, '{APP_ROLE}', 'MEMBER') THEN
+                EXECUTE format('GRANT {APP_ROLE} TO %I', current_user);
+            END IF;
+        END $$
+        """
+    )
+    schema = cur.execute("SELECT current_schema()").fetchone()[0]
+    cur.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO " + APP_ROLE).format(sql.Identifier(schema)))
+    cur.execute(
+        """
+        CREATE TABLE users (
+            id text PRIMARY KEY,
+            name text NOT NULL UNIQUE,
+            created_at timestamptz NOT NULL,
+            memory_enabled boolean,
+            review_policy text NOT NULL DEFAULT 'auto'
+        );
+        CREATE TABLE agents (
+            id text PRIMARY KEY,
+            user_id text NOT NULL REFERENCES users(id),
+            name text NOT NULL,
+            private boolean NOT NULL DEFAULT false,
+            reads_default boolean NOT NULL DEFAULT false,
+            created_at timestamptz NOT NULL,
+            UNIQUE (user_id, name)
+        );
+        CREATE TABLE settings (key text PRIMARY KEY, value text NOT NULL);
+        CREATE TABLE conversations (
+            id text PRIMARY KEY,
+            user_id text NOT NULL,
+            agent_id text,
+            created_at timestamptz NOT NULL
+        );
+        CREATE TABLE messages (
+            id text PRIMARY KEY,
+            conversation_id text NOT NULL REFERENCES conversations(id),
+            user_id text NOT NULL,
+            role text NOT NULL,
+            content text NOT NULL,
+            created_at timestamptz NOT NULL
+        );
+        CREATE INDEX messages_conversation ON messages (user_id, conversation_id, created_at);
+        CREATE TABLE facts (
+            rowid bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            id text NOT NULL UNIQUE,
+            user_id text NOT NULL,
+            agent_id text,
+            text text NOT NULL,
+            text_hash text,
+            category text NOT NULL,
+            status text NOT NULL,
+            confidence double precision NOT NULL,
+            created_at timestamptz NOT NULL,
+            recorded_at timestamptz,
+            retired_at timestamptz,
+            valid_from timestamptz,
+            valid_to timestamptz,
+            supersedes text,
+            superseded_by text,
+            version integer NOT NULL,
+            source jsonb NOT NULL,
+            embedding_model text,
+            pinned boolean NOT NULL DEFAULT false,
+            mentions integer NOT NULL DEFAULT 1,
+            last_seen_at timestamptz,
+            purged boolean NOT NULL DEFAULT false,
+            -- the lexical index holds active facts only, as SQLite's facts_fts does
+            -- (and so the planner's statistics count words over active facts)
+            tsv tsvector GENERATED ALWAYS AS (
+                CASE WHEN status = 'active' AND NOT purged
+                THEN to_tsvector('english', text) ELSE ''::tsvector END
+            ) STORED
+        );
+        CREATE INDEX facts_recent ON facts (user_id, status, last_seen_at);
+        CREATE INDEX facts_hash ON facts (user_id, text_hash);
+        CREATE INDEX facts_pinned ON facts (user_id) WHERE pinned;
+        CREATE INDEX facts_listed ON facts (user_id, created_at DESC, rowid DESC);
+        CREATE INDEX facts_words ON facts USING gin (tsv);
+        -- Vectors live beside the facts, not in them: the fact rows that lists
+        -- and lexical search read stay small, a fact may have no vector, and
+        -- re-embedding rewrites only this table. `active` and `agent_key`
+        -- ('' = the default agent) mirror the fact, so that a search filters
+        -- here without a join. The column has no fixed dimension (models
+        -- differ); the HNSW index is a partial expression index per dimension,
+        -- `(embedding::vector(N)) WHERE dims = N`, built when first needed
+        -- (see store/postgres_search.py).
+        CREATE TABLE fact_vectors (
+            fact_rowid bigint PRIMARY KEY REFERENCES facts(rowid),
+            user_id text NOT NULL,
+            model text NOT NULL,
+            dims integer NOT NULL,
+            active boolean NOT NULL,
+            agent_key text NOT NULL,
+            embedding vector NOT NULL
+        );
+        CREATE INDEX fact_vectors_owner ON fact_vectors (user_id, model);
+        -- kept by each commit, so that a search need not count: how many
+        -- vectors a user has per model (picks exact scan or HNSW) and how many
+        -- active facts (the N of the lexical arm's BM25)
+        CREATE TABLE vector_counts (
+            user_id text NOT NULL,
+            model text NOT NULL,
+            n bigint NOT NULL,
+            PRIMARY KEY (user_id, model)
+        );
+        CREATE TABLE fact_counts (user_id text PRIMARY KEY, active bigint NOT NULL);
+        -- `at` is the exact ISO text the event's digest covers (a timestamptz
+        -- would keep the instant but not the offset it was written with)
+        CREATE TABLE fact_events (
+            seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            at text NOT NULL,
+            user_id text NOT NULL,
+            fact_id text NOT NULL,
+            action text NOT NULL,
+            actor text NOT NULL,
+            reason text,
+            before text,
+            after text,
+            digest text NOT NULL,
+            prev_hash text NOT NULL,
+            hash text NOT NULL,
+            redacted boolean NOT NULL DEFAULT false
+        );
+        CREATE INDEX fact_events_user ON fact_events (user_id, seq);
+        CREATE INDEX fact_events_fact ON fact_events (user_id, fact_id, seq);
+        CREATE FUNCTION fact_events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'fact_events is append-only'; END $$;
+        CREATE TRIGGER fact_events_no_delete BEFORE DELETE OR TRUNCATE ON fact_events
+        FOR EACH STATEMENT EXECUTE FUNCTION fact_events_append_only();
+        """
+    )
+    cur.execute(f"GRANT SELECT ON schema_migrations TO {APP_ROLE}")
+    protect(cur, "users", "SELECT, INSERT, UPDATE", owner="id")
+    cur.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON settings TO {APP_ROLE}")
+    protect(cur, "agents", "SELECT, INSERT, UPDATE")
+    protect(cur, "conversations", "SELECT, INSERT")
+    protect(cur, "messages", "SELECT, INSERT")
+    protect(cur, "facts", "SELECT, INSERT, UPDATE")
+    protect(cur, "fact_vectors", "SELECT, INSERT, UPDATE, DELETE")
+    protect(cur, "vector_counts", "SELECT, INSERT, UPDATE")
+    protect(cur, "fact_counts", "SELECT, INSERT, UPDATE")
+    protect(cur, "fact_events", "SELECT, INSERT, UPDATE")  # UPDATE: a purge redacts; never DELETE
+    lexical_function(cur)
+    people_functions(cur)
+
+
+def _server(cur) -> None:
+    """API keys, agents' settings, and the durable queue of turns to learn from."""
+    cur.execute(
+        """
+        CREATE TABLE api_keys (
+            id text PRIMARY KEY,
+            user_id text NOT NULL REFERENCES users(id),
+            name text NOT NULL,
+            secret_hash text NOT NULL,
+            created_at timestamptz NOT NULL,
+            revoked_at timestamptz
+        );
+        CREATE INDEX api_keys_user ON api_keys (user_id);
+        ALTER TABLE agents ADD COLUMN persona text;
+        ALTER TABLE agents ADD COLUMN upstream_model text;
+        ALTER TABLE agents ADD COLUMN deleted_at timestamptz;
+        CREATE TABLE jobs (
+            id text PRIMARY KEY,
+            user_id text NOT NULL REFERENCES users(id),
+            agent_id text,
+            conversation_id text NOT NULL,
+            message_ids jsonb NOT NULL,
+            automation boolean NOT NULL DEFAULT false,
+            turn_at timestamptz NOT NULL,
+            status text NOT NULL,
+            attempts integer NOT NULL DEFAULT 0,
+            next_attempt_at timestamptz NOT NULL,
+            lease_until timestamptz,
+            claimed_by text,
+            last_error text,
+            result jsonb,
+            created_at timestamptz NOT NULL,
+            finished_at timestamptz
+        );
+        CREATE INDEX jobs_due ON jobs (status, next_attempt_at);
+        CREATE INDEX jobs_user ON jobs (user_id, created_at);
+        """
+    )
+    protect(cur, "api_keys", "SELECT, INSERT, UPDATE")
+    protect(cur, "jobs", "SELECT, INSERT, UPDATE")
+    queue_functions(cur)
+
+
+MIGRATIONS = [Migration(1, "initial", _initial), Migration(2, "server", _server)]

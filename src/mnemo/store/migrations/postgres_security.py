@@ -1,0 +1,175 @@
+"""The wall between users in the PostgreSQL schema, and its few, narrow doors.
+
+Row-level security is the second wall between users: every table holding one
+user's rows (users itself included) has a policy matching the owner's id to
+the transaction's `mnemo.user_id` setting, and the store runs every query as
+APP_ROLE, which neither owns the tables nor bypasses RLS. A query that forgot
+its scope sees no rows. The few questions that must look across users (who is
+called this name, is anyone here yet, which job is next, whose API key is
+this id) and the lexical search (see `lexical_function`) are SECURITY DEFINER
+functions owned by the migrating role, each answering no more than it must.
+The owner is not subject to the policies (no FORCE ROW LEVEL SECURITY): it
+only runs the migrations, these functions, and the HNSW index builds.
+Only `settings` (server-wide) is outside the wall.
+
+Part of the migrations (store/migrations/postgres.py): never edit what an
+applied migration ran; add new functions in new migrations.
+"""
+
+from __future__ import annotations
+
+from psycopg import sql
+
+APP_ROLE = "mnemo_app"
+LOCK_NAMESPACE = 0x6D6E656D  # 'mnem': the first key of mnemo's two-key advisory locks
+
+
+def protect(cur, table: str, grants: str, owner: str = "user_id") -> None:
+    """Give APP_ROLE `grants` on `table`, only ever on the rows of the transaction's user
+    (the rows whose `owner` column holds the user's id)."""
+    t, o = sql.Identifier(table), sql.Identifier(owner)
+    policy = "CREATE POLICY owner_only ON {} USING ({} = current_setting('mnemo.user_id', true))"
+    cur.execute(sql.SQL("ALTER TABLE {} ENABLE ROW LEVEL SECURITY").format(t))
+    cur.execute(sql.SQL(policy).format(t, o))
+    cur.execute(sql.SQL("GRANT " + grants + " ON {} TO " + APP_ROLE).format(t))
+
+
+def definer(cur, signature: str) -> None:
+    """A SECURITY DEFINER function: callable by APP_ROLE only, with a search_path it cannot change."""
+    schema = cur.execute("SELECT current_schema()").fetchone()[0]
+    cur.execute(
+        sql.SQL(
+            "ALTER FUNCTION " + signature + " SECURITY DEFINER SET search_path = pg_catalog, {}, pg_temp"
+        ).format(sql.Identifier(schema))
+    )
+    cur.execute(f"REVOKE ALL ON FUNCTION {signature} FROM PUBLIC")
+    cur.execute(f"GRANT EXECUTE ON FUNCTION {signature} TO {APP_ROLE}")
+
+
+def lexical_function(cur) -> None:
+    """Full-text search over the transaction's user's active facts, ranked by BM25.
+
+    Why a definer function: `@@` is not leakproof, so under a row-level policy
+    PostgreSQL refuses to use it as an index condition (it may not run before
+    the policy's check) and would scan all of the user's rows. Run as the
+    owner, the GIN index is usable; the user check is restated here.
+
+    Words found in more than `common_share` of all facts are dropped on a store
+    of at least `small_store` facts, as in SQLite (see store/fulltext.py). The
+    document frequencies come from the planner's statistics of `tsv`
+    (most_common_elems, refreshed by autovacuum's ANALYZE), which cost nothing
+    to read; a word the statistics have not seen yet is kept.
+
+    Ranking: ts_rank_cd knows nothing of how rare a word is, so a fact sharing
+    two everyday words with the query would beat one sharing its one rare name.
+    The score is therefore FTS5's BM25 (k1 = 1.2, b = 0.75) over the user's own
+    active facts: document frequencies are counted among the matches (every
+    fact holding a query word matches), N comes from fact_counts, lengths are
+    counted in lexemes and averaged over the matches.
+    """
+    cur.execute(
+        """
+        CREATE FUNCTION mnemo_lexical(
+            words text[], agents text[], k integer, common_share double precision, small_store bigint
+        ) RETURNS TABLE (fact_rowid bigint, score double precision) LANGUAGE sql STABLE AS $$
+            WITH facts_table AS (
+                SELECT n.nspname, c.reltuples
+                FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                WHERE c.oid = 'facts'::regclass
+            ), common AS (
+                SELECT e.lexeme
+                FROM facts_table t
+                JOIN pg_stats s ON s.schemaname = t.nspname AND s.tablename = 'facts' AND s.attname = 'tsv',
+                     unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) AS e(lexeme, freq)
+                WHERE t.reltuples >= small_store AND e.freq > common_share
+            ), kept AS (
+                SELECT w FROM unnest(words) AS w
+                WHERE NOT EXISTS (
+                    SELECT FROM unnest(tsvector_to_array(to_tsvector('english', w))) AS l
+                    WHERE l IN (SELECT lexeme FROM common)
+                )
+            ), query AS (
+                SELECT websearch_to_tsquery('english', string_agg(w, ' or ')) AS q,
+                       tsvector_to_array(to_tsvector('english', string_agg(w, ' '))) AS lexemes
+                FROM kept
+            ), hits AS MATERIALIZED (
+                SELECT f.rowid, f.tsv FROM facts f, query
+                WHERE f.user_id = current_setting('mnemo.user_id', true)
+                  AND f.tsv @@ query.q AND f.status = 'active'
+                  AND (agents IS NULL OR COALESCE(f.agent_id, '') = ANY (agents))
+            ), postings AS (
+                SELECT h.rowid, t.lexeme, cardinality(t.positions) AS tf, length(h.tsv) AS len
+                FROM hits h, query, unnest(h.tsv) AS t
+                WHERE t.lexeme = ANY (query.lexemes)
+            ), df AS (
+                SELECT lexeme, count(*) AS n FROM postings GROUP BY lexeme
+            ), sizes AS (
+                SELECT (SELECT active FROM fact_counts
+                        WHERE user_id = current_setting('mnemo.user_id', true)) AS n,
+                       (SELECT avg(length(tsv)) FROM hits) AS avg_len
+            )
+            SELECT p.rowid,
+                   sum(greatest(ln((s.n - d.n + 0.5) / (d.n + 0.5)), 1e-6)
+                       * p.tf * 2.2 / (p.tf + 1.2 * (0.25 + 0.75 * p.len / s.avg_len)))::double precision
+            FROM postings p JOIN df d USING (lexeme), sizes s
+            GROUP BY p.rowid
+            ORDER BY 2 DESC, p.rowid
+            LIMIT k
+        $$
+        """
+    )
+    definer(cur, "mnemo_lexical(text[], text[], integer, double precision, bigint)")
+
+
+def people_functions(cur) -> None:
+    """Who a name belongs to, and whether anyone is here yet: asked before any user is known
+    (the CLI names its user; a server's first start creates one). Ids and a yes/no only."""
+    cur.execute(
+        """
+        CREATE FUNCTION mnemo_user_named(who text) RETURNS text LANGUAGE sql STABLE AS $$
+            SELECT id FROM users WHERE name = who
+        $$;
+        CREATE FUNCTION mnemo_any_user() RETURNS boolean LANGUAGE sql STABLE AS $$
+            SELECT EXISTS (SELECT FROM users)
+        $$;
+        """
+    )
+    definer(cur, "mnemo_user_named(text)")
+    definer(cur, "mnemo_any_user()")
+
+
+def queue_functions(cur) -> None:
+    """The queue is shared by every user: a worker claims the oldest due job,
+    whoever's it is, skipping rows another worker has locked (so no job is
+    handed out twice and no worker waits on another). It learns the job's owner
+    only from the claim, and reads the job under that user."""
+    cur.execute(
+        """
+        CREATE FUNCTION mnemo_claim_job(worker text, now timestamptz, lease_until timestamptz)
+        RETURNS TABLE (job_id text, user_id text) LANGUAGE sql VOLATILE AS $$
+            UPDATE jobs j
+            SET status = 'claimed', claimed_by = worker, lease_until = mnemo_claim_job.lease_until,
+                attempts = j.attempts + 1
+            WHERE j.id = (
+                SELECT d.id FROM jobs d
+                WHERE (d.status = 'pending' AND d.next_attempt_at <= now)
+                   OR (d.status = 'claimed' AND d.lease_until < now)
+                ORDER BY d.next_attempt_at
+                LIMIT 1
+                FOR UPDATE SKIP LOCKED
+            )
+            RETURNING j.id, j.user_id
+        $$;
+        -- whose job a claim is: only while that worker holds it
+        CREATE FUNCTION mnemo_claimant(job text, worker text) RETURNS text LANGUAGE sql STABLE AS $$
+            SELECT user_id FROM jobs WHERE id = job AND status = 'claimed' AND claimed_by = worker
+        $$;
+        -- whose API key an id is: a request names the key before anyone knows the user
+        CREATE FUNCTION mnemo_key_owner(key text) RETURNS text LANGUAGE sql STABLE AS $$
+            SELECT user_id FROM api_keys WHERE id = key
+        $$;
+        """
+    )
+    definer(cur, "mnemo_claim_job(text, timestamptz, timestamptz)")
+    definer(cur, "mnemo_claimant(text, text)")
+    definer(cur, "mnemo_key_owner(text)")

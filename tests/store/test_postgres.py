@@ -1,0 +1,263 @@
+"""The PostgreSQL store's own duties: migrations, row-level security, several processes at once.
+
+The behaviour every store shares is tested on both backends in tests/core;
+these are the PostgreSQL twins of tests/store/test_sqlite.py, plus what only
+a shared server has to get right.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+import psycopg
+import pytest
+
+from mnemo.domain import Message, Scope
+from mnemo.memory import Memory
+from mnemo.store import postgres as postgres_module
+from mnemo.store.migrate import Migration
+from mnemo.store.migrations.postgres import APP_ROLE, MIGRATIONS
+from mnemo.store.postgres import PostgresStore
+from tests.helpers import raw_sql, texts
+
+
+@pytest.fixture
+def backend() -> str:
+    return "postgres"
+
+
+async def as_app(store: PostgresStore, sql: str, user_id: str | None = None) -> list[tuple]:
+    """Run `sql` as the application role, in a transaction that names `user_id` (or no one)."""
+    async with await psycopg.AsyncConnection.connect(store.url) as conn:
+        await conn.execute(f"SET ROLE {APP_ROLE}")
+        if user_id is not None:
+            await conn.execute("SELECT set_config('mnemo.user_id', %s, true)", (user_id,))
+        cur = await conn.execute(sql)
+        return await cur.fetchall()
+
+
+async def schema(store: PostgresStore) -> list[tuple]:
+    """Everything that makes up the schema, in a comparable form."""
+    parts = [
+        "SELECT table_name, column_name, data_type, is_nullable, column_default, generation_expression"
+        " FROM information_schema.columns WHERE table_schema = current_schema()",
+        # (less the HNSW indexes, built when a user first needs one)
+        "SELECT tablename, indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema()"
+        " AND indexname NOT LIKE 'fact_vectors_hnsw_%'",
+        "SELECT tablename, policyname, qual, roles::text FROM pg_policies"
+        " WHERE schemaname = current_schema()",
+        "SELECT relname, relrowsecurity::text FROM pg_class"
+        " WHERE relnamespace = current_schema()::regnamespace AND relkind = 'r'",
+        "SELECT proname, prosecdef::text, pg_get_functiondef(p.oid) FROM pg_proc p"
+        " WHERE pronamespace = current_schema()::regnamespace AND prokind = 'f'"
+        " AND NOT EXISTS (SELECT FROM pg_depend d WHERE d.objid = p.oid AND d.deptype = 'e')",
+        "SELECT table_name, privilege_type FROM information_schema.role_table_grants"
+        f" WHERE grantee = '{APP_ROLE}' AND table_schema = current_schema()",
+    ]
+    out = []
+    for sql in parts:
+        out += sorted((await raw_sql(store, sql)), key=repr)
+    return out
+
+
+async def test_a_fresh_database_records_its_migrations(store):
+    assert await store.schema_versions() == [m.version for m in MIGRATIONS]
+
+
+async def test_an_older_database_upgrades_in_place_to_the_fresh_schema(
+    make_store, postgres_url, postgres, embedder, monkeypatch
+):
+    # the test's database starts at the template's schema: take it back to version 1
+    await raw_sql(PostgresStore(postgres_url), "DROP SCHEMA public CASCADE; CREATE SCHEMA public")
+    monkeypatch.setattr(postgres_module, "MIGRATIONS", MIGRATIONS[:1])
+    old = await Memory(make_store(), embedder).open()
+    alice = Scope((await old.user("alice")).id)
+    # (the person's own view: agents have no persona column before version 2)
+    await old.add(Scope(alice.user_id, all_agents=True), "I live in Lisbon")
+    await old.close()
+    assert await raw_sql(old.store, "SELECT version FROM schema_migrations") == [(1,)]
+
+    monkeypatch.setattr(postgres_module, "MIGRATIONS", MIGRATIONS)
+    upgraded = await Memory(make_store(), embedder).open()
+    assert await upgraded.store.schema_versions() == [1, 2]
+    assert texts(await upgraded.recall("where do I live", alice)) == ["I live in Lisbon"]
+    assert (await upgraded.verify_audit(alice.user_id)).ok
+    fresh = PostgresStore(postgres.create_database())
+    try:
+        upgraded_schema = await schema(upgraded.store)
+        assert len(upgraded_schema) > 100 and upgraded_schema == await schema(fresh)
+    finally:
+        postgres.drop_database(fresh.url)
+    await upgraded.close()
+
+
+async def test_a_new_migration_applies_once(make_store, monkeypatch):
+    def add_nickname(cur):
+        cur.execute("ALTER TABLE users ADD COLUMN nickname text")
+
+    newer = [*MIGRATIONS, Migration(len(MIGRATIONS) + 1, "nickname", add_nickname)]
+    monkeypatch.setattr(postgres_module, "MIGRATIONS", newer)
+    for _ in range(2):
+        store = make_store()
+        await store.open()
+        assert await store.schema_versions() == [m.version for m in newer]
+        await store.close()
+    columns = await raw_sql(
+        store, "SELECT column_name FROM information_schema.columns WHERE table_name = 'users'"
+    )
+    assert ("nickname",) in columns
+
+
+async def test_a_failing_migration_leaves_the_database_as_it_was(make_store, monkeypatch):
+    def broken(cur):
+        cur.execute("CREATE TABLE half_done (x integer)")
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(postgres_module, "MIGRATIONS", [*MIGRATIONS, Migration(99, "broken", broken)])
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        await make_store().open()
+    monkeypatch.undo()
+    again = make_store()
+    await again.open()
+    assert 99 not in await again.schema_versions()
+    assert await raw_sql(again, "SELECT to_regclass('half_done')::text") == [(None,)]
+    await again.close()
+
+
+async def test_a_second_store_on_the_same_database_sees_every_write(make_store, embedder):
+    server = await Memory(make_store(), embedder).open()
+    worker = await Memory(make_store(), embedder).open()
+    alice = Scope((await server.user("alice")).id)
+    kayak = await server.add(alice, "I own a red kayak")
+    assert texts(await worker.recall("boat", alice, arms=("semantic",))) == ["I own a red kayak"]
+
+    await server.retract(alice, kayak.id)
+    await server.add(alice, "I own a blue canoe")
+    assert texts(await worker.recall("boat", alice, arms=("semantic",))) == ["I own a blue canoe"]
+    await worker.purge(alice, kayak.id)
+    assert texts(await server.recall("boat", alice, arms=("semantic",))) == ["I own a blue canoe"]
+    assert (await server.verify_audit(alice.user_id)).ok
+    await server.close()
+    await worker.close()
+
+
+# -- row-level security ------------------------------------------------------------
+
+
+async def test_a_query_that_forgot_its_user_sees_no_rows(memory, alice, bob):
+    await memory.add(alice, "My bank PIN is 9182")
+    await memory.add(bob, "I like coffee")
+    await memory.store.enqueue_turn(alice, "c1", [Message("user", "hello")], memory.clock())
+    await memory.create_api_key(alice.user_id)
+    await memory.create_agent(alice.user_id, "Chef")
+
+    for table in (
+        "facts",
+        "fact_events",
+        "fact_vectors",
+        "vector_counts",
+        "conversations",
+        "messages",
+        "jobs",
+        "api_keys",
+        "agents",
+        "users",
+        "fact_counts",
+    ):
+        assert await as_app(memory.store, f"SELECT * FROM {table}") == [], table
+    assert await as_app(memory.store, "SELECT text FROM facts", bob.user_id) == [("I like coffee",)]
+    assert await as_app(memory.store, "SELECT text FROM facts", alice.user_id) == [("My bank PIN is 9182",)]
+
+
+async def test_every_table_of_user_rows_is_behind_the_wall(store):
+    unguarded = await raw_sql(
+        store,
+        "SELECT c.relname FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid"
+        " WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'"
+        " AND a.attname = 'user_id' AND NOT c.relrowsecurity",
+    )
+    assert unguarded == []
+    assert await raw_sql(store, "SELECT relrowsecurity FROM pg_class WHERE oid = 'users'::regclass") == [
+        (True,)
+    ]
+
+
+async def test_writing_another_users_rows_is_refused(memory, alice, bob):
+    await memory.add(alice, "I like tea")
+    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"):
+        await as_app(
+            memory.store,
+            f"INSERT INTO conversations VALUES ('c9', '{alice.user_id}', NULL, now()) RETURNING id",
+            bob.user_id,
+        )
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        await as_app(memory.store, "DELETE FROM fact_events RETURNING seq", alice.user_id)
+
+
+# -- several processes -----------------------------------------------------------------
+
+
+async def test_concurrent_claims_never_hand_out_one_job_twice(make_store, clock):
+    first, second = make_store(clock=clock, max_size=8), make_store(clock=clock, max_size=8)
+    await first.open()
+    await second.open()
+    users = [await first.ensure_user(name) for name in ("alice", "bob", "carol")]
+    for i in range(30):
+        user = users[i % 3]
+        await first.enqueue_turn(Scope(user.id), f"c{i}", [Message("user", f"turn {i}")], clock.now)
+
+    async def worker(store, name):
+        claimed = []
+        while (job := await store.claim_job(name, clock.now, timedelta(minutes=5))) is not None:
+            claimed.append(job.id)
+        return claimed
+
+    results = await asyncio.gather(*(worker(s, f"w{i}") for i, s in enumerate([first, second] * 4)))
+    claimed = [job for r in results for job in r]
+    assert len(claimed) == 30 and len(set(claimed)) == 30
+    assert sum(1 for r in results if r) > 1  # the work was really shared
+    await first.close()
+    await second.close()
+
+
+async def test_concurrent_writers_for_one_user_keep_one_chain(make_store, embedder):
+    one = await Memory(make_store(), embedder).open()
+    two = await Memory(make_store(), embedder).open()
+    alice = Scope((await one.user("alice")).id)
+    await asyncio.gather(*(m.add(alice, f"Fact number {i}") for i in range(12) for m in (one, two)))
+    report = await one.verify_audit(alice.user_id)
+    assert report.ok, report.problems
+    assert report.events == 24  # one event per add, whether it created or reinforced
+    await one.close()
+    await two.close()
+
+
+async def test_the_counts_searches_rely_on_follow_every_change(memory, alice, bob):
+    kept = await memory.add(alice, "I like tea")
+    gone = await memory.add(alice, "I own a red kayak")
+    await memory.add(bob, "I like coffee")
+    await memory.edit(alice, kept.id, "I like green tea")
+    await memory.retract(alice, gone.id)
+    await memory.restore(alice, gone.id)
+    await memory.purge(alice, gone.id)
+    await memory.add(alice, "I like tea")  # a restatement reinforces: no new fact
+
+    counted = await raw_sql(memory.store, "SELECT user_id, active FROM fact_counts ORDER BY active")
+    actual = await raw_sql(
+        memory.store,
+        "SELECT user_id, count(*) FROM facts WHERE status = 'active' AND NOT purged"
+        " GROUP BY user_id ORDER BY count(*)",
+    )
+    assert counted == actual and sorted(n for _, n in counted) == [1, 2]
+    vectors = await raw_sql(memory.store, "SELECT user_id, model, n FROM vector_counts ORDER BY n")
+    assert vectors == await raw_sql(
+        memory.store, "SELECT user_id, model, count(*) FROM fact_vectors GROUP BY 1, 2 ORDER BY 3"
+    )
+    mirrored = await raw_sql(
+        memory.store,
+        "SELECT count(*) FROM fact_vectors v JOIN facts f ON f.rowid = v.fact_rowid"
+        " WHERE v.active <> (f.status = 'active' AND NOT f.purged)"
+        " OR v.agent_key <> COALESCE(f.agent_id, '')",
+    )
+    assert mirrored == [(0,)]

@@ -1,0 +1,116 @@
+"""PostgreSQL search: HNSW and the exact scan agree, filters do not starve the walk, and the
+lexical arm drops common words on a large store as SQLite's does."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+from pgvector.psycopg import register_vector_async
+
+from mnemo.domain import Scope
+from mnemo.memory import Memory
+from mnemo.store.migrations.postgres import APP_ROLE
+from mnemo.store.postgres_search import index_name, nearest_sql
+from tests.helpers import bulk_add, raw_sql, texts, unrelated_facts
+
+QUERIES = ["repairing a telescope", "my aunt's bicycle", "a camera I lost", "chess with my coach"]
+
+
+@pytest.fixture
+def backend() -> str:
+    return "postgres"
+
+
+async def plan(store, sql: str, params: dict, user_id: str, *settings: tuple[str, str]) -> str:
+    """EXPLAIN of `sql` as the store would run it: application role, user, settings."""
+    async with await psycopg.AsyncConnection.connect(store.url) as conn:
+        await conn.execute(f"SET ROLE {APP_ROLE}")
+        await register_vector_async(conn)
+        await conn.execute("SELECT set_config('mnemo.user_id', %s, true)", (user_id,))
+        for name, value in settings:
+            await conn.execute("SELECT set_config(%s, %s, true)", (name, value))
+        cur = await conn.execute("EXPLAIN " + sql, params)
+        return "\n".join(r[0] for r in await cur.fetchall())
+
+
+@pytest.fixture
+async def seeded(memory, alice, bob, make_store, embedder):
+    """Alice's and Bob's facts, and a store that always walks the graph beside one that never does."""
+    chef = await memory.create_agent(alice.user_id, "Chef", private=True)
+    await bulk_add(memory, alice, unrelated_facts(300)[::2])
+    await bulk_add(memory, Scope(alice.user_id, chef.id), unrelated_facts(300)[1::2])
+    await bulk_add(memory, bob, unrelated_facts(600)[300:])
+    graph = await Memory(make_store(exact_below=0, min_share=0.0), embedder).open()
+    assert await graph.store.build_vector_index(embedder.dimensions)
+    exact = await Memory(make_store(exact_below=10**9), embedder).open()
+    yield graph, exact, Scope(alice.user_id, chef.id)
+    await graph.close()
+    await exact.close()
+
+
+async def test_the_graph_walk_and_the_exact_scan_find_the_same_facts(seeded, alice, embedder):
+    graph, exact, chef = seeded
+    for scope in (alice, chef, Scope(alice.user_id, all_agents=True)):
+        for query in QUERIES:
+            vector = (await embedder.embed([query]))[0]
+            walked = await graph.store.nearest(scope, vector, embedder.model_name, 10)
+            scanned = await exact.store.nearest(scope, vector, embedder.model_name, 10)
+            assert texts(walked) == texts(scanned) and len(walked) == 10, (scope, query)
+            assert [round(h.score, 5) for h in walked] == [round(h.score, 5) for h in scanned]
+            # Bob's 300 facts and the other agent's 150 are in the graph too: none may leak in
+            own = {f.id for f in await exact.list(scope, limit=1000)}
+            assert {h.fact.id for h in walked} <= own
+
+
+async def test_each_path_runs_the_plan_it_claims(seeded, alice, embedder):
+    graph, _, _ = seeded
+    vector = (await embedder.embed(["a telescope"]))[0]
+    params = {"query": vector, "model": embedder.model_name, "k": 10, "user": alice.user_id, "agents": [""]}
+    dims = len(vector)
+    walk = await plan(
+        graph.store,
+        nearest_sql(dims, by_index=True, all_agents=False),
+        params,
+        alice.user_id,
+        ("enable_sort", "off"),
+    )
+    assert index_name(dims) in walk
+    scan = await plan(graph.store, nearest_sql(dims, by_index=False, all_agents=False), params, alice.user_id)
+    assert "hnsw" not in scan and "fact_vectors_owner" in scan
+
+
+async def test_small_users_are_scanned_exactly_and_large_ones_walk_the_graph(seeded, alice, embedder):
+    graph, exact, _ = seeded
+    async with graph.store._tx(alice.user_id) as cur:
+        assert await graph.store._use_index(cur, alice, embedder.model_name, 384) is True
+        assert await exact.store._use_index(cur, alice, embedder.model_name, 384) is False
+        assert await graph.store._use_index(cur, alice, "another-model", 384) is None
+
+
+async def test_common_words_are_left_out_of_full_text_search_on_a_large_store(memory, alice):
+    await bulk_add(memory, alice, unrelated_facts(2100))  # each thing is in a tenth of them
+    await memory.add(alice, "My niece is called Zephyrine")
+    await raw_sql(memory.store, "ANALYZE facts")  # what autovacuum does as the store grows
+
+    found = await memory.store.lexical(alice, "telescope for Zephyrine", 20)
+    assert texts([f.fact for f in found]) == ["My niece is called Zephyrine"]
+    # only common words: nothing to discriminate with, so the arm stays silent
+    assert await memory.store.lexical(alice, "telescope", 20) == []
+
+
+async def test_a_small_store_searches_every_word(memory, alice):
+    await bulk_add(memory, alice, unrelated_facts(200))
+    await raw_sql(memory.store, "ANALYZE facts")
+    found = await memory.store.lexical(alice, "telescope", 50)
+    assert len(found) == 20 and all("telescope" in f.fact.text for f in found)
+
+
+async def test_lexical_search_ranks_a_rare_word_first_and_sees_only_the_scope(memory, alice, bob):
+    await bulk_add(memory, alice, unrelated_facts(100))
+    await memory.add(alice, "I repaired the mandolin of Zephyrine")
+    await memory.add(bob, "Zephyrine is my neighbour")
+    found = await memory.store.lexical(alice, "who repaired a mandolin for Zephyrine", 5)
+    assert texts([f.fact for f in found])[0] == "I repaired the mandolin of Zephyrine"
+    assert "Zephyrine is my neighbour" not in texts([f.fact for f in found])
+    scores = [f.score for f in found]
+    assert scores == sorted(scores, reverse=True) and scores[-1] > 0
