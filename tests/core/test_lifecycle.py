@@ -143,3 +143,9 @@ async def test_a_purged_candidate_leaves_the_review_queue(llm_memory, scripted_l
     await llm_memory.purge(alice, candidate.id)
     assert await llm_memory.list(alice, statuses=[Status.CANDIDATE]) == []
     assert (await llm_memory.get(alice, candidate.id)).status == Status.REJECTED
+
+
+async def test_nul_characters_are_dropped_from_text(memory, alice):
+    fact = await memory.add(alice, "I like\x00 tea")
+    assert fact.text == "I like tea"
+    assert (await memory.get(alice, fact.id)).text == "I like tea"

@@ -25,7 +25,8 @@ MAX_TEXT = 2000
 
 
 def clean_text(text: str) -> str:
-    text = " ".join(text.split())
+    # NUL cannot be stored in PostgreSQL text and means nothing in a sentence
+    text = " ".join(text.replace("\x00", " ").split())
     if not text:
         raise InvalidInput("a memory needs some text")
     if len(text) > MAX_TEXT:
