@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from .domain import Action, AuditReport, Event, Fact
+from .domain import Action, AuditReport, Change, Event, Fact
 
 GENESIS = "0" * 64
 
@@ -46,6 +46,60 @@ def content_digest(
 
 def chain_hash(prev_hash: str, digest: str) -> str:
     return hashlib.sha256(f"{prev_hash}:{digest}".encode()).hexdigest()
+
+
+def seal(change: Change, user_id: str, at: datetime, prev: str) -> Event:
+    """The event that records `change`, chained after `prev` (its seq is the store's to give)."""
+    before = change.before.snapshot() if change.before else None
+    if change.redact:
+        before = redact(before)
+    after = change.fact.snapshot()
+    digest = content_digest(
+        at=at,
+        user_id=user_id,
+        fact_id=change.fact.id,
+        action=change.action,
+        actor=change.actor,
+        reason=change.reason,
+        before=before,
+        after=after,
+    )
+    return Event(
+        0,
+        at,
+        user_id,
+        change.fact.id,
+        change.action,
+        change.actor,
+        change.reason,
+        before,
+        after,
+        digest,
+        prev,
+        chain_hash(prev, digest),
+    )
+
+
+def event_row(e: Event) -> tuple:
+    """An event's stored columns: at, user_id, fact_id, action, actor, reason, before,
+    after (JSON text), digest, prev_hash, hash."""
+
+    def as_json(value: Any) -> str | None:
+        return None if value is None else json.dumps(value, ensure_ascii=False)
+
+    return (
+        e.at.isoformat(),
+        e.user_id,
+        e.fact_id,
+        str(e.action),
+        e.actor,
+        e.reason,
+        as_json(e.before),
+        as_json(e.after),
+        e.digest,
+        e.prev_hash,
+        e.hash,
+    )
 
 
 def redact(snapshot: dict[str, Any] | None) -> dict[str, Any] | None:

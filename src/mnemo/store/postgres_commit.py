@@ -126,53 +126,13 @@ class CommitMixin:
         vector_cur, delta = await self._send_vector(conn, change)
         if change.redact:
             await self._redact_events(conn, user_id, fact.id)
-        before = change.before.snapshot() if change.before else None
-        after = fact.snapshot()
-        if change.redact:
-            before = audit.redact(before)
-        digest = audit.content_digest(
-            at=at,
-            user_id=user_id,
-            fact_id=fact.id,
-            action=change.action,
-            actor=change.actor,
-            reason=change.reason,
-            before=before,
-            after=after,
-        )
-        digest_hash = audit.chain_hash(prev, digest)
+        event = audit.seal(change, user_id, at, prev)
         event_cur = conn.cursor()
         await event_cur.execute(
             "INSERT INTO fact_events"
             " (at, user_id, fact_id, action, actor, reason, before, after, digest, prev_hash, hash)"
             " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING seq",
-            (
-                at.isoformat(),
-                user_id,
-                fact.id,
-                str(change.action),
-                change.actor,
-                change.reason,
-                dump(before),
-                dump(after),
-                digest,
-                prev,
-                digest_hash,
-            ),
-        )
-        event = Event(
-            0,
-            at,
-            user_id,
-            fact.id,
-            change.action,
-            change.actor,
-            change.reason,
-            before,
-            after,
-            digest,
-            prev,
-            digest_hash,
+            audit.event_row(event),
         )
         return event, _Sent(change, fact_cur, event_cur, vector_cur, delta)
 

@@ -9,6 +9,7 @@ in memory rather than through a vector extension.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import json
 import threading
@@ -364,56 +365,15 @@ class SQLiteStore(PeopleMixin, JobsMixin):
                 cache_rows.setdefault(indexed[0], []).append(indexed[1])
             if change.redact:
                 self._redact_events(cur, user_id, fact.id)
-            before = change.before.snapshot() if change.before else None
-            after = fact.snapshot()
-            if change.redact:
-                before = audit.redact(before)
-            digest = audit.content_digest(
-                at=at,
-                user_id=user_id,
-                fact_id=fact.id,
-                action=change.action,
-                actor=change.actor,
-                reason=change.reason,
-                before=before,
-                after=after,
-            )
-            digest_hash = audit.chain_hash(prev, digest)
+            event = audit.seal(change, user_id, at, prev)
             cur.execute(
                 "INSERT INTO fact_events"
                 " (at, user_id, fact_id, action, actor, reason, before, after, digest, prev_hash, hash)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    at.isoformat(),
-                    user_id,
-                    fact.id,
-                    str(change.action),
-                    change.actor,
-                    change.reason,
-                    dump(before),
-                    dump(after),
-                    digest,
-                    prev,
-                    digest_hash,
-                ),
+                audit.event_row(event),
             )
-            events.append(
-                Event(
-                    cur.lastrowid,
-                    at,
-                    user_id,
-                    fact.id,
-                    change.action,
-                    change.actor,
-                    change.reason,
-                    before,
-                    after,
-                    digest,
-                    prev,
-                    digest_hash,
-                )
-            )
-            prev = digest_hash
+            events.append(dataclasses.replace(event, seq=cur.lastrowid))
+            prev = event.hash
         generation = self._generation(user_id)
         if cache_rows:
             generation += 1
