@@ -62,6 +62,15 @@ def backend(request) -> str:
 
 
 @pytest.fixture
+def database_url(backend, request) -> str | None:
+    """MNEMO_DATABASE_URL for a process or CLI run on this test's backend: None (the SQLite file
+    in the data dir) or a `postgresql://` URL of this test's database."""
+    if backend == "sqlite":
+        return None
+    return SessionPostgres.as_url(request.getfixturevalue("postgres_url"))
+
+
+@pytest.fixture
 def make_store(backend, request, tmp_path) -> Callable[..., Store]:
     """Unopened stores on this test's database; each call gives another one on the same data."""
     if backend == "sqlite":

@@ -131,15 +131,17 @@ def decisions(*items: tuple) -> dict:
     return {"decisions": [{"new": n, "action": a, "target": t} for n, a, t in items]}
 
 
-def in_store(data_dir, embedder, work):
-    """Run `work(memory)` over the database that a process (server, CLI) left in `data_dir`."""
+def in_store(data_dir, embedder, work, database_url: str | None = None):
+    """Run `work(memory)` over the database a process (server, CLI) used: `database_url`'s, or the
+    SQLite file it left in `data_dir`."""
     import asyncio
 
+    from mnemo.build import build_store
     from mnemo.memory import Memory
-    from mnemo.store.sqlite import SQLiteStore
+    from mnemo.settings import Settings
 
     async def go():
-        memory = Memory(SQLiteStore(data_dir / "mnemo.db"), embedder)
+        memory = Memory(build_store(Settings(data_dir=data_dir, database_url=database_url)), embedder)
         await memory.open()
         try:
             return await work(memory)

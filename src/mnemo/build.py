@@ -37,6 +37,13 @@ def shown_url(url: str | None) -> str | None:
     return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
 
 
+def check_database_url(settings: Settings) -> None:
+    """ValueError when the settings name a database that no store here can open."""
+    url = settings.database_url
+    if url is None or not is_postgres_url(url):
+        sqlite_path(settings)
+
+
 def sqlite_path(settings: Settings) -> str:
     """The SQLite file: `sqlite:///relative/path`, `sqlite:////absolute/path`, or the data dir."""
     url = settings.database_url

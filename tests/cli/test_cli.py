@@ -30,10 +30,11 @@ def data_dir(tmp_path: Path) -> Path:
     return tmp_path / "data"
 
 
-@pytest.fixture
-def mnemo(data_dir: Path) -> Invoke:
-    """mnemo(*args, user=None, agent=None): one in-process run against a tmp data dir."""
+def invoker(data_dir: Path, database_url: str | None) -> Invoke:
+    """mnemo(*args, user=None, agent=None): one in-process run against a tmp data dir, and
+    `database_url` when it is set."""
     runner = CliRunner()
+    env = {"COLUMNS": "200", **({"MNEMO_DATABASE_URL": database_url} if database_url else {})}
 
     def invoke(*args: str, user: str | None = None, agent: str | None = None) -> Result:
         head = ["--data-dir", str(data_dir)]
@@ -41,9 +42,21 @@ def mnemo(data_dir: Path) -> Invoke:
             head += ["--user", user]
         if agent:
             head += ["--agent", agent]
-        return runner.invoke(app, [*head, *args], env={"COLUMNS": "200"}, catch_exceptions=False)
+        return runner.invoke(app, [*head, *args], env=env, catch_exceptions=False)
 
     return invoke
+
+
+@pytest.fixture
+def mnemo(data_dir: Path, database_url: str | None) -> Invoke:
+    """The CLI on this test's backend (every test using it runs on SQLite and on PostgreSQL)."""
+    return invoker(data_dir, database_url)
+
+
+@pytest.fixture
+def mnemo_sqlite(data_dir: Path) -> Invoke:
+    """The CLI on its default, the SQLite file in the data dir."""
+    return invoker(data_dir, None)
 
 
 def ok(result: Result) -> Result:
@@ -207,7 +220,8 @@ def test_bad_datetimes_are_usage_errors(mnemo: Invoke) -> None:
     assert as_json(mnemo("search", "jazz", "--as-of", "2000-01-01T10:00:00+02:00", "--json")) == []
 
 
-def test_read_only_commands_do_not_create_the_database(mnemo: Invoke, data_dir: Path) -> None:
+def test_read_only_commands_do_not_create_the_database(mnemo_sqlite: Invoke, data_dir: Path) -> None:
+    mnemo = mnemo_sqlite
     for args in (
         ["list"],
         ["search", "anything"],

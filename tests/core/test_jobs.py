@@ -113,6 +113,49 @@ async def test_two_workers_share_the_queue_without_doubles(memory, alice, clock)
     assert all(j.status == JobStatus.DONE for j in await memory.jobs(alice.user_id))
 
 
+async def test_one_persons_turns_are_claimed_one_at_a_time_in_the_order_they_came(memory, alice, bob, clock):
+    first = await memory.submit(turn(alice, "Remember that I live in Lisbon"))
+    second = await memory.submit(turn(alice, "Remember that I moved to Porto"))
+    other = await memory.submit(turn(bob, "Remember that I live in Oslo"))
+    lease = timedelta(seconds=30)
+    claimed = [await memory.store.claim_job(f"w{i}", clock.now, lease) for i in range(3)]
+    # alice's later turn waits while her earlier one is in hand; bob is not held back
+    assert sorted(j.id for j in claimed if j) == sorted([first.id, other.id])
+    assert claimed[2] is None
+    mine = next(j for j in claimed if j and j.id == first.id)
+    await memory.writer.learn(
+        alice,
+        await memory.store.job_messages(mine),
+        mine.conversation_id,
+        mine.turn_at,
+        None,
+        claim=Claim(mine.id, mine.claimed_by),
+    )
+    assert (await memory.store.claim_job("w3", clock.now, lease)).id == second.id
+
+
+async def test_a_turn_waiting_to_be_retried_holds_back_that_persons_later_turns(
+    llm_memory, scripted_llm, alice, bob, clock
+):
+    earlier = await llm_memory.submit(turn(alice, "I keep bees on my balcony."))
+    later = await llm_memory.submit(turn(alice, "I play the oboe."))
+    scripted_llm.fail(503, "overloaded")
+    w = worker(llm_memory, clock)
+    assert await w.drain() == 1  # the earlier turn failed and waits; the later one is not due
+    assert (await llm_memory.job(alice.user_id, later.id)).status == JobStatus.PENDING
+    scripted_llm.reply_json(extraction("I live in Oslo"))
+    await llm_memory.submit(turn(bob, "I live in Oslo."))
+    assert await w.drain() == 1  # another person's turn goes ahead
+    clock.advance(seconds=11)
+    scripted_llm.reply_json(extraction("I keep bees on my balcony"))
+    scripted_llm.reply_json(extraction("I play the oboe"))
+    assert await w.drain() == 2
+    order = [e.fact_id for e in await llm_memory.events(alice.user_id)]
+    facts = {f.id: f.text for f in await llm_memory.list(alice)}
+    assert [facts[i] for i in order] == ["I keep bees on my balcony", "I play the oboe"]
+    assert {(await llm_memory.job(alice.user_id, j.id)).status for j in (earlier, later)} == {JobStatus.DONE}
+
+
 async def test_shutdown_mid_job_gives_the_job_back(llm_memory, scripted_llm, alice, clock):
     job = await llm_memory.submit(turn(alice, "I have a cat named Miso."))
     scripted_llm.stall(3.0, '{"facts": []}')

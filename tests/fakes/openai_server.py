@@ -16,6 +16,7 @@ import threading
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -56,6 +57,8 @@ class ScriptedOpenAI:
         self.base_url = ""
         self.requests: list[dict[str, Any]] = []
         self.default_reply: str | None = None
+        # answers a chat request from its body when nothing is queued (None: no answer)
+        self.responder: Callable[[dict[str, Any]], str | None] | None = None
         self.model = "scripted-model"
         self.embedding_dimensions = 64
         # Sent with every error reply so the client's retry backoff (0.5 s and
@@ -218,6 +221,9 @@ def _handler_for(script: ScriptedOpenAI) -> type[BaseHTTPRequestHandler]:
                 )
                 return
             item = script._next(CHAT_PATH)
+            if item is None and script.responder is not None:
+                answer = script.responder(body)
+                item = _Reply(answer) if answer is not None else None
             if item is None:
                 if script.default_reply is None:
                     self._send_error(500, "no scripted reply")

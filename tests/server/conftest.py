@@ -1,7 +1,12 @@
-"""Fixtures for HTTP tests: a real server on loopback whose upstream model is the scripted one."""
+"""Fixtures for HTTP tests: a real server on loopback whose upstream model is the scripted one.
+
+`server_settings` (and so every server) is parametrised over the backends:
+each HTTP test runs once on SQLite and once on PostgreSQL.
+"""
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 
 import httpx2
@@ -15,9 +20,10 @@ ADMIN_KEY = "test-admin-key-0123456789"
 
 
 @pytest.fixture
-def server_settings(tmp_path, scripted_llm: ScriptedOpenAI) -> Settings:
+def server_settings(tmp_path, database_url, scripted_llm: ScriptedOpenAI) -> Settings:
     return Settings(
         data_dir=tmp_path,
+        database_url=database_url,
         admin_key=ADMIN_KEY,
         llm_base_url=scripted_llm.base_url,
         llm_model="scripted-model",
@@ -59,3 +65,14 @@ def other(server, admin) -> Iterator[httpx2.Client]:
     headers = {"Authorization": f"Bearer {token}"}
     with httpx2.Client(base_url=server.base_url, headers=headers, timeout=30) as c:
         yield c
+
+
+@pytest.fixture
+def processes() -> Iterator[list[subprocess.Popen]]:
+    """Every process a test starts (append it here) is gone when the test ends."""
+    started: list[subprocess.Popen] = []
+    yield started
+    for p in started:
+        if p.poll() is None:
+            p.kill()
+            p.wait(timeout=10)

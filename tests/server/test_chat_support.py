@@ -1,30 +1,29 @@
 """Helpers for the chat proxy tests (this module holds no tests of its own).
 
 The proxy's effects (stored turns, queued jobs, facts) are read from the
-server's SQLite file through a second store beside it: WAL lets both work at
-once, and the vector cache notices the other connection's writes by the
-per-user generation. That also seeds facts and agents without depending on
-the memories and agents routes.
+server's database through a second store beside it (on SQLite, WAL lets both
+work at once, and the vector cache notices the other connection's writes by
+the per-user generation). That also seeds facts and agents without depending
+on the memories and agents routes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import openai
 import pytest
 
+from mnemo.build import build_store
 from mnemo.domain import Agent, Fact, Job, JobStatus, Message, Scope
 from mnemo.memory import Memory
 from mnemo.settings import Settings
-from mnemo.store.sqlite import SQLiteStore
+from tests.server.processes import free_port, wait_until  # noqa: F401 (shared with the chat tests)
 
 OPEN = (JobStatus.PENDING, JobStatus.CLAIMED)
 
@@ -34,7 +33,7 @@ class StoreView:
 
     def __init__(self, settings: Settings, embedder) -> None:
         self._runner = asyncio.Runner()
-        self.store = SQLiteStore(settings.database_path)
+        self.store = build_store(settings)
         self.memory = Memory(self.store, embedder, settings=settings)
         self.run(self.store.open())
         user = self.run(self.store.find_user(settings.user))
@@ -80,17 +79,6 @@ def _settled(jobs: list[Job], count: int) -> list[Job] | None:
     return jobs if len(jobs) == count and not any(j.status in OPEN for j in jobs) else None
 
 
-def wait_until(check: Callable[[], Any], timeout: float = 15.0, what: str = "the condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = check()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
-
-
 @pytest.fixture
 def view(server, server_settings, embedder) -> Iterator[StoreView]:
     v = StoreView(server_settings, embedder)
@@ -112,13 +100,6 @@ def ai(server) -> Iterator[openai.OpenAI]:
 def proxied(scripted_llm) -> list[dict[str, Any]]:
     """The chat requests the proxy forwarded (extraction requests carry a response_format)."""
     return [r for r in scripted_llm.chat_requests() if "response_format" not in r]
-
-
-def free_port() -> int:
-    """A loopback port nothing listens on (bound, then released)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class DripUpstream:

@@ -13,7 +13,7 @@ from datetime import timedelta
 import psycopg
 import pytest
 
-from mnemo.domain import Message, Scope
+from mnemo.domain import Claim, Message, Scope
 from mnemo.memory import Memory
 from mnemo.store import postgres as postgres_module
 from mnemo.store.migrate import Migration
@@ -80,7 +80,7 @@ async def test_an_older_database_upgrades_in_place_to_the_fresh_schema(
 
     monkeypatch.setattr(postgres_module, "MIGRATIONS", MIGRATIONS)
     upgraded = await Memory(make_store(), embedder).open()
-    assert await upgraded.store.schema_versions() == [1, 2]
+    assert await upgraded.store.schema_versions() == [m.version for m in MIGRATIONS]
     assert texts(await upgraded.recall("where do I live", alice)) == ["I live in Lisbon"]
     assert (await upgraded.verify_audit(alice.user_id)).ok
     fresh = PostgresStore(postgres.create_database())
@@ -198,25 +198,38 @@ async def test_writing_another_users_rows_is_refused(memory, alice, bob):
 # -- several processes -----------------------------------------------------------------
 
 
-async def test_concurrent_claims_never_hand_out_one_job_twice(make_store, clock):
+async def test_concurrent_claims_hand_out_each_job_once_one_per_person_in_order(make_store, clock):
     first, second = make_store(clock=clock, max_size=8), make_store(clock=clock, max_size=8)
     await first.open()
     await second.open()
     users = [await first.ensure_user(name) for name in ("alice", "bob", "carol")]
+    queued: dict[str, list[str]] = {u.id: [] for u in users}
     for i in range(30):
         user = users[i % 3]
-        await first.enqueue_turn(Scope(user.id), f"c{i}", [Message("user", f"turn {i}")], clock.now)
+        job = await first.enqueue_turn(Scope(user.id), f"c{i}", [Message("user", f"turn {i}")], clock.now)
+        queued[user.id].append(job.id)
+    in_hand: set[str] = set()  # users whose job a worker holds now
+    claimed: dict[str, list[str]] = {u.id: [] for u in users}
 
     async def worker(store, name):
-        claimed = []
-        while (job := await store.claim_job(name, clock.now, timedelta(minutes=5))) is not None:
-            claimed.append(job.id)
-        return claimed
+        mine = 0
+        while sum(map(len, claimed.values())) < 30:
+            job = await store.claim_job(name, clock.now, timedelta(minutes=5))
+            if job is None:
+                await asyncio.sleep(0.002)
+                continue
+            assert job.user_id not in in_hand, "two of one person's turns in hand at once"
+            in_hand.add(job.user_id)
+            claimed[job.user_id].append(job.id)
+            await asyncio.sleep(0.001)  # "learning"
+            in_hand.discard(job.user_id)
+            await store.commit(job.user_id, [], clock.now, finish=(Claim(job.id, name), {}))
+            mine += 1
+        return mine
 
-    results = await asyncio.gather(*(worker(s, f"w{i}") for i, s in enumerate([first, second] * 4)))
-    claimed = [job for r in results for job in r]
-    assert len(claimed) == 30 and len(set(claimed)) == 30
-    assert sum(1 for r in results if r) > 1  # the work was really shared
+    done = await asyncio.gather(*(worker(s, f"w{i}") for i, s in enumerate([first, second] * 4)))
+    assert claimed == queued  # each job once, and each person's in the order they came
+    assert sum(1 for n in done if n) > 1  # the work was really shared
     await first.close()
     await second.close()
 

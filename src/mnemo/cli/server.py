@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from ..build import sqlite_path
+from ..build import check_database_url
 from ..domain import Conflict
 from ..memory import Memory
 from ..settings import Settings
@@ -52,7 +52,7 @@ def serve(
         from ..server.app import create_app
 
         try:
-            sqlite_path(settings)
+            check_database_url(settings)
         except ValueError as exc:
             raise CliFailure(str(exc), BAD_INPUT) from exc
         settings.data_dir.mkdir(parents=True, exist_ok=True)

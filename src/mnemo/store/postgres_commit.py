@@ -36,7 +36,7 @@ _UPDATE = (
     f"UPDATE facts SET {', '.join(f'{c} = %s::jsonb' if c == 'source' else f'{c} = %s' for c in _NAMES)}"
     " WHERE id = %s AND user_id = %s AND version = %s RETURNING rowid"
 )
-_ROWID = "(SELECT rowid FROM facts WHERE id = %(id)s)"
+_ROWID = "(SELECT rowid FROM facts WHERE user_id = %(user)s AND id = %(id)s)"
 
 
 @dataclass
@@ -74,7 +74,7 @@ class CommitMixin:
             await cur.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (LOCK_NAMESPACE, user_id))
             if finish is not None:
                 claim, result = finish
-                await self._finish_job(cur, claim, {**result, "events": len(changes)}, self._clock())
+                await self._finish_job(cur, user_id, claim, {**result, "events": len(changes)}, self._clock())
             await cur.execute(
                 "SELECT hash FROM fact_events WHERE user_id = %s ORDER BY seq DESC LIMIT 1", (user_id,)
             )
@@ -147,16 +147,21 @@ class CommitMixin:
         cur = conn.cursor()
         params = {
             "id": f.id,
+            "user": f.user_id,
             "active": _active(f),
             "agent": f.agent_id or "",
         }
         if f.purged:
-            await cur.execute(f"DELETE FROM fact_vectors WHERE fact_rowid = {_ROWID} RETURNING model", params)
+            await cur.execute(
+                f"DELETE FROM fact_vectors WHERE user_id = %(user)s AND fact_rowid = {_ROWID}"
+                " RETURNING model",
+                params,
+            )
             return cur, -1
         if change.vector is None:
             await cur.execute(
                 "UPDATE fact_vectors SET active = %(active)s, agent_key = %(agent)s"
-                f" WHERE fact_rowid = {_ROWID}"
+                f" WHERE user_id = %(user)s AND fact_rowid = {_ROWID}"
                 " AND (active, agent_key) IS DISTINCT FROM (%(active)s, %(agent)s)",
                 params,
             )
@@ -164,13 +169,14 @@ class CommitMixin:
         vector = np.asarray(change.vector, dtype=np.float32)
         # `old` reads the row as it was before this statement: the model it replaces, if any
         await cur.execute(
-            f"WITH old AS (SELECT model FROM fact_vectors WHERE fact_rowid = {_ROWID})"
+            f"WITH old AS (SELECT model FROM fact_vectors WHERE user_id = %(user)s AND fact_rowid = {_ROWID})"
             " INSERT INTO fact_vectors (fact_rowid, user_id, model, dims, active, agent_key, embedding)"
-            f" VALUES ({_ROWID}, %(user)s, %(model)s, %(dims)s, %(active)s, %(agent)s, %(vector)b)"
+            " SELECT rowid, %(user)s, %(model)s, %(dims)s, %(active)s, %(agent)s, %(vector)b"
+            " FROM facts WHERE user_id = %(user)s AND id = %(id)s"
             " ON CONFLICT (fact_rowid) DO UPDATE SET model = excluded.model, dims = excluded.dims,"
             " active = excluded.active, agent_key = excluded.agent_key, embedding = excluded.embedding"
             " RETURNING (SELECT model FROM old)",
-            {**params, "user": f.user_id, "model": model, "dims": vector.shape[0], "vector": vector},
+            {**params, "model": model, "dims": vector.shape[0], "vector": vector},
         )
         return cur, 0
 
@@ -199,8 +205,9 @@ class CommitMixin:
         )
         for seq, before, after in await cur.fetchall():
             await cur.execute(
-                "UPDATE fact_events SET before = %s, after = %s, redacted = true WHERE seq = %s",
-                (dump(audit.redact(load(before))), dump(audit.redact(load(after))), seq),
+                "UPDATE fact_events SET before = %s, after = %s, redacted = true"
+                " WHERE user_id = %s AND seq = %s",
+                (dump(audit.redact(load(before))), dump(audit.redact(load(after))), user_id, seq),
             )
 
 

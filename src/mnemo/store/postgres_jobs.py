@@ -53,7 +53,7 @@ class JobsMixin:
                     now,
                 ),
             )
-            return await self._job(cur, job_id)
+            return await self._job(cur, scope.user_id, job_id)
 
     async def claim_job(self, worker: str, now: datetime, lease: timedelta) -> Job | None:
         """The oldest due job (or one whose claimant's lease ran out), now leased to `worker`."""
@@ -65,26 +65,27 @@ class JobsMixin:
             if row is None:
                 return None
             await self._as_user(cur, row[1])
-            return await self._job(cur, row[0])
+            return await self._job(cur, row[1], row[0])
 
-    async def _claimant(self, cur: psycopg.AsyncCursor, claim: Claim) -> bool:
-        """Enter the claimed job's user, if `claim` still holds the job."""
+    async def _claimant(self, cur: psycopg.AsyncCursor, claim: Claim) -> str | None:
+        """Enter the claimed job's user and return it, if `claim` still holds the job."""
         await cur.execute("SELECT mnemo_claimant(%s, %s)", (claim.job_id, claim.worker))
         (user_id,) = await cur.fetchone()
-        if user_id is None:
-            return False
-        await self._as_user(cur, user_id)
-        return True
+        if user_id is not None:
+            await self._as_user(cur, user_id)
+        return user_id
 
     async def release_job(self, claim: Claim) -> None:
         """Give a claimed job back untouched (shutdown): it does not count as an attempt."""
         async with self._tx() as cur:
-            if not await self._claimant(cur, claim):
+            user_id = await self._claimant(cur, claim)
+            if user_id is None:
                 return
             await cur.execute(
                 "UPDATE jobs SET status = 'pending', claimed_by = NULL, lease_until = NULL,"
-                " attempts = attempts - 1 WHERE id = %s AND status = 'claimed' AND claimed_by = %s",
-                (claim.job_id, claim.worker),
+                " attempts = attempts - 1"
+                " WHERE user_id = %s AND id = %s AND status = 'claimed' AND claimed_by = %s",
+                (user_id, claim.job_id, claim.worker),
             )
 
     async def fail_job(self, claim: Claim, error: str, retry_at: datetime | None) -> Job:
@@ -94,32 +95,32 @@ class JobsMixin:
         else:
             sql, when = "status = 'pending', next_attempt_at = %s", retry_at
         async with self._tx() as cur:
-            if await self._claimant(cur, claim):
+            user_id = await self._claimant(cur, claim)
+            if user_id is not None:
                 await cur.execute(
                     f"UPDATE jobs SET {sql}, last_error = %s, claimed_by = NULL, lease_until = NULL"
-                    " WHERE id = %s AND status = 'claimed' AND claimed_by = %s",
-                    (when, error[:2000], claim.job_id, claim.worker),
+                    " WHERE user_id = %s AND id = %s AND status = 'claimed' AND claimed_by = %s",
+                    (when, error[:2000], user_id, claim.job_id, claim.worker),
                 )
                 if cur.rowcount == 1:
-                    return await self._job(cur, claim.job_id)
+                    return await self._job(cur, user_id, claim.job_id)
         raise Conflict(f"job {claim.job_id} is no longer held by {claim.worker}")
 
-    async def _finish_job(self, cur: psycopg.AsyncCursor, claim: Claim, result: dict, now: datetime) -> None:
+    async def _finish_job(
+        self, cur: psycopg.AsyncCursor, user_id: str, claim: Claim, result: dict, now: datetime
+    ) -> None:
         """Inside the transaction that applies the job's facts (under the job's user)."""
         await cur.execute(
             "UPDATE jobs SET status = 'done', result = %s::jsonb, finished_at = %s, last_error = NULL,"
-            " lease_until = NULL WHERE id = %s AND status = 'claimed' AND claimed_by = %s",
-            (json.dumps(result), now, claim.job_id, claim.worker),
+            " lease_until = NULL WHERE user_id = %s AND id = %s AND status = 'claimed' AND claimed_by = %s",
+            (json.dumps(result), now, user_id, claim.job_id, claim.worker),
         )
         if cur.rowcount != 1:
             raise Conflict(f"job {claim.job_id} is no longer held by {claim.worker}")
 
     async def get_job(self, user_id: str, job_id: str) -> Job:
         async with self._tx(user_id) as cur:
-            job = await self._job(cur, job_id)
-        if job.user_id != user_id:
-            raise NotFound(f"no job {job_id}")
-        return job
+            return await self._job(cur, user_id, job_id)
 
     async def list_jobs(
         self, user_id: str, *, status: JobStatus | None = None, limit: int = 50, offset: int = 0
@@ -143,8 +144,8 @@ class JobsMixin:
             by_id = {r[0]: Message(r[1], r[2], r[0]) for r in await cur.fetchall()}
         return [by_id[i] for i in job.message_ids if i in by_id]
 
-    async def _job(self, cur: psycopg.AsyncCursor, job_id: str) -> Job:
-        await cur.execute(f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = %s", (job_id,))
+    async def _job(self, cur: psycopg.AsyncCursor, user_id: str, job_id: str) -> Job:
+        await cur.execute(f"SELECT {JOB_COLUMNS} FROM jobs WHERE user_id = %s AND id = %s", (user_id, job_id))
         row = await cur.fetchone()
         if row is None:
             raise NotFound(f"no job {job_id}")

@@ -207,7 +207,9 @@ class PeopleMixin:
             "INSERT INTO conversations VALUES (%s, %s, %s, %s) ON CONFLICT (id) DO NOTHING",
             (conversation_id, scope.user_id, scope.agent_id, at),
         )
-        await cur.execute("SELECT 1 FROM conversations WHERE id = %s", (conversation_id,))
+        await cur.execute(
+            "SELECT 1 FROM conversations WHERE user_id = %s AND id = %s", (scope.user_id, conversation_id)
+        )
         if await cur.fetchone() is None:
             raise NotFound(f"no conversation {conversation_id}")
         saved = []
@@ -217,7 +219,7 @@ class PeopleMixin:
                 "INSERT INTO messages VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING",
                 (m.id, conversation_id, scope.user_id, m.role, m.content, at),
             )
-            await cur.execute("SELECT 1 FROM messages WHERE id = %s", (m.id,))
+            await cur.execute("SELECT 1 FROM messages WHERE user_id = %s AND id = %s", (scope.user_id, m.id))
             if await cur.fetchone() is None:
                 raise NotFound(f"no message {m.id}")
             saved.append(m)
@@ -244,7 +246,9 @@ class PeopleMixin:
             if owner is None:
                 return None
             await self._as_user(cur, owner)
-            await cur.execute(f"SELECT {KEY_COLUMNS} FROM api_keys WHERE id = %s", (key_id,))
+            await cur.execute(
+                f"SELECT {KEY_COLUMNS} FROM api_keys WHERE user_id = %s AND id = %s", (owner, key_id)
+            )
             row = await cur.fetchone()
         return key_from(row) if row else None
 

@@ -183,7 +183,8 @@ class SearchMixin:
         async with self._tx(scope.user_id) as cur:
             visible, params = await self._visible(cur, scope)
             await cur.execute(
-                "SELECT f.id, v.embedding FROM fact_vectors v JOIN facts f ON f.rowid = v.fact_rowid"
+                "SELECT f.id, v.embedding FROM fact_vectors v"
+                " JOIN facts f ON f.user_id = v.user_id AND f.rowid = v.fact_rowid"
                 f" WHERE {visible} AND f.id = ANY (%(ids)s) AND v.model = %(model)s",
                 {**params, "ids": list(fact_ids), "model": model},
             )

@@ -57,9 +57,12 @@ class JobsMixin:
         """The oldest due job (or one whose claimant's lease ran out), now leased to `worker`."""
 
         def claim(cur):
+            # only a user's earliest open job is due: one turn per person at a time, in order
             row = cur.execute(
-                "SELECT id FROM jobs WHERE (status = 'pending' AND next_attempt_at <= ?)"
-                " OR (status = 'claimed' AND lease_until < ?) ORDER BY next_attempt_at LIMIT 1",
+                "SELECT d.id FROM jobs d WHERE ((d.status = 'pending' AND d.next_attempt_at <= ?)"
+                " OR (d.status = 'claimed' AND d.lease_until < ?)) AND NOT EXISTS (SELECT 1 FROM jobs e"
+                " WHERE e.user_id = d.user_id AND e.id < d.id AND e.status IN ('pending', 'claimed'))"
+                " ORDER BY d.next_attempt_at LIMIT 1",
                 (ts(now), ts(now)),
             ).fetchone()
             if row is None:

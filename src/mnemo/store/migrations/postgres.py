@@ -14,6 +14,7 @@ from .postgres_security import (
     APP_ROLE,
     LOCK_NAMESPACE,
     lexical_function,
+    ordered_claim_function,
     people_functions,
     protect,
     queue_functions,
@@ -225,4 +226,14 @@ def _server(cur) -> None:
     queue_functions(cur)
 
 
-MIGRATIONS = [Migration(1, "initial", _initial), Migration(2, "server", _server)]
+def _turn_order(cur) -> None:
+    """Each person's turns are learnt from one at a time, in the order they came."""
+    cur.execute("CREATE INDEX jobs_open ON jobs (user_id, id) WHERE status IN ('pending', 'claimed')")
+    ordered_claim_function(cur)
+
+
+MIGRATIONS = [
+    Migration(1, "initial", _initial),
+    Migration(2, "server", _server),
+    Migration(3, "turn_order", _turn_order),
+]

@@ -173,3 +173,34 @@ def queue_functions(cur) -> None:
     definer(cur, "mnemo_claim_job(text, timestamptz, timestamptz)")
     definer(cur, "mnemo_claimant(text, text)")
     definer(cur, "mnemo_key_owner(text)")
+
+
+def ordered_claim_function(cur) -> None:
+    """The claim of queue_functions, but a job is due only when it is its user's earliest open
+    one (jobs.id is a UUIDv7, so time-ordered). Two workers then never learn from one person's
+    turns at once — which would let both create the same fact, or apply a later correction
+    before the statement it corrects — and turns are learnt from in the order they came. A
+    job waiting out a retry holds back that user's later turns; other users are not held."""
+    cur.execute(
+        """
+        CREATE OR REPLACE FUNCTION mnemo_claim_job(worker text, now timestamptz, lease_until timestamptz)
+        RETURNS TABLE (job_id text, user_id text) LANGUAGE sql VOLATILE AS $$
+            UPDATE jobs j
+            SET status = 'claimed', claimed_by = worker, lease_until = mnemo_claim_job.lease_until,
+                attempts = j.attempts + 1
+            WHERE j.id = (
+                SELECT d.id FROM jobs d
+                WHERE ((d.status = 'pending' AND d.next_attempt_at <= now)
+                       OR (d.status = 'claimed' AND d.lease_until < now))
+                  AND NOT EXISTS (
+                      SELECT FROM jobs e
+                      WHERE e.user_id = d.user_id AND e.id < d.id AND e.status IN ('pending', 'claimed'))
+                ORDER BY d.next_attempt_at
+                LIMIT 1
+                FOR UPDATE SKIP LOCKED
+            )
+            RETURNING j.id, j.user_id
+        $$;
+        """
+    )
+    definer(cur, "mnemo_claim_job(text, timestamptz, timestamptz)")

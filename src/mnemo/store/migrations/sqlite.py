@@ -165,4 +165,14 @@ def _server(cur) -> None:
     )
 
 
-MIGRATIONS = [Migration(1, "initial", _initial), Migration(2, "server", _server)]
+def _turn_order(cur) -> None:
+    """Each person's turns are learnt from one at a time, in the order they came: the claim
+    looks for an earlier open job of the same user (jobs.id is a UUIDv7, so time-ordered)."""
+    _script(cur, "CREATE INDEX jobs_open ON jobs (user_id, id) WHERE status IN ('pending', 'claimed');\n")
+
+
+MIGRATIONS = [
+    Migration(1, "initial", _initial),
+    Migration(2, "server", _server),
+    Migration(3, "turn_order", _turn_order),
+]

@@ -1,0 +1,89 @@
+"""Helpers for tests that run `mnemo serve` and `mnemo worker` as processes of their own (the
+installed script), and for waiting on what they do. This module holds no tests."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx2
+
+MNEMO = str(Path(sys.executable).with_name("mnemo"))
+ADMIN = "process-test-admin-key-0123"
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(check: Callable[[], Any], timeout: float = 15.0, what: str = "the condition") -> Any:
+    """Poll `check` until it returns something true, and return that."""
+    deadline = time.monotonic() + timeout
+    while not (found := check()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+    return found
+
+
+def environment(data_dir: Path, scripted_llm, database_url: str | None = None) -> dict[str, str]:
+    """This process's environment without its MNEMO_* settings, plus a test deployment's."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    env.update(
+        MNEMO_DATA_DIR=str(data_dir),
+        MNEMO_ADMIN_KEY=ADMIN,
+        MNEMO_LLM_BASE_URL=scripted_llm.base_url,
+        MNEMO_LLM_MODEL="scripted-model",
+        MNEMO_JOBS__LEASE_SECONDS="2",
+        MNEMO_JOBS__POLL_SECONDS="0.05",
+        MNEMO_JOBS__BACKOFF_SECONDS="0.2",
+    )
+    if database_url is not None:
+        env["MNEMO_DATABASE_URL"] = database_url
+    return env
+
+
+class Serve:
+    """`mnemo serve` on a free port; `token` is the key it printed, if it printed one."""
+
+    def __init__(self, env: dict[str, str], log: Path) -> None:
+        self.port = free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        self.log = log
+        with log.open("wb") as out:
+            self.process = subprocess.Popen(
+                [MNEMO, "serve", "--port", str(self.port)], env=env, stdout=out, stderr=subprocess.STDOUT
+            )
+        deadline = time.monotonic() + 20
+        while not self._healthy():
+            assert self.process.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, f"mnemo serve did not start:\n{log.read_text()}"
+            time.sleep(0.05)
+        found = re.search(r"mnemo_[0-9a-f]{16}_[A-Za-z0-9_-]+", log.read_text())
+        self.token = found.group(0) if found else None
+
+    def _healthy(self) -> bool:
+        try:
+            return httpx2.get(f"{self.base_url}/healthz", timeout=1).status_code == 200
+        except httpx2.TransportError:
+            return False
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        """SIGTERM: uvicorn shuts down, then re-raises the signal."""
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait(timeout=15)
