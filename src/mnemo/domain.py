@@ -65,6 +65,7 @@ class SourceKind(StrEnum):
     USER_EDIT = "user_edit"
     IMPORT = "import"
     BACKFILL = "backfill"
+    MCP = "mcp"  # an assistant's `remember` tool call, on the person's behalf
 
 
 class MemoryMode(StrEnum):
@@ -398,6 +399,13 @@ def parse_time(value: str | datetime | None) -> datetime | None:
         return None
     dt = value if isinstance(value, datetime) else datetime.fromisoformat(value)
     return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+
+
+def find_agent(agents: list[Agent], id_or_name: str) -> Agent | None:
+    """One of these agents by id, else by name (an id wins over a name that looks like one)."""
+    return next((a for a in agents if a.id == id_or_name), None) or next(
+        (a for a in agents if a.name == id_or_name), None
+    )
 
 
 def readable_agent_keys(scope: Scope, agents: list[Agent]) -> list[str] | None:

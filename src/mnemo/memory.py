@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -20,6 +21,7 @@ from .domain import (
     Job,
     JobStatus,
     MemoryMode,
+    Message,
     NotFound,
     ReviewPolicy,
     Scope,
@@ -187,6 +189,17 @@ class Memory:
             return None
         return await self.store.get_user(key.user_id)
 
+    async def secret(self, name: str) -> str:
+        """A random server-side secret kept in the store (made on first use), e.g. to sign
+        the web page's forms; every process sharing the store gets the same one."""
+        key = f"secret:{name}"
+        stored = await self.store.get_setting(key)
+        if stored is None:
+            await self.store.set_setting(key, secrets.token_urlsafe(32))
+            stored = await self.store.get_setting(key)  # a racing process may have won: take its
+        assert stored is not None
+        return stored
+
     async def server_mode(self) -> MemoryMode | None:
         stored = await self.store.get_setting(SERVER_MODE_KEY)
         return MemoryMode(stored) if stored else self.settings.memory_mode
@@ -262,9 +275,11 @@ class Memory:
         confidence: float = 1.0,
         actor: str = "user",
         source: Source | None = None,
+        held: bool = False,
     ) -> Fact:
         """A fact written by a person; restating an active fact reinforces it instead
-        (and pins it, if asked; its category and valid time stay as they were)."""
+        (and pins it, if asked; its category and valid time stay as they were). `held`
+        stores a new fact as a candidate that the person approves or rejects."""
         text = changes.clean_text(text)
         now = self.clock()
         same = await self.store.find_by_hash(scope, text_hash(text))
@@ -286,6 +301,7 @@ class Memory:
             valid_from=valid_from,
             embedding_model=self.embedder.model_name,
             pinned=pinned,
+            status=Status.CANDIDATE if held else Status.ACTIVE,
         )
         await self._commit(scope, [changes.create(fact, vector, actor)], now)
         return fact
@@ -436,6 +452,17 @@ class Memory:
         ]
         past.sort(key=lambda f: (f.created_at, f.id), reverse=True)
         return past[offset : offset + limit]
+
+    async def messages(
+        self, user_id: str, conversation_id: str, ids: Sequence[str] | None = None
+    ) -> list[Message]:
+        """A conversation's stored messages (only those of `ids`, when given), oldest first:
+        where a fact came from. Another user's conversation has none."""
+        found = await self.store.conversation_messages(user_id, conversation_id)
+        if ids is None:
+            return found
+        wanted = set(ids)
+        return [m for m in found if m.id in wanted]
 
     async def events(self, user_id: str) -> list[Event]:
         """The user's whole audit log, oldest first."""

@@ -187,6 +187,19 @@ async def test_message_provenance_is_recorded(llm_memory, scripted_llm, alice):
     assert fact.source.prompt_version == extract_prompt.VERSION
 
 
+async def test_a_facts_source_messages_are_read_back_for_its_user_only(llm_memory, scripted_llm, alice, bob):
+    scripted_llm.reply_json(extraction({"text": "I have a cat named Miso", "speaker": "user", "message": 1}))
+    await llm_memory.remember(
+        Turn.of(alice, ("user", "My cat is Miso."), ("assistant", "Cute!"), conversation_id="c-1")
+    )
+    fact = (await llm_memory.list(alice))[0]
+    said = await llm_memory.messages(alice.user_id, "c-1", fact.source.message_ids)
+    assert [(m.role, m.content) for m in said] == [("user", "My cat is Miso.")]
+    whole = await llm_memory.messages(alice.user_id, "c-1")
+    assert [(m.role, m.content) for m in whole] == [("user", "My cat is Miso."), ("assistant", "Cute!")]
+    assert await llm_memory.messages(bob.user_id, "c-1") == []
+
+
 async def test_problems_are_logged_without_the_persons_words(llm_memory, scripted_llm, alice, caplog):
     scripted_llm.reply_json({"facts": [{"text": 5}, {"text": "I play the cello"}]})
     with caplog.at_level("WARNING", logger="mnemo.write.writer"):

@@ -162,6 +162,9 @@ async def _workload(url: str, embedder: Any, llm: ScriptedOpenAI, data_dir: Path
         await store.enqueue_turn(me, "c3", messages, clock.now, automation=True)
         assert await worker.drain() == 2
         assert (await memory.job(alice.id, job.id)).status == JobStatus.DONE
+        said = await memory.messages(alice.id, "c2")
+        assert [m.role for m in said] == ["user", "assistant"]
+        assert await memory.messages(bob.id, "c2") == []
         assert len(await memory.jobs(alice.id, status=JobStatus.DONE)) == 2
         failing = Worker(smart, clock=clock, backoff=timedelta(seconds=10), max_attempts=2)
         parked = await smart.submit(_turn(Scope(bob.id), "I have a dog named Rex."))

@@ -9,6 +9,7 @@ import typer
 from rich.text import Text
 
 from ..domain import Category, Status, StatusFilter, Turn
+from ..export import event_record
 from . import output
 from .options import AsOf, FactId, Json, Limit
 from .runtime import Session, parse_when, run
@@ -125,7 +126,7 @@ def history(ctx: typer.Context, fact_id: FactId, json: Json = False) -> None:
 
     events = run(ctx, work, fact_id=fact_id)
     if json:
-        output.emit_json([output.event_json(e) for e in events])
+        output.emit_json([event_record(e) for e in events])
     else:
         output.stdout().print(output.history_table(events))
 
@@ -169,7 +170,7 @@ def remember(
     if json:
         output.emit_json(
             {
-                "events": [output.event_json(e) for e in report.events],
+                "events": [event_record(e) for e in report.events],
                 "held": report.held,
                 "problems": list(report.problems),
                 "skipped": report.skipped,

@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from . import admin, edits, facts, server
+from . import admin, edits, facts, mcp, server
 from .runtime import Options
 
 app = typer.Typer(
@@ -64,3 +64,4 @@ app.add_typer(admin.settings, name="settings")
 app.add_typer(admin.audit, name="audit")
 app.add_typer(server.app)
 app.add_typer(server.users, name="users")
+app.add_typer(mcp.app)

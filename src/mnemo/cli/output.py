@@ -48,20 +48,6 @@ def fact_json(fact: Fact) -> dict[str, Any]:
     return fact.snapshot()
 
 
-def event_json(event: Event) -> dict[str, Any]:
-    return {
-        "seq": event.seq,
-        "at": event.at.isoformat(),
-        "fact_id": event.fact_id,
-        "action": str(event.action),
-        "actor": event.actor,
-        "reason": event.reason,
-        "before": event.before,
-        "after": event.after,
-        "redacted": event.redacted,
-    }
-
-
 def hit_json(rank: int, hit: Hit) -> dict[str, Any]:
     return {
         "rank": rank,

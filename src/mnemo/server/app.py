@@ -10,8 +10,10 @@ from datetime import timedelta
 
 from fastapi import FastAPI
 
+from .. import web
 from ..build import open_memory
 from ..jobs import Worker
+from ..mcp.http import McpEndpoint
 from ..memory import Memory
 from ..settings import Settings
 from . import errors
@@ -47,6 +49,7 @@ def build_worker(memory: Memory, settings: Settings) -> Worker:
 
 def create_app(settings: Settings, memory: Memory | None = None) -> FastAPI:
     """The ASGI app. Tests may hand in a Memory; otherwise it is built from settings."""
+    mcp = McpEndpoint(settings)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -62,7 +65,8 @@ def create_app(settings: Settings, memory: Memory | None = None) -> FastAPI:
         stop = asyncio.Event()
         task = asyncio.create_task(app.state.worker.run(stop)) if app.state.worker else None
         try:
-            yield
+            async with mcp.running():
+                yield
         finally:
             stop.set()
             if task is not None:
@@ -88,4 +92,6 @@ def create_app(settings: Settings, memory: Memory | None = None) -> FastAPI:
 
     for module in (memories, review, audit, account, admin, agents, turns, chat):
         app.include_router(module.router)
+    web.install(app)  # the person's page at /, outside the API's schema
+    app.add_route(mcp.path, mcp, include_in_schema=False)
     return app

@@ -87,6 +87,8 @@ class Store(Protocol):
     async def save_messages(
         self, scope: Scope, conversation_id: str, messages: Sequence[Message], at: datetime
     ) -> list[Message]: ...
+    async def conversation_messages(self, user_id: str, conversation_id: str) -> list[Message]:
+        """The user's messages of that conversation, oldest first; none for another user's."""
 
     # facts
     async def get_fact(self, scope: Scope, fact_id: str) -> Fact:

@@ -225,6 +225,15 @@ class PeopleMixin:
             saved.append(m)
         return saved
 
+    async def conversation_messages(self, user_id: str, conversation_id: str) -> list[Message]:
+        async with self._tx(user_id) as cur:
+            await cur.execute(
+                "SELECT id, role, content FROM messages WHERE user_id = %s AND conversation_id = %s"
+                " ORDER BY created_at, id",
+                (user_id, conversation_id),
+            )
+            return [Message(r[1], r[2], r[0]) for r in await cur.fetchall()]
+
     # -- API keys -----------------------------------------------------------------------
 
     async def add_api_key(self, key: ApiKey) -> ApiKey:

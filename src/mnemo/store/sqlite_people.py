@@ -206,6 +206,17 @@ class PeopleMixin:
             saved.append(m)
         return saved
 
+    async def conversation_messages(self, user_id: str, conversation_id: str) -> list[Message]:
+        def select():
+            rows = self._conn.execute(
+                "SELECT id, role, content FROM messages WHERE user_id = ? AND conversation_id = ?"
+                " ORDER BY created_at, id",
+                (user_id, conversation_id),
+            )
+            return [Message(r[1], r[2], r[0]) for r in rows]
+
+        return await self._run(select)
+
     async def any_user(self) -> bool:
         return await self._run(
             lambda: self._conn.execute("SELECT 1 FROM users LIMIT 1").fetchone() is not None

@@ -4,6 +4,7 @@
 - `prepare`: which agent, the persona, and the memory block, before forwarding.
 - `upstream`: the one HTTP client to the model server, and its failures as answers.
 - `relay`: a streamed reply passed through chunk by chunk, its turn stored once.
+- `forward`: one turn start to end (prepare, upstream, store), shared by the route and the web page.
 
 The routes themselves are in `mnemo.server.routes.chat`.
 """

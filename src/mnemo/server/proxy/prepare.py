@@ -7,8 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ...domain import Agent, Message, Scope, Turn, User, new_id
+from ...domain import Agent, Message, Scope, Turn, User, find_agent, new_id
 from ...memory import Memory
+from ...recall.fuse import Hit
 from ...recall.render import inject, render
 from ...settings import Settings
 from .wire import ChatError, content_text
@@ -27,13 +28,17 @@ class Prepared:
 
     body: dict[str, Any]
     scope: Scope
-    recalled: int
+    hits: tuple[Hit, ...]  # what memory recalled for the latest user message, injected
     conversation_id: str
     automation: bool
     # The latest user message's text, when the request ends with it (a new user
     # turn) and it has text; None for follow-ups such as tool results, whose
     # user message was stored with the request that first carried it.
     user_text: str | None
+
+    @property
+    def recalled(self) -> int:
+        return len(self.hits)
 
     def turn(self, reply: str) -> Turn | None:
         if self.user_text is None:
@@ -73,7 +78,7 @@ async def prepare(
     return Prepared(
         body={**body, "model": model, "messages": inject(messages, block)},
         scope=scope,
-        recalled=len(hits),
+        hits=tuple(hits),
         conversation_id=headers.get(CONVERSATION_HEADER) or new_id(),
         automation=(headers.get(AUTOMATION_HEADER) or "").strip().lower() in ("true", "1", "yes"),
         user_text=query if query.strip() and messages[-1].get("role") == "user" else None,
@@ -83,8 +88,7 @@ async def prepare(
 def choose_agent(agents: list[Agent], header: str | None, model: Any) -> Agent | None:
     """X-Mnemo-Agent (id or name) first; else a `model` naming one of the user's agents; else the default."""
     if header:
-        by_id = next((a for a in agents if a.id == header), None)
-        found = by_id or next((a for a in agents if a.name == header), None)
+        found = find_agent(agents, header)
         if found is None:
             raise ChatError(
                 404,

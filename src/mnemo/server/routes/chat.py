@@ -11,20 +11,16 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 from collections.abc import AsyncIterator
 
 from fastapi import APIRouter, FastAPI, Request, Response
 
-from ...jobs import Worker
-from ...memory import Memory
 from ..deps import CurrentUser, MemoryDep, SettingsDep, WorkerDep
-from ..proxy.prepare import Prepared, check_body, prepare
+from ..proxy.forward import complete, forward, remember
+from ..proxy.prepare import check_body
 from ..proxy.relay import StreamRelay
 from ..proxy.upstream import Upstream, relayed_headers
-from ..proxy.wire import ChatError, completion_text, model_entry
-
-log = logging.getLogger(__name__)
+from ..proxy.wire import ChatError, model_entry
 
 
 @contextlib.asynccontextmanager
@@ -53,19 +49,16 @@ async def chat_completions(
     request: Request, user: CurrentUser, memory: MemoryDep, worker: WorkerDep, settings: SettingsDep
 ) -> Response:
     """OpenAI's chat completions, streamed or not, with memory recalled before and learnt after."""
+    upstream: Upstream | None = request.app.state.upstream
     try:
         body = check_body(await _json(request))
-        upstream: Upstream | None = request.app.state.upstream
-        if upstream is None:
-            raise ChatError(
-                503,
-                "no upstream model is configured: set MNEMO_UPSTREAM_BASE_URL (or MNEMO_LLM_BASE_URL)",
-                "server_error",
-                "upstream_not_configured",
-            )
-        prepared = await prepare(memory, settings, user, body, request.headers)
         stream = bool(body.get("stream"))
-        reply = await upstream.chat(prepared.body, stream=stream)
+        if not stream:
+            done = await complete(memory, settings, upstream, worker, user, body, request.headers)
+            prepared, reply = done.prepared, done.reply
+        else:
+            forwarded = await forward(memory, settings, upstream, user, body, request.headers, stream=True)
+            prepared, reply = forwarded.prepared, forwarded.reply
     except ChatError as err:
         return err.response()
 
@@ -75,16 +68,14 @@ async def chat_completions(
         "x-mnemo-recalled": str(prepared.recalled),
         "x-mnemo-conversation": prepared.conversation_id,
     }
-    if stream:
-        headers["cache-control"] = "no-cache"
+    if not stream:
+        return Response(reply.content, status_code=reply.status_code, headers=headers)
+    headers["cache-control"] = "no-cache"
 
-        async def finish(text: str) -> None:
-            await _remember(memory, worker, prepared, text)
+    async def finish(text: str) -> None:
+        await remember(memory, worker, prepared, text)
 
-        return StreamRelay(reply, headers, finish)
-    # Stored before answering: once the client has the reply, its turn is durable.
-    await _remember(memory, worker, prepared, completion_text(reply.content))
-    return Response(reply.content, status_code=reply.status_code, headers=headers)
+    return StreamRelay(reply, headers, finish)
 
 
 @router.get("/models")
@@ -104,17 +95,3 @@ async def _json(request: Request) -> object:
         return json.loads(await request.body())
     except ValueError as exc:
         raise ChatError(400, f"the request body is not valid JSON: {exc}") from exc
-
-
-async def _remember(memory: Memory, worker: Worker | None, prepared: Prepared, reply: str) -> None:
-    """Store the turn and queue its learning; a failure here is logged, never the client's problem."""
-    turn = prepared.turn(reply)
-    if turn is None:
-        return
-    try:
-        job = await memory.submit(turn)  # None when memory is off or this is automation
-    except Exception:
-        log.exception("could not store a chat turn")
-        return
-    if job is not None and worker is not None:
-        worker.wake()

@@ -1,0 +1,142 @@
+"""Settings: the memory switch, the review policy, agents and API keys."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from .. import keys
+from ..domain import InvalidInput, MemoryMode, NotFound, ReviewPolicy
+from ..gate import memory_enabled
+from .forms import fact_id, flag, text
+from .render import page, redirect
+from .routing import web_router
+from .session import FormDep, Session, SessionDep, memory_of, sign_out
+
+router = web_router()
+
+_KEY_ID = 16  # hex characters of a key's id
+
+
+async def render_settings(request: Request, session: Session, *, status: int = 200, **extra: Any) -> Response:
+    memory = memory_of(request)
+    user = session.user  # read by this very request's sign-in check: current
+    mode = await memory.server_mode()
+    signed_with = keys.parse(session.key)
+    context: dict[str, Any] = {
+        "agent_form": {"name": "", "private": "", "reads_default": ""},
+        "agent_error": "",
+        "key_error": "",
+        "new_key": None,
+    }
+    context.update(extra)
+    return page(
+        request,
+        "settings.html",
+        status=status,
+        section="settings",
+        user=user,
+        mode=mode or MemoryMode.ENABLED_DEFAULT_ON,
+        mode_set=mode is not None,
+        enabled=memory_enabled(mode, user.memory_enabled),
+        overridden=mode == MemoryMode.DISABLED and user.memory_enabled is True,
+        policies=list(ReviewPolicy),
+        agents=await memory.agents(user.id),
+        keys=await memory.api_keys(user.id),
+        current_key=signed_with[0] if signed_with else None,
+        **context,
+    )
+
+
+@router.get("/settings")
+async def settings(request: Request, session: SessionDep) -> Response:
+    return await render_settings(request, session)
+
+
+@router.post("/settings/memory")
+async def switch(request: Request, session: SessionDep, form: FormDep) -> Response:
+    choice = text(form, "memory", 10)
+    value = {"on": True, "off": False, "default": None}
+    if choice not in value:
+        return redirect("/settings", "Choose on, off, or the server's default.", kind="error")
+    memory = memory_of(request)
+    await memory.set_user_switch(session.user.id, value[choice])
+    now_on = await memory.memory_enabled(session.user.id)
+    said = (
+        "Memory is now on for you." if now_on else "Memory is now off for you: nothing is recalled or learnt."
+    )
+    if value[choice] is True and not now_on:
+        said = "Your switch is on, but the server's mode keeps memory off for everyone."
+        return redirect("/settings", said, kind="warn")
+    return redirect("/settings", said)
+
+
+@router.post("/settings/policy")
+async def policy(request: Request, session: SessionDep, form: FormDep) -> Response:
+    try:
+        chosen = ReviewPolicy(text(form, "policy", 20))
+    except ValueError:
+        return redirect("/settings", "Choose one of the review policies.", kind="error")
+    await memory_of(request).set_review_policy(session.user.id, chosen)
+    return redirect("/settings", f"Review policy: {chosen}.")
+
+
+@router.post("/settings/agents")
+async def create_agent(request: Request, session: SessionDep, form: FormDep) -> Response:
+    typed = {
+        "name": text(form, "name", 101),
+        "private": "on" if flag(form, "private") else "",
+        "reads_default": "on" if flag(form, "reads_default") else "",
+    }
+    problem = ""
+    if not typed["name"]:
+        problem = "Give the agent a name."
+    elif len(typed["name"]) > 100:
+        problem = "A name is at most 100 characters."
+    if not problem:
+        try:
+            agent = await memory_of(request).create_agent(
+                session.user.id,
+                typed["name"],
+                private=bool(typed["private"]),
+                reads_default=bool(typed["reads_default"]),
+            )
+        except InvalidInput as exc:
+            problem = str(exc)
+        else:
+            return redirect("/settings", f"Agent “{agent.name}” created.")
+    return await render_settings(request, session, status=422, agent_form=typed, agent_error=problem)
+
+
+@router.post("/settings/agents/{agent}/delete")
+async def delete_agent(request: Request, session: SessionDep, form: FormDep, agent: str) -> Response:
+    deleted, retracted = await memory_of(request).delete_agent(session.user.id, fact_id(agent, "agent"))
+    return redirect(
+        "/settings", f"Agent “{deleted.name}” deleted; {retracted} of its memories retracted (not erased)."
+    )
+
+
+@router.post("/settings/keys")
+async def create_key(request: Request, session: SessionDep, form: FormDep) -> Response:
+    name = text(form, "name", 101) or "web"
+    if len(name) > 100:
+        return await render_settings(
+            request, session, status=422, key_error="A name is at most 100 characters."
+        )
+    key, token = await memory_of(request).create_api_key(session.user.id, name)
+    return await render_settings(request, session, new_key={"key": key, "token": token})
+
+
+@router.post("/settings/keys/{key}/revoke")
+async def revoke_key(request: Request, session: SessionDep, form: FormDep, key: str) -> Response:
+    if len(key) != _KEY_ID or any(c not in "0123456789abcdef" for c in key):
+        raise NotFound(f"no API key {key[:40]!r}")
+    revoked = await memory_of(request).revoke_api_key(session.user.id, key)
+    signed_with = keys.parse(session.key)
+    if signed_with and signed_with[0] == revoked.id:
+        response = redirect("/signin", "You revoked the key you were signed in with, so you are signed out.")
+        sign_out(response, request)
+        return response
+    return redirect("/settings", f"Key “{revoked.name}” revoked: it stops working at once.")

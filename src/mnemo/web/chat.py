@@ -1,0 +1,128 @@
+"""Try it: a small chat through the proxy's own code, with what memory recalled for each reply.
+
+The page keeps the conversation in the form itself (a hidden field the server
+reads back), so it holds no state of its own; each turn goes through
+`proxy.forward.complete`, exactly as a client of /v1/chat/completions would.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from ..domain import new_id
+from ..server.proxy.forward import complete
+from ..server.proxy.prepare import AGENT_HEADER, CONVERSATION_HEADER
+from ..server.proxy.wire import ChatError
+from ..server.schemas import is_uuid
+from .forms import text
+from .render import page
+from .routing import web_router
+from .session import FormDep, Session, SessionDep, memory_of
+
+router = web_router()
+
+MAX_MESSAGE = 8000
+MAX_TURNS = 20  # exchanges sent back as context; older ones drop off the front
+_ARMS = {"pinned": "pinned", "semantic": "similar meaning", "lexical": "same words", "recency": "recent"}
+
+
+def _history(raw: str) -> list[dict[str, Any]]:
+    """The transcript the page sent back; anything malformed is dropped, not trusted."""
+    try:
+        items = json.loads(raw) if raw else []
+    except ValueError:
+        return []
+    kept = []
+    for item in items if isinstance(items, list) else []:
+        if not isinstance(item, dict) or item.get("role") not in ("user", "assistant"):
+            continue
+        if not isinstance(item.get("content"), str):
+            continue
+        recalled = item.get("recalled") if item["role"] == "assistant" else None
+        recalled = [
+            {"id": str(r.get("id", "")), "text": str(r.get("text", "")), "why": str(r.get("why", ""))}
+            for r in (recalled if isinstance(recalled, list) else [])
+            if isinstance(r, dict)
+        ]
+        kept.append({"role": item["role"], "content": item["content"][:MAX_MESSAGE], "recalled": recalled})
+    return kept[-2 * MAX_TURNS :]
+
+
+async def render_chat(
+    request: Request,
+    session: Session,
+    *,
+    history: list[dict[str, Any]] | None = None,
+    conversation: str = "",
+    agent: str = "",
+    message: str = "",
+    error: str = "",
+    status: int = 200,
+) -> Response:
+    memory = memory_of(request)
+    return page(
+        request,
+        "chat.html",
+        status=status,
+        section="try",
+        history=history or [],
+        history_json=json.dumps(history or [], ensure_ascii=False),
+        conversation=conversation or new_id(),
+        agent=agent,
+        agents=await memory.agents(session.user.id),
+        message=message,
+        error=error,
+        configured=request.app.state.upstream is not None,
+        enabled=await memory.memory_enabled(session.user.id),
+        max_message=MAX_MESSAGE,
+    )
+
+
+@router.get("/try")
+async def chat_page(request: Request, session: SessionDep) -> Response:
+    return await render_chat(request, session)
+
+
+@router.post("/try")
+async def say(request: Request, session: SessionDep, form: FormDep) -> Response:
+    history = _history(text(form, "history", 2_000_000))
+    conversation = text(form, "conversation", 200) or new_id()
+    agent = text(form, "agent", 100).lower()
+    message = text(form, "message", MAX_MESSAGE + 1)
+    keep = {"history": history, "conversation": conversation, "agent": agent, "message": message}
+    if not message:
+        return await render_chat(request, session, **keep, error="Write a message first.", status=422)
+    if len(message) > MAX_MESSAGE:
+        problem = f"That message is over {MAX_MESSAGE} characters."
+        return await render_chat(request, session, **keep, error=problem, status=422)
+    headers = {CONVERSATION_HEADER: conversation}
+    if agent and is_uuid(agent):
+        headers[AGENT_HEADER] = agent
+    messages = [{"role": m["role"], "content": m["content"]} for m in history]
+    body = {"messages": [*messages, {"role": "user", "content": message}]}
+    memory = memory_of(request)
+    try:
+        done = await complete(
+            memory,
+            request.app.state.settings,
+            request.app.state.upstream,
+            request.app.state.worker,
+            session.user,
+            body,
+            headers,
+        )
+    except ChatError as err:
+        return await render_chat(request, session, **keep, error=err.message, status=err.status)
+    recalled = [
+        {"id": h.fact.id, "text": h.fact.text, "why": ", ".join(_ARMS.get(a, a) for a in sorted(h.reasons))}
+        for h in done.prepared.hits
+    ]
+    history += [
+        {"role": "user", "content": message, "recalled": []},
+        {"role": "assistant", "content": done.text, "recalled": recalled},
+    ]
+    return await render_chat(request, session, history=history, conversation=conversation, agent=agent)

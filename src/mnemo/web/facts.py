@@ -1,0 +1,132 @@
+"""One memory: its page (history, sources, corrections) and the changes a person makes to it."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from ..domain import Category, Conflict, InvalidInput
+from ..write.changes import MAX_TEXT
+from .forms import choice, fact_id, flag, number, text
+from .history import story
+from .render import local_path, page, redirect
+from .routing import web_router
+from .session import FormDep, Session, SessionDep, memory_of
+
+router = web_router()
+
+
+async def render_fact(
+    request: Request,
+    session: Session,
+    fact_id: str,
+    *,
+    edit: dict[str, str] | None = None,
+    error: str = "",
+    status: int = 200,
+) -> Response:
+    memory = memory_of(request)
+    told = await story(memory, session.scope, fact_id)
+    agents = {a.id: a.name for a in await memory.agents(session.user.id)}
+    fact = told.fact
+    return page(
+        request,
+        "fact.html",
+        status=status,
+        section="memories",
+        story=told,
+        fact=fact,
+        agent_name=agents.get(fact.agent_id, "a deleted agent") if fact.agent_id else "Default assistant",
+        categories=list(Category),
+        edit=edit or {"text": fact.text, "category": str(fact.category), "version": str(fact.version)},
+        error=error,
+        max_text=MAX_TEXT,
+        here=f"/memories/{fact.id}",
+    )
+
+
+@router.get("/memories/{fact}")
+async def show(request: Request, session: SessionDep, fact: str) -> Response:
+    return await render_fact(request, session, fact_id(fact))
+
+
+@router.post("/memories/{fact}/edit")
+async def edit(request: Request, session: SessionDep, form: FormDep, fact: str) -> Response:
+    """Correct in place: same id and created date; the old text stays in the history."""
+    fid = fact_id(fact)
+    typed = {
+        "text": text(form, "text", MAX_TEXT + 1),
+        "category": text(form, "category", 40),
+        "version": text(form, "version", 20),
+    }
+    category = choice(typed["category"], Category)
+    version = number(typed["version"], low=1)
+    if not typed["text"]:
+        problem = "The text cannot be empty. To take a memory back, retract it instead."
+        return await render_fact(request, session, fid, edit=typed, error=problem, status=422)
+    if len(typed["text"]) > MAX_TEXT:
+        problem = f"That is longer than {MAX_TEXT} characters."
+        return await render_fact(request, session, fid, edit=typed, error=problem, status=422)
+    if category is None or version is None:
+        problem = "The form was incomplete; check the category and save again."
+        return await render_fact(request, session, fid, edit=typed, error=problem, status=422)
+    memory = memory_of(request)
+    try:
+        await memory.edit(session.scope, fid, typed["text"], version=version, category=category)
+    except Conflict:
+        current = await memory.get(session.scope, fid)
+        typed["version"] = str(current.version)
+        problem = (
+            "This memory changed since you opened it (it now reads as shown above)."
+            " Your text is kept below: save again to apply it."
+        )
+        return await render_fact(request, session, fid, edit=typed, error=problem, status=409)
+    except InvalidInput as exc:
+        return await render_fact(request, session, fid, edit=typed, error=str(exc), status=422)
+    back = local_path(form.get("next"), f"/memories/{fid}")
+    return redirect(back, "Saved. The earlier text is kept in its history.")
+
+
+@router.post("/memories/{fact}/retract")
+async def retract(request: Request, session: SessionDep, form: FormDep, fact: str) -> Response:
+    fid = fact_id(fact)
+    reason = text(form, "reason", 500) or None
+    await memory_of(request).retract(session.scope, fid, reason=reason)
+    back = local_path(form.get("next"), f"/memories/{fid}")
+    return redirect(back, "Retracted: it is no longer recalled. Restore brings it back.")
+
+
+@router.post("/memories/{fact}/restore")
+async def restore(request: Request, session: SessionDep, form: FormDep, fact: str) -> Response:
+    fid = fact_id(fact)
+    await memory_of(request).restore(session.scope, fid)
+    return redirect(local_path(form.get("next"), f"/memories/{fid}"), "Restored: it is active again.")
+
+
+@router.post("/memories/{fact}/pin")
+async def pin(request: Request, session: SessionDep, form: FormDep, fact: str) -> Response:
+    fid = fact_id(fact)
+    pinned = flag(form, "pinned")
+    await memory_of(request).pin(session.scope, fid, pinned)
+    said = "Pinned: it is recalled in every conversation." if pinned else "Unpinned."
+    return redirect(local_path(form.get("next"), f"/memories/{fid}"), said)
+
+
+@router.get("/memories/{fact}/purge")
+async def confirm_purge(request: Request, session: SessionDep, fact: str) -> Response:
+    memory = memory_of(request)
+    fid = fact_id(fact)
+    found = await memory.get(session.scope, fid)
+    events = await memory.history(session.scope, fid)
+    return page(
+        request, "purge.html", section="memories", fact=found, events=len(events), here=f"/memories/{fid}"
+    )
+
+
+@router.post("/memories/{fact}/purge")
+async def purge(request: Request, session: SessionDep, form: FormDep, fact: str) -> Response:
+    fid = fact_id(fact)
+    await memory_of(request).purge(session.scope, fid, reason=text(form, "reason", 500) or None)
+    return redirect(
+        "/memories", "Erased. Its history keeps a record that an erasure happened, without the text."
+    )

@@ -1,0 +1,108 @@
+"""Templates (Jinja2, autoescaped), their filters, and the answers pages send.
+
+A flash message is the one line a page says after a change ("Retracted …"):
+it rides on the redirect in a short-lived cookie and is shown, then dropped,
+by the next page.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse
+
+from .history import source_label
+
+FLASH_COOKIE = "mnemo_flash"
+
+# What every page may load and where its forms may go: only this server.
+HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self';"
+        " form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    ),
+    "Cache-Control": "no-store",
+    "Referrer-Policy": "same-origin",
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+}
+
+
+def when(value: datetime | str | None) -> str:
+    """A time as people read it, in UTC: 2026-03-01 12:00 UTC."""
+    if value is None or value == "":
+        return "—"
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def iso(value: datetime | None) -> str:
+    return value.astimezone(UTC).isoformat() if value else ""
+
+
+def percent(value: float | None) -> str:
+    return "—" if value is None else f"{round(value * 100)}%"
+
+
+def plural(count: int, one: str, many: str | None = None) -> str:
+    return f"{count} {one if count == 1 else (many or one + 's')}"
+
+
+environment = Environment(
+    loader=PackageLoader("mnemo.web", "templates"),
+    autoescape=select_autoescape(default=True, default_for_string=True),
+    undefined=StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+environment.filters.update(when=when, iso=iso, percent=percent)
+environment.globals.update(plural=plural, source_text=source_label)
+
+
+def page(request: Request, template: str, *, status: int = 200, **context: Any) -> HTMLResponse:
+    """A page, with the signed-in session (if any) and the flash messages waiting for it."""
+    flashes = _read_flash(request)
+    session = getattr(request.state, "session", None)
+    html = environment.get_template(template).render(
+        request=request, session=session, flashes=flashes, **context
+    )
+    response = HTMLResponse(html, status_code=status, headers=HEADERS)
+    if flashes:
+        response.delete_cookie(FLASH_COOKIE, path="/", httponly=True, samesite="strict")
+    return response
+
+
+def redirect(url: str, flash: str | None = None, *, kind: str = "ok") -> RedirectResponse:
+    """See Other (a POST's answer): the browser GETs `url`, which shows `flash`."""
+    response = RedirectResponse(url, status_code=303, headers=HEADERS)
+    if flash:
+        payload = json.dumps({"kind": kind, "text": flash[:500]}).encode()
+        value = base64.urlsafe_b64encode(payload).decode()
+        response.set_cookie(FLASH_COOKIE, value, max_age=60, path="/", httponly=True, samesite="strict")
+    return response
+
+
+def _read_flash(request: Request) -> list[dict[str, str]]:
+    raw = request.cookies.get(FLASH_COOKIE)
+    if not raw:
+        return []
+    try:
+        data = json.loads(base64.urlsafe_b64decode(raw.encode()))
+        return [{"kind": str(data["kind"]), "text": str(data["text"])}]
+    except (ValueError, KeyError, TypeError):
+        return []
+
+
+def local_path(value: object, default: str) -> str:
+    """A place on this site to go back to; anything else (another site, a scheme) gives `default`."""
+    if not isinstance(value, str) or not value.startswith("/") or value.startswith("//") or "\\" in value:
+        return default
+    return value

@@ -1,0 +1,49 @@
+// mnemo's page works without this file; it only adds comfort.
+(function () {
+  "use strict";
+
+  // Flash messages are in the page from the start; re-set them so that screen
+  // readers announce them as a live update.
+  var live = document.querySelector(".flashes[aria-live]");
+  if (live && live.children.length) {
+    var items = Array.prototype.slice.call(live.children);
+    live.textContent = "";
+    window.setTimeout(function () {
+      items.forEach(function (item) { live.appendChild(item); });
+    }, 100);
+  }
+
+  // Ask before doing something that is hard to undo.
+  document.addEventListener("submit", function (event) {
+    var question = event.target.getAttribute && event.target.getAttribute("data-confirm");
+    if (question && !window.confirm(question)) {
+      event.preventDefault();
+    }
+  });
+
+  // A new API key: select it all on focus, ready to copy.
+  Array.prototype.forEach.call(document.querySelectorAll("[data-select-on-focus]"), function (input) {
+    input.addEventListener("focus", function () { input.select(); });
+  });
+
+  // Review: a "tick all" box beside the bulk buttons.
+  Array.prototype.forEach.call(document.querySelectorAll("[data-select-all]"), function (holder) {
+    var name = holder.getAttribute("data-select-all");
+    var boxes = document.querySelectorAll('input[type="checkbox"][name="' + name + '"]');
+    if (!boxes.length) { return; }
+    var wrap = document.createElement("span");
+    wrap.className = "choice";
+    var all = document.createElement("input");
+    all.type = "checkbox";
+    all.id = "select-all-" + name;
+    var label = document.createElement("label");
+    label.htmlFor = all.id;
+    label.textContent = "Tick all";
+    wrap.appendChild(all);
+    wrap.appendChild(label);
+    holder.insertBefore(wrap, holder.firstChild);
+    all.addEventListener("change", function () {
+      Array.prototype.forEach.call(boxes, function (box) { box.checked = all.checked; });
+    });
+  });
+})();

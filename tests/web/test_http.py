@@ -1,0 +1,43 @@
+"""The page's answers as plain HTTP: kept out of the API's schema, locked down, shipped assets."""
+
+from __future__ import annotations
+
+import httpx2
+
+from tests.web.conftest import ok
+
+
+def test_pages_stay_out_of_the_api_schema(server):
+    schema = ok(httpx2.get(f"{server.base_url}/openapi.json"))
+    paths = set(schema["paths"])
+    assert "/v1/memories" in paths
+    assert not {p for p in paths if not p.startswith(("/v1/", "/healthz"))}, paths
+
+
+def test_pages_forbid_framing_and_foreign_scripts_and_are_not_cached(server):
+    with httpx2.Client(base_url=server.base_url) as client:
+        signin = client.get("/signin")
+        assert signin.status_code == 200 and signin.headers["content-type"].startswith("text/html")
+        csp = signin.headers["content-security-policy"]
+        assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp and "form-action 'self'" in csp
+        assert signin.headers["cache-control"] == "no-store"
+        assert signin.headers["x-content-type-options"] == "nosniff"
+        assert '<script src="/static/mnemo.js"' in signin.text and "http" not in signin.text.split("<body")[0]
+
+        css = client.get("/static/mnemo.css")
+        assert css.status_code == 200 and "focus-visible" in css.text
+        assert client.get("/static/mnemo.js").status_code == 200
+
+
+def test_without_signing_in_pages_send_you_to_sign_in_and_forms_change_nothing(server, api):
+    with httpx2.Client(base_url=server.base_url, follow_redirects=False) as client:
+        for path in ("/", "/memories", "/review", "/settings", "/audit", "/try", "/export.jsonl"):
+            reply = client.get(path)
+            assert reply.status_code == 303 and reply.headers["location"].startswith("/signin"), path
+        reply = client.post("/memories", data={"text": "I sneak in", "csrf": "x"})
+        assert reply.status_code == 303 and reply.headers["location"] == "/signin"
+        reply = client.post("/signin", data={"key": server.token}, headers={"Origin": "http://evil.example"})
+        assert reply.status_code == 403 and "mnemo_session" not in reply.headers.get("set-cookie", "")
+        reply = client.get("/signin?next=//evil.example/x")
+        assert 'name="next" value=""' in reply.text  # only places on this site
+    assert ok(api.get("/v1/memories"))["items"] == []

@@ -1,0 +1,192 @@
+"""Sign in, add a memory, correct it, read its history, retract and restore it, erase it, audit."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from playwright.sync_api import Page, expect
+
+from tests.web.conftest import facts, ok
+
+
+def test_sign_in_refuses_a_wrong_key_and_the_admin_key_then_lets_the_person_in(page: Page, server, shoot):
+    page.goto("/memories")
+    expect(page).to_have_url(re.compile(r"/signin\?next=%2Fmemories$"))
+    shoot(page, "01-signin")
+
+    page.get_by_label("API key").fill("mnemo_0123456789abcdef_not-a-real-secret-at-all")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("alert")).to_contain_text("unknown or was revoked")
+
+    page.get_by_label("API key").fill("test-admin-key-0123456789")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("alert")).to_contain_text("admin key")
+    assert not page.context.cookies()  # nothing was set
+
+    page.get_by_label("API key").fill(server.token)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page).to_have_url(re.compile(r"/memories$"))  # back where it was going
+    (cookie,) = page.context.cookies()
+    assert cookie["name"] == "mnemo_session" and cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+    assert cookie["path"] == "/" and not cookie["secure"]  # plain http on loopback
+    assert page.evaluate("document.cookie") == ""  # scripts cannot read it
+
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+    expect(page.get_by_role("status").first).to_contain_text("signed out")
+    assert not page.context.cookies()
+    page.goto("/memories")
+    expect(page).to_have_url(re.compile(r"/signin"))
+
+
+def test_add_edit_history_retract_restore(signed_in: Page, api, shoot):
+    page = signed_in
+    page.get_by_label("What should your assistants know?").fill("I live in Lisbon")
+    page.get_by_label("Category").first.select_option("identity")
+    page.get_by_role("button", name="Remember this").click()
+    expect(page.locator(".flash")).to_contain_text("Remembered: “I live in Lisbon”")
+    expect(page.locator("ol.facts")).to_contain_text("I live in Lisbon")
+    (added,) = facts(api)
+    assert added["text"] == "I live in Lisbon" and added["category"] == "identity"
+    shoot(page, "02-memories")
+
+    # edit in place, from the list
+    row = page.locator(f"#fact-{added['id']}")
+    row.locator("summary", has_text="Edit").click()
+    row.get_by_label("Text").fill("I live in Porto")
+    row.get_by_role("button", name="Save").click()
+    expect(page.locator(".flash")).to_contain_text("Saved")
+    expect(page.locator("ol.facts")).to_contain_text("I live in Porto")
+    (edited,) = facts(api)
+    assert edited["id"] == added["id"] and edited["text"] == "I live in Porto" and edited["version"] == 2
+
+    # its page: the history, with who and what
+    page.get_by_role("link", name="I live in Porto").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("I live in Porto")
+    timeline = page.locator("ol.timeline")
+    expect(timeline.locator("li")).to_have_count(2)
+    expect(timeline.locator("li").nth(0)).to_contain_text("Created by you")
+    expect(timeline.locator("li").nth(1)).to_contain_text("Edited by you")
+    expect(timeline.locator("li").nth(1).locator("del")).to_have_text("I live in Lisbon")
+    expect(timeline.locator("li").nth(1).locator("ins")).to_have_text("I live in Porto")
+    shoot(page, "03-fact")
+
+    # retract, then restore
+    page.get_by_role("button", name="Retract").click()
+    expect(page.locator(".flash")).to_contain_text("Retracted")
+    expect(page.locator(".meta .badge").first).to_have_text("retracted")
+    assert facts(api, "active") == []
+    page.get_by_role("button", name="Restore").click()
+    expect(page.locator(".flash")).to_contain_text("Restored")
+    expect(page.locator(".meta .badge").first).to_have_text("active")
+    assert [f["text"] for f in facts(api, "active")] == ["I live in Porto"]
+    expect(timeline.locator("li")).to_have_count(4)
+    expect(timeline.locator("li").nth(2)).to_contain_text("Retracted by you")
+    expect(timeline.locator("li").nth(3)).to_contain_text("Restored by you")
+    shoot(page, "04-fact-history")
+
+
+def test_a_stale_edit_keeps_what_was_typed_and_says_why(signed_in: Page, api):
+    page = signed_in
+    fact = ok(api.post("/v1/memories", json={"text": "I play the cello"}), 201)
+    page.goto(f"/memories/{fact['id']}")
+    ok(api.patch(f"/v1/memories/{fact['id']}", json={"version": 1, "text": "I play the viola"}))
+    page.get_by_label("Text").fill("I play the double bass")
+    page.get_by_role("button", name="Save correction").click()
+    expect(page.get_by_role("alert")).to_contain_text("changed since you opened it")
+    expect(page.get_by_label("Text")).to_have_value("I play the double bass")  # nothing lost
+    assert facts(api)[0]["text"] == "I play the viola"
+    page.get_by_role("button", name="Save correction").click()  # now against the version it saw
+    expect(page.get_by_role("heading", level=1)).to_have_text("I play the double bass")
+
+    page.get_by_label("Text").fill("   ")
+    page.get_by_role("button", name="Save correction").click()
+    expect(page.get_by_role("alert")).to_contain_text("cannot be empty")
+    assert facts(api)[0]["text"] == "I play the double bass"
+
+
+def test_search_filters_and_paging(signed_in: Page, api):
+    page = signed_in
+    for i in range(30):
+        ok(api.post("/v1/memories", json={"text": f"My locker number {i} is blue"}), 201)
+    ok(
+        api.post(
+            "/v1/memories", json={"text": "I am allergic to peanuts", "category": "identity", "pinned": True}
+        ),
+        201,
+    )
+    page.goto("/memories")
+    expect(page.locator("li.fact")).to_have_count(25)
+    page.get_by_role("link", name="Older →").click()
+    expect(page.locator("li.fact")).to_have_count(6)
+
+    page.get_by_label("Pinned", exact=True).select_option("yes")
+    page.get_by_role("button", name="Show").click()
+    expect(page.locator("li.fact")).to_have_count(1)
+    expect(page.locator("li.fact")).to_contain_text("peanuts")
+
+    page.goto("/memories")
+    page.get_by_role("searchbox", name="Search").fill("peanut allergy")
+    page.get_by_role("button", name="Show").click()
+    expect(page.locator("li.fact").first).to_contain_text("allergic to peanuts")
+
+    page.goto("/memories?category=identity")
+    expect(page.locator("li.fact")).to_have_count(1)
+    page.goto("/memories?status=retracted")
+    expect(page.locator(".empty")).to_have_text("No memories here yet.")
+    page.goto("/memories?status=nonsense&offset=-5&pinned=maybe")  # nonsense filters: the defaults
+    expect(page.locator("li.fact")).to_have_count(25)
+
+
+def test_purge_says_what_it_erases_and_the_chain_still_verifies(signed_in: Page, api, shoot):
+    page = signed_in
+    fact = ok(api.post("/v1/memories", json={"text": "My bank PIN hint is my cat's birthday"}), 201)
+    ok(
+        api.patch(
+            f"/v1/memories/{fact['id']}", json={"version": 1, "text": "My PIN hint is the cat's birthday"}
+        )
+    )
+    page.goto(f"/memories/{fact['id']}")
+    page.get_by_role("link", name="Erase…").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Erase this memory for good?")
+    expect(page.locator("blockquote")).to_have_text("My PIN hint is the cat's birthday")
+    expect(page.locator("main")).to_contain_text("from all 2 events of its history")
+    expect(page.locator("main")).to_contain_text("cannot be undone")
+    shoot(page, "05-purge-confirm")
+
+    page.get_by_label("Reason (optional, kept in the history)").fill("too personal")
+    page.get_by_role("button", name="Erase it").click()
+    expect(page.locator(".flash")).to_contain_text("Erased")
+    assert "PIN" not in json.dumps(ok(api.get(f"/v1/memories/{fact['id']}/history")))
+    assert ok(api.get("/v1/audit/verify"))["ok"]
+
+    page.goto(f"/memories/{fact['id']}")
+    expect(page.get_by_role("heading", level=1)).to_have_text("(erased)")
+    expect(page.locator("main")).not_to_contain_text("PIN")
+    expect(page.locator("ol.timeline li").last).to_contain_text("Erased by you")
+
+
+def test_audit_shows_the_verified_chain_and_exports_everything(signed_in: Page, api, shoot):
+    page = signed_in
+    first = ok(api.post("/v1/memories", json={"text": "I keep bees"}), 201)
+    ok(api.post("/v1/memories", json={"text": "I speak Portuguese", "pinned": True}), 201)
+    ok(api.delete(f"/v1/memories/{first['id']}"))
+    page.get_by_role("link", name="Audit").click()
+    expect(page.locator("#chain-status")).to_contain_text("Chain verified")
+    expect(page.locator("#chain-status")).to_contain_text("all 3 events")
+    rows = page.locator("table.events tbody tr")
+    expect(rows).to_have_count(3)
+    expect(rows.first).to_contain_text("Retracted")  # newest first
+    shoot(page, "06-audit")
+
+    with page.expect_download() as waiting:
+        page.get_by_role("link", name="Export everything (JSONL)").click()
+    download = waiting.value
+    assert download.suggested_filename.startswith("mnemo-") and download.suggested_filename.endswith(".jsonl")
+    lines = [json.loads(line) for line in download.path().read_text(encoding="utf-8").splitlines()]
+    assert lines[0]["type"] == "user" and lines[0]["name"] == "local"
+    exported = {r["text"]: r for r in lines if r["type"] == "fact"}
+    assert set(exported) == {"I keep bees", "I speak Portuguese"}
+    assert [e["action"] for e in exported["I keep bees"]["events"]] == ["create", "retract"]
+    assert exported["I speak Portuguese"]["pinned"] is True
