@@ -44,6 +44,7 @@ import random
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -55,7 +56,7 @@ if __package__ in (None, ""):  # run as a script: make `bench` importable
 
 from bench.facts import SynthFact, make_facts, make_questions, pool_sentences
 from bench.khoj_baseline import KhojBaseline
-from mnemo.domain import Scope, Source, SourceKind
+from mnemo.domain import Change, Scope, Source, SourceKind
 from mnemo.memory import Memory
 from mnemo.providers.embed import LocalEmbedder
 from mnemo.store.sqlite import SQLiteStore
@@ -119,6 +120,20 @@ class Vectors:
         return (noisy / np.linalg.norm(noisy, axis=1, keepdims=True)).astype(np.float32)
 
 
+def import_changes(
+    scope: Scope, texts: Sequence[str], vectors: Sequence[np.ndarray], times: Sequence[datetime], model: str
+) -> list[Change]:
+    """The changes a bulk import commits: one new fact per (text, vector, time)."""
+    return [
+        changes.create(
+            changes.new_fact(scope, text, now=at, source=Source(SourceKind.IMPORT), embedding_model=model),
+            v,
+            "import",
+        )
+        for text, v, at in zip(texts, vectors, times, strict=True)
+    ]
+
+
 @dataclass
 class Built:
     name: str
@@ -152,20 +167,9 @@ async def build(
         scope = Scope(user.id)
         for start in range(0, per_user, SEED_BATCH):
             facts = make_facts(rng, min(SEED_BATCH, per_user - start), taken, VARIANTS)
-            batch = [
-                changes.create(
-                    changes.new_fact(
-                        scope,
-                        f.text,
-                        now=NOW - SPREAD * rng.random(),
-                        source=Source(SourceKind.IMPORT),
-                        embedding_model=embedder.model_name,
-                    ),
-                    v,
-                    "import",
-                )
-                for f, v in zip(facts, vectors(facts), strict=True)
-            ]
+            vecs = vectors(facts)
+            times = [NOW - SPREAD * rng.random() for _ in facts]
+            batch = import_changes(scope, [f.text for f in facts], vecs, times, embedder.model_name)
             t = time.perf_counter()
             await store.commit(user.id, batch, NOW)
             commit_s += time.perf_counter() - t
@@ -253,20 +257,7 @@ async def ingest_bench(plan: Plan, embedder: LocalEmbedder, tmp: Path, rng: rand
         vecs = await embedder.embed(chunk)
         embed_s += time.perf_counter() - t
         t = time.perf_counter()
-        batch = [
-            changes.create(
-                changes.new_fact(
-                    scope,
-                    text,
-                    now=clock(),
-                    source=Source(SourceKind.IMPORT),
-                    embedding_model=embedder.model_name,
-                ),
-                v,
-                "import",
-            )
-            for text, v in zip(chunk, vecs, strict=True)
-        ]
+        batch = import_changes(scope, chunk, vecs, [clock()] * len(chunk), embedder.model_name)
         await store.commit(scope.user_id, batch, clock())
         commit_s += time.perf_counter() - t
     t = time.perf_counter()
@@ -363,13 +354,19 @@ def summarise(results: dict, ingest: dict, builds: list[Built]) -> dict:
     return {"recall": rows, "ingest": ingest_rows, "first_recall_ms": first}
 
 
-def render(summary: dict, plan: Plan, info: dict, vectors_note: str) -> None:
+def make_console():
     from rich.console import Console
-    from rich.table import Table
 
     console = Console()
     if not console.is_terminal:  # piped or redirected: don't squeeze the tables into 80 columns
         console.width = 160
+    return console
+
+
+def render(summary: dict, plan: Plan, info: dict, vectors_note: str) -> None:
+    from rich.table import Table
+
+    console = make_console()
     console.print(
         f"Machine: {info['cores']} cores ({info['cpu']}), Python {info['python']}, "
         f"numpy {info['numpy']}, onnxruntime {info['onnxruntime']}, SQLite {info['sqlite']}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 import re
 from collections import Counter
@@ -63,22 +64,39 @@ class Recaller:
     async def _live(
         self, scope: Scope, query: str, vector: np.ndarray | None, now: datetime, arms: Sequence[str]
     ) -> dict[str, list[tuple[Fact, float]]]:
+        """The arms run at once: on PostgreSQL each is a query of its own on a pooled
+        connection, so a recall waits for the slowest arm rather than for their sum."""
         s = self.settings
+        model = self.embedder.model_name
+        asked = {
+            "pinned": self.store.pinned(scope) if "pinned" in arms else None,
+            "recency": (
+                self.store.recent(scope, now - timedelta(days=s.recency_days), s.recency_k)
+                if "recency" in arms
+                else None
+            ),
+            "semantic": (
+                self.store.nearest(scope, vector, model, s.semantic_k)
+                if "semantic" in arms and vector is not None
+                else None
+            ),
+            "lexical": self.store.lexical(scope, query, s.lexical_k) if "lexical" in arms else None,
+        }
+        asked = {arm: call for arm, call in asked.items() if call is not None}
+        found = dict(zip(asked, await asyncio.gather(*asked.values()), strict=True))
         out: dict[str, list[tuple[Fact, float]]] = {}
-        if "pinned" in arms:
-            out["pinned"] = [(f, 1.0) for f in await self.store.pinned(scope) if f.is_valid_at(now)]
-        if "recency" in arms:
-            since = now - timedelta(days=s.recency_days)
-            recent = await self.store.recent(scope, since, s.recency_k)
-            out["recency"] = [(f, _age_hours(f, now)) for f in recent if f.is_valid_at(now)]
-        if "semantic" in arms and vector is not None:
-            near = await self.store.nearest(scope, vector, self.embedder.model_name, s.semantic_k)
+        if "pinned" in found:
+            out["pinned"] = [(f, 1.0) for f in found["pinned"] if f.is_valid_at(now)]
+        if "recency" in found:
+            out["recency"] = [(f, _age_hours(f, now)) for f in found["recency"] if f.is_valid_at(now)]
+        if "semantic" in found:
             out["semantic"] = [
-                (n.fact, n.score) for n in near if n.score >= s.semantic_floor and n.fact.is_valid_at(now)
+                (n.fact, n.score)
+                for n in found["semantic"]
+                if n.score >= s.semantic_floor and n.fact.is_valid_at(now)
             ]
-        if "lexical" in arms:
-            found = await self.store.lexical(scope, query, s.lexical_k)
-            out["lexical"] = [(n.fact, n.score) for n in found if n.fact.is_valid_at(now)]
+        if "lexical" in found:
+            out["lexical"] = [(n.fact, n.score) for n in found["lexical"] if n.fact.is_valid_at(now)]
         return out
 
     async def _past(
