@@ -353,6 +353,18 @@ class Message:
     role: str
     content: str
     id: str | None = None
+    at: datetime | None = None  # when it was said (as stored; None where a read leaves it out)
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    """A stored conversation and its messages, oldest first (export, import, backfill)."""
+
+    id: str
+    user_id: str
+    agent_id: str | None
+    created_at: datetime
+    messages: tuple[Message, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -368,6 +380,36 @@ class Turn:
     @classmethod
     def of(cls, scope: Scope, *pairs: tuple[str, str], **kwargs: Any) -> Turn:
         return cls(scope, tuple(Message(role, content) for role, content in pairs), **kwargs)
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationRef:
+    """A stored conversation, as backfill lists them: whose, which agent's, and when its
+    first message (of the window asked for) was said."""
+
+    id: str
+    user_id: str
+    agent_id: str | None
+    first_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class BackfillMark:
+    """Backfill learnt from one turn of a conversation (named by the user message that opens
+    it), in that run.
+
+    Written in the same transaction as the turn's facts (Store.commit's `mark`), so a
+    turn is learnt from and marked, or neither. `replaces` is the run id of the turn's
+    mark as it was read (None: it had none); the store refuses (Conflict) a mark that
+    changed since, so two runs at once cannot both learn a turn.
+    """
+
+    conversation_id: str
+    turn_id: str
+    run_id: str
+    said_at: datetime
+    processed_at: datetime | None = None
+    replaces: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

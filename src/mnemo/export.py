@@ -1,10 +1,17 @@
 """Everything mnemo holds about a person, as JSON records: one per line makes JSONL.
 
-The web page's "Export everything" streams these; a `mnemo export` command can
-write the same. Records, in order: the user (`type: "user"`), each agent
-(`"agent"`), then each fact with every event of its history (`"fact"`, newest
-fact first; the events oldest first, a purged fact's without its text).
-Conversations are not part of it yet.
+The web page's "Export everything" streams these and `mnemo export` writes
+them; `mnemo import` reads them back losslessly (see mnemo.transfer and
+docs/export-format.md). Records, in order: a header (`type: "header"`: the
+format, mnemo's version, when, and the user), each agent (`"agent"`), each
+fact with every event of its history (`"fact"`, newest fact first; the events
+oldest first, a purged fact's without its text), each conversation with its
+messages (`"conversation"`, oldest first), and an `"end"` record with the
+counts, so that a reader can tell a whole file from a cut one.
+
+An event's `seq` here is its place in the person's log (1 = their first
+event), not the store's own sequence number, which is shared by every user:
+so the same history exports the same wherever it is stored.
 """
 
 from __future__ import annotations
@@ -12,13 +19,21 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import AsyncIterator
+from importlib import metadata
 from typing import Any
 
-from .domain import Agent, Event, Scope, User
+from .domain import Agent, Conversation, Event, Scope, User
 from .memory import Memory
 
-FORMAT = 1
+FORMAT = 2
 _BATCH = 500
+
+
+def mnemo_version() -> str:
+    try:
+        return metadata.version("mnemo")
+    except metadata.PackageNotFoundError:  # pragma: no cover - run from a source tree
+        return "unknown"
 
 
 def event_record(e: Event) -> dict[str, Any]:
@@ -50,33 +65,71 @@ def agent_record(a: Agent) -> dict[str, Any]:
     }
 
 
-async def records(memory: Memory, user: User) -> AsyncIterator[dict[str, Any]]:
-    """The person's data, record by record."""
-    yield {
-        "type": "user",
-        "format": FORMAT,
+def user_record(user: User) -> dict[str, Any]:
+    return {
         "id": user.id,
         "name": user.name,
         "memory_enabled": user.memory_enabled,
         "review_policy": str(user.review_policy),
-        "exported_at": memory.clock().isoformat(),
     }
+
+
+def conversation_record(c: Conversation) -> dict[str, Any]:
+    return {
+        "type": "conversation",
+        "id": c.id,
+        "agent_id": c.agent_id,
+        "created_at": c.created_at.isoformat(),
+        "messages": [
+            {"id": m.id, "role": m.role, "content": m.content, "at": m.at.isoformat() if m.at else None}
+            for m in c.messages
+        ],
+    }
+
+
+async def records(memory: Memory, user: User) -> AsyncIterator[dict[str, Any]]:
+    """The person's data, record by record."""
+    yield {
+        "type": "header",
+        "format": FORMAT,
+        "mnemo_version": mnemo_version(),
+        "exported_at": memory.clock().isoformat(),
+        "user": user_record(user),
+    }
+    counts = dict.fromkeys(("agents", "facts", "events", "conversations", "messages"), 0)
     for agent in await memory.agents(user.id):
+        counts["agents"] += 1
         yield agent_record(agent)
-    by_fact: dict[str, list[Event]] = defaultdict(list)
-    for event in await memory.events(user.id):
-        by_fact[event.fact_id].append(event)
+    # the log first, then the facts: a fact written meanwhile comes without events,
+    # but the log stays a whole prefix of the chain
+    by_fact: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for place, event in enumerate(await memory.events(user.id), start=1):
+        by_fact[event.fact_id].append({**event_record(event), "seq": place})
     scope = Scope(user.id, all_agents=True)
     offset = 0
     while batch := await memory.list(scope, statuses=None, limit=_BATCH, offset=offset):
         offset += len(batch)
         for fact in batch:
             events = by_fact.pop(fact.id, [])
-            yield {"type": "fact", **fact.snapshot(), "events": [event_record(e) for e in events]}
+            counts["facts"] += 1
+            counts["events"] += len(events)
+            yield {"type": "fact", **fact.snapshot(), "events": events}
         if len(batch) < _BATCH:
             break
+    after = None
+    while page := await memory.store.list_conversations(user.id, after=after, limit=_BATCH // 5):
+        for conversation in page:
+            counts["conversations"] += 1
+            counts["messages"] += len(conversation.messages)
+            yield conversation_record(conversation)
+        after = (page[-1].created_at, page[-1].id)
+    yield {"type": "end", **counts}
+
+
+def line(record: dict[str, Any]) -> str:
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
 async def jsonl(memory: Memory, user: User) -> AsyncIterator[str]:
     async for record in records(memory, user):
-        yield json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+        yield line(record)

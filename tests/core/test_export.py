@@ -22,7 +22,16 @@ async def test_the_export_holds_the_person_their_agents_and_every_fact_with_its_
     records = [json.loads(line) for line in lines]
 
     assert all(line.endswith("\n") and "\n" not in line[:-1] for line in lines)
-    assert records[0]["type"] == "user" and records[0]["id"] == alice.user_id and records[0]["format"] == 1
+    assert records[0]["type"] == "header" and records[0]["format"] == export.FORMAT
+    assert records[0]["user"]["id"] == alice.user_id and records[0]["user"]["name"] == "alice"
+    assert records[-1] == {
+        "type": "end",
+        "agents": 1,
+        "facts": 3,
+        "events": 5,
+        "conversations": 0,
+        "messages": 0,
+    }
     assert [(r["name"], r["private"]) for r in records if r["type"] == "agent"] == [("Chef", True)]
     facts = {r["id"]: r for r in records if r["type"] == "fact"}
     assert len(facts) == 3  # the private agent's too; never bob's

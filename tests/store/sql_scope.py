@@ -107,6 +107,9 @@ CROSS_USER_FUNCTIONS = {
     # whose job a claim is, while that worker holds it: how a worker that
     # holds only (job id, worker name) enters the job's user to finish it
     "mnemo_claimant": "the owner of a claimed job, before the user is known",
+    # who has conversations at all: `mnemo backfill` without --users walks
+    # everyone's; ids only, and each user's conversations are then read as that user
+    "mnemo_users_with_conversations": "the users backfill walks, before any is known",
 }
 
 # plpgsql functions: each named, with why it is harmless; the test also makes

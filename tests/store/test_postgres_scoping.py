@@ -31,6 +31,7 @@ pass means something.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -42,16 +43,24 @@ import psycopg
 import pytest
 from pglast import ast, parse_sql
 
+from mnemo import audit, export
 from mnemo.domain import (
+    Agent,
+    BackfillMark,
     Category,
     Claim,
+    Conversation,
     JobStatus,
     MemoryMode,
     Message,
     ReviewPolicy,
     Scope,
+    Source,
+    SourceKind,
     Status,
     Turn,
+    User,
+    new_id,
 )
 from mnemo.jobs import Worker
 from mnemo.memory import Memory
@@ -60,6 +69,7 @@ from mnemo.settings import Settings
 from mnemo.store.migrations.postgres import MIGRATIONS
 from mnemo.store.postgres import PostgresStore
 from mnemo.store.postgres_search import nearest_sql
+from mnemo.write import changes
 from tests.fakes.openai_server import ScriptedOpenAI
 from tests.helpers import Clock, extraction
 from tests.store.sql_scope import (
@@ -201,11 +211,50 @@ async def _workload(url: str, embedder: Any, llm: ScriptedOpenAI, data_dir: Path
                 break
             await asyncio.sleep(0.05)
 
+        # backfill: who has conversations, theirs in a window, their messages, per-turn marks
+        assert [u.name for u in await store.users_with_conversations()] == ["alice", "bob"]
+        refs = await store.conversations_since(alice.id, None)
+        assert {"c1", "c2"} <= {r.id for r in refs}
+        assert await store.conversations_since(alice.id, clock.now + timedelta(days=1)) == []
+        said = await store.timed_messages(alice.id, [r.id for r in refs])
+        assert "c3" not in said  # an automation turn's messages are never learnt from
+        opener = next(m for m, _ in said["c1"] if m.role == "user")
+        mark = BackfillMark("c1", opener.id, "run-1", clock.now)
+        await store.commit(alice.id, [], clock.now, mark=mark)
+        again = dataclasses.replace(mark, run_id="run-2", replaces="run-1")
+        await store.commit(alice.id, [], clock.now, mark=again)
+        assert [m.run_id for m in await store.backfill_marks(alice.id, ["c1", "c2"])] == ["run-2"]
+
         # erasure, and an agent's deletion (its facts are retracted)
         await memory.purge(me, kayak.id, reason="erase it")
         assert (await memory.verify_audit(alice.id)).ok
         _, retracted = await memory.delete_agent(alice.id, agent.id)
         assert retracted == 1
+
+        # import and export: alice's everything, and a user, agent, conversation and log as they were
+        exported = [line async for line in export.jsonl(memory, alice)]
+        assert '"type":"conversation"' in "".join(exported)
+        first, *_ = await store.list_conversations(alice.id, limit=1)
+        assert first.id not in {
+            c.id for c in await store.list_conversations(alice.id, after=(first.created_at, first.id))
+        }
+        carol = await store.import_user(User(new_id(), "carol"))
+        scribe = Agent(new_id(), carol.id, "Scribe")
+        assert await store.import_agent(scribe) and not await store.import_agent(scribe)
+        talk = Conversation(
+            "carol-1", carol.id, scribe.id, clock.now, (Message("user", "Hi", "carol-1-1", clock.now),)
+        )
+        assert await store.import_conversation(talk) == 1 and await store.import_conversation(talk) == 0
+        poem = changes.new_fact(
+            Scope(carol.id),
+            "I write poems",
+            now=clock.now,
+            source=Source(SourceKind.IMPORT),
+            embedding_model=embedder.model_name,
+        )
+        created = audit.seal(changes.create(poem, None, "import"), carol.id, clock.now, audit.GENESIS)
+        await store.import_facts(carol.id, [(poem, (await embedder.embed([poem.text]))[0])], [created])
+        assert await store.chain_head(carol.id) == created.hash and (await memory.verify_audit(carol.id)).ok
     finally:
         await graph_store.close()
         await store.close()

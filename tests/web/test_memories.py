@@ -185,7 +185,8 @@ def test_audit_shows_the_verified_chain_and_exports_everything(signed_in: Page, 
     download = waiting.value
     assert download.suggested_filename.startswith("mnemo-") and download.suggested_filename.endswith(".jsonl")
     lines = [json.loads(line) for line in download.path().read_text(encoding="utf-8").splitlines()]
-    assert lines[0]["type"] == "user" and lines[0]["name"] == "local"
+    assert lines[0]["type"] == "header" and lines[0]["user"]["name"] == "local"
+    assert lines[-1]["type"] == "end" and lines[-1]["facts"] == 2
     exported = {r["text"]: r for r in lines if r["type"] == "fact"}
     assert set(exported) == {"I keep bees", "I speak Portuguese"}
     assert [e["action"] for e in exported["I keep bees"]["events"]] == ["create", "retract"]

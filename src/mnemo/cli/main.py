@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from . import admin, edits, facts, mcp, server
+from . import admin, backfill, edits, facts, mcp, server, transfer
 from .runtime import Options
 
 app = typer.Typer(
@@ -58,6 +58,7 @@ def main(
 
 
 app.add_typer(facts.app)
+app.add_typer(transfer.app)
 app.add_typer(edits.app)
 app.add_typer(admin.agents, name="agents")
 app.add_typer(admin.settings, name="settings")
@@ -65,3 +66,4 @@ app.add_typer(admin.audit, name="audit")
 app.add_typer(server.app)
 app.add_typer(server.users, name="users")
 app.add_typer(mcp.app)
+app.add_typer(backfill.app)

@@ -12,8 +12,11 @@ import numpy as np
 from ..domain import (
     Agent,
     ApiKey,
+    BackfillMark,
     Change,
     Claim,
+    Conversation,
+    ConversationRef,
     Event,
     Fact,
     Job,
@@ -124,6 +127,7 @@ class Store(Protocol):
         at: datetime,
         *,
         finish: tuple[Claim, dict] | None = None,
+        mark: BackfillMark | None = None,
     ) -> list[Event]:
         """Apply the changes and their events in one transaction.
 
@@ -131,6 +135,8 @@ class Store(Protocol):
         raises Conflict and nothing of the batch is applied. With `finish`, the
         claimed job is marked done with its result in the same transaction
         (Conflict if the claim was lost), so a turn is learnt from exactly once.
+        With `mark`, the turn is marked as learnt by backfill in the same
+        transaction (Conflict if its mark changed since `mark.replaces` was read).
         """
 
     async def events(
@@ -157,3 +163,49 @@ class Store(Protocol):
         self, user_id: str, *, status: JobStatus | None = None, limit: int = 50, offset: int = 0
     ) -> list[Job]: ...
     async def job_messages(self, job: Job) -> list[Message]: ...
+
+    # backfill: learning from stored conversations (see mnemo.backfill)
+    async def users_with_conversations(self) -> list[User]:
+        """Every user with a stored conversation, by name (the one question across users)."""
+
+    async def conversations_since(self, user_id: str, since: datetime | None) -> list[ConversationRef]:
+        """The user's conversations with a message said at or after `since` (None: any),
+        oldest first by their first such message."""
+
+    async def timed_messages(
+        self, user_id: str, conversation_ids: Sequence[str]
+    ) -> dict[str, list[tuple[Message, datetime]]]:
+        """These conversations' messages with when each was said, oldest first; messages of
+        automation turns left out (they are never learnt from)."""
+
+    async def backfill_marks(self, user_id: str, conversation_ids: Sequence[str]) -> list[BackfillMark]:
+        """The turns of these conversations that backfill has learnt from."""
+
+    # import and export, verbatim (see mnemo.transfer and store/*_transfer.py)
+    async def list_conversations(
+        self, user_id: str, *, after: tuple[datetime, str] | None = None, limit: int = 100
+    ) -> list[Conversation]:
+        """The user's conversations with their messages (each with its time), ordered by
+        (created_at, id); `after` is the (created_at, id) of the last one of the page before."""
+
+    async def import_conversation(self, conversation: Conversation) -> int:
+        """Write a conversation and its messages with their ids and times, in one transaction;
+        what is already there is kept. Returns how many messages were new. Conflict when an
+        id belongs to another user."""
+
+    async def import_user(self, user: User) -> User:
+        """Create the user with the given id, name and switches; Conflict if either is taken."""
+
+    async def import_agent(self, agent: Agent) -> bool:
+        """Create the agent with the given id (False: it is there already); Conflict when the
+        id is another user's or the name is the user's for another agent."""
+
+    async def chain_head(self, user_id: str) -> str:
+        """The hash of the user's last event (audit.GENESIS when there is none)."""
+
+    async def import_facts(
+        self, user_id: str, facts: Sequence[tuple[Fact, np.ndarray | None]], events: Sequence[Event]
+    ) -> None:
+        """Insert facts (with their vectors) and events as they were, in one transaction: the
+        events keep their time, digest and hashes, in the order given, and must continue the
+        user's chain (Conflict otherwise); a fact already there is a Conflict."""

@@ -26,11 +26,13 @@ from psycopg_pool import AsyncConnectionPool
 from ..domain import Event, Fact, NotFound, Scope, Status, readable_agent_keys, utcnow
 from .migrate import pending
 from .migrations.postgres import APP_ROLE, LOCK_NAMESPACE, MIGRATIONS
+from .postgres_backfill import BackfillMixin
 from .postgres_commit import CommitMixin
 from .postgres_jobs import JobsMixin
 from .postgres_people import PeopleMixin
 from .postgres_rows import AGENT_COLUMNS, EVENT_COLUMNS, FACT_COLUMNS, agent_from, event_from, fact_from
 from .postgres_search import EXACT_BELOW, MIN_SHARE, SearchMixin
+from .postgres_transfer import TransferMixin
 
 
 def connection_url(url: str) -> str:
@@ -53,7 +55,7 @@ async def _configure(conn: psycopg.AsyncConnection) -> None:
     await register_vector_async(conn)
 
 
-class PostgresStore(PeopleMixin, JobsMixin, SearchMixin, CommitMixin):
+class PostgresStore(PeopleMixin, JobsMixin, SearchMixin, CommitMixin, BackfillMixin, TransferMixin):
     """`url`: a libpq URL or conninfo string for the role that owns mnemo's schema.
     `min_size`/`max_size`: the connection pool's bounds. `exact_below`/`min_share`:
     when a user's vectors are searched exactly rather than through HNSW (see

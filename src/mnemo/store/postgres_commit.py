@@ -18,7 +18,7 @@ import numpy as np
 import psycopg
 
 from .. import audit
-from ..domain import Action, Change, Claim, Conflict, Event, Fact, InvalidInput, Status
+from ..domain import Action, BackfillMark, Change, Claim, Conflict, Event, Fact, InvalidInput, Status
 from .migrations.postgres import LOCK_NAMESPACE
 from .sqlite_rows import dump, load
 
@@ -51,7 +51,7 @@ class _Sent:
 
 
 class CommitMixin:
-    """Part of PostgresStore (it supplies `_tx`, `_clock` and `_finish_job`)."""
+    """Part of PostgresStore (it supplies `_tx`, `_clock`, `_finish_job` and `_advance_mark`)."""
 
     async def commit(
         self,
@@ -60,8 +60,9 @@ class CommitMixin:
         at: datetime,
         *,
         finish: tuple[Claim, dict] | None = None,
+        mark: BackfillMark | None = None,
     ) -> list[Event]:
-        if not changes and finish is None:
+        if not changes and finish is None and mark is None:
             return []
         changes = list(changes)
         for change in changes:
@@ -75,6 +76,8 @@ class CommitMixin:
             if finish is not None:
                 claim, result = finish
                 await self._finish_job(cur, user_id, claim, {**result, "events": len(changes)}, self._clock())
+            if mark is not None:
+                await self._advance_mark(cur, user_id, mark, self._clock())
             await cur.execute(
                 "SELECT hash FROM fact_events WHERE user_id = %s ORDER BY seq DESC LIMIT 1", (user_id,)
             )

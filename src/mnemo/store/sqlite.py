@@ -24,6 +24,7 @@ import sqlean
 from .. import audit
 from ..domain import (
     Action,
+    BackfillMark,
     Change,
     Claim,
     Conflict,
@@ -40,9 +41,11 @@ from .base import ScoredFact
 from .fulltext import COMMON_TERM_SHARE, SMALL_STORE, owner_token, query_words
 from .migrate import pending
 from .migrations.sqlite import MIGRATIONS
+from .sqlite_backfill import BackfillMixin
 from .sqlite_jobs import JobsMixin
 from .sqlite_people import PeopleMixin
 from .sqlite_rows import AGENT_COLUMNS, agent_from, dump, event_from, fact_from, load, ts
+from .sqlite_transfer import TransferMixin
 from .vectors import Columns, Row, VectorCache
 
 T = TypeVar("T")
@@ -60,7 +63,7 @@ _WRITE_COLUMNS = (
 )
 
 
-class SQLiteStore(PeopleMixin, JobsMixin):
+class SQLiteStore(PeopleMixin, JobsMixin, BackfillMixin, TransferMixin):
     def __init__(
         self,
         path: str | Path,
@@ -324,16 +327,22 @@ class SQLiteStore(PeopleMixin, JobsMixin):
         at: datetime,
         *,
         finish: tuple[Claim, dict] | None = None,
+        mark: BackfillMark | None = None,
     ) -> list[Event]:
-        if not changes and finish is None:
+        if not changes and finish is None and mark is None:
             return []
-        return await self._run(self._commit_and_patch, user_id, list(changes), at, finish)
+        return await self._run(self._commit_and_patch, user_id, list(changes), at, finish, mark)
 
     def _commit_and_patch(
-        self, user_id: str, changes: list[Change], at: datetime, finish: tuple[Claim, dict] | None
+        self,
+        user_id: str,
+        changes: list[Change],
+        at: datetime,
+        finish: tuple[Claim, dict] | None,
+        mark: BackfillMark | None = None,
     ) -> list[Event]:
         cache_rows: dict[str, list[Row]] = {}
-        events, generation = self._tx(self._commit, user_id, changes, at, cache_rows, finish)
+        events, generation = self._tx(self._commit, user_id, changes, at, cache_rows, finish, mark)
         for model, rows in cache_rows.items():
             self._cache.apply((user_id, model), generation - 1, generation, rows)
         return events
@@ -346,10 +355,13 @@ class SQLiteStore(PeopleMixin, JobsMixin):
         at: datetime,
         cache_rows: dict[str, list[Row]],
         finish: tuple[Claim, dict] | None,
+        mark: BackfillMark | None = None,
     ) -> tuple[list[Event], int]:
         if finish is not None:
             claim, result = finish
             self._finish_job(cur, claim, {**result, "events": len(changes)}, self._clock())
+        if mark is not None:
+            self._advance_mark(cur, user_id, mark, self._clock())
         row = cur.execute(
             "SELECT hash FROM fact_events WHERE user_id = ? ORDER BY seq DESC LIMIT 1", (user_id,)
         ).fetchone()

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..domain import (
     Action,
+    BackfillMark,
     Change,
     Claim,
     Conflict,
@@ -112,14 +113,22 @@ class Writer:
         *,
         actor: str = "extractor",
         claim: Claim | None = None,
+        mark: BackfillMark | None = None,
+        said_at: datetime | None = None,
     ) -> WriteReport:
         """Learn from stored messages. With a claim, the job is finished in the same
-        transaction as the facts, unless the report asks for a retry."""
-        report, planned = await self._plan(scope, messages, conversation_id, at, server_mode, actor)
-        if not report.retry and (planned or claim is not None):
+        transaction as the facts, unless the report asks for a retry; with a backfill
+        mark, likewise the mark moves on, unless the turn was skipped (memory off)."""
+        report, planned = await self.plan(
+            scope, messages, conversation_id, at, server_mode, actor=actor, said_at=said_at
+        )
+        marks = mark is not None and report.skipped is None
+        if not report.retry and (planned or claim is not None or marks):
             finish = (claim, report.summary()) if claim is not None else None
             try:
-                report.events = await self.store.commit(scope.user_id, planned, at, finish=finish)
+                report.events = await self.store.commit(
+                    scope.user_id, planned, at, finish=finish, mark=mark if marks else None
+                )
             except Conflict as exc:
                 report.problems.append(f"not applied, memory changed meanwhile: {exc}")
                 report.retry = True
@@ -131,20 +140,28 @@ class Writer:
                 log.debug("turn of user %s: %s", scope.user_id, problem)
         return report
 
-    async def _plan(
+    async def plan(
         self,
         scope: Scope,
         messages: list[Message],
         conversation_id: str,
         now: datetime,
         server_mode: MemoryMode | None,
-        actor: str,
+        *,
+        actor: str = "extractor",
+        said_at: datetime | None = None,
     ) -> tuple[WriteReport, list[Change]]:
+        """What learning from these messages would change, committing nothing: the report
+        (problems, skipped, retry; no events) and the changes `learn` would apply.
+
+        `now` stamps the changes; `said_at` (default `now`) is the date the extractor
+        reads relative dates against, for messages said in the past (backfill).
+        """
         report = WriteReport()
         if not await self._enabled(scope, server_mode):
             return WriteReport(skipped="memory is off for this user"), []
         try:
-            extracted = await self.extractor.extract(messages, conversation_id, now)
+            extracted = await self.extractor.extract(messages, conversation_id, said_at or now)
         except ModelError as exc:
             return WriteReport(problems=[f"extraction: {exc}"], retry=isinstance(exc, ModelUnavailable)), []
         report.problems += extracted.problems

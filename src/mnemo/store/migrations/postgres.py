@@ -13,6 +13,7 @@ from ..migrate import Migration
 from .postgres_security import (
     APP_ROLE,
     LOCK_NAMESPACE,
+    backfill_functions,
     lexical_function,
     ordered_claim_function,
     people_functions,
@@ -232,8 +233,33 @@ def _turn_order(cur) -> None:
     ordered_claim_function(cur)
 
 
+def _backfill(cur) -> None:
+    """Which turns `mnemo backfill` has learnt from, each marked in the same transaction as its
+    facts (see BackfillMark); and messages found by when they were said."""
+    cur.execute(
+        """
+        -- one row per turn learnt from, named by the user message that opens it
+        CREATE TABLE backfill_progress (
+            user_id text NOT NULL REFERENCES users(id),
+            conversation_id text NOT NULL,
+            turn_id text NOT NULL,
+            run_id text NOT NULL,
+            said_at timestamptz NOT NULL,
+            processed_at timestamptz NOT NULL,
+            PRIMARY KEY (user_id, conversation_id, turn_id)
+        );
+        CREATE INDEX messages_said ON messages (user_id, created_at);
+        -- the turns never learnt from, which backfill leaves out
+        CREATE INDEX jobs_automation ON jobs (user_id, conversation_id) WHERE automation;
+        """
+    )
+    protect(cur, "backfill_progress", "SELECT, INSERT, UPDATE")
+    backfill_functions(cur)
+
+
 MIGRATIONS = [
     Migration(1, "initial", _initial),
     Migration(2, "server", _server),
     Migration(3, "turn_order", _turn_order),
+    Migration(4, "backfill", _backfill),
 ]

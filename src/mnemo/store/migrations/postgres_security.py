@@ -204,3 +204,18 @@ def ordered_claim_function(cur) -> None:
         """
     )
     definer(cur, "mnemo_claim_job(text, timestamptz, timestamptz)")
+
+
+def backfill_functions(cur) -> None:
+    """Who has conversations to learn from: `mnemo backfill` without --users walks everyone's.
+    Answers ids only, in name order; each user's conversations are then read as that user."""
+    cur.execute(
+        """
+        CREATE FUNCTION mnemo_users_with_conversations() RETURNS SETOF text LANGUAGE sql STABLE AS $$
+            SELECT u.id FROM users u
+            WHERE EXISTS (SELECT FROM conversations c WHERE c.user_id = u.id)
+            ORDER BY u.name
+        $$;
+        """
+    )
+    definer(cur, "mnemo_users_with_conversations()")

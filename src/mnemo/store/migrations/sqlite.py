@@ -171,8 +171,32 @@ def _turn_order(cur) -> None:
     _script(cur, "CREATE INDEX jobs_open ON jobs (user_id, id) WHERE status IN ('pending', 'claimed');\n")
 
 
+def _backfill(cur) -> None:
+    """Which turns `mnemo backfill` has learnt from, each marked in the same transaction as its
+    facts (see BackfillMark); and messages found by when they were said."""
+    _script(
+        cur,
+        """
+        -- one row per turn learnt from, named by the user message that opens it
+        CREATE TABLE backfill_progress (
+            user_id TEXT NOT NULL REFERENCES users(id),
+            conversation_id TEXT NOT NULL,
+            turn_id TEXT NOT NULL,
+            run_id TEXT NOT NULL,
+            said_at TEXT NOT NULL,
+            processed_at TEXT NOT NULL,
+            PRIMARY KEY (user_id, conversation_id, turn_id)
+        );
+        CREATE INDEX messages_said ON messages (user_id, created_at);
+        -- the turns never learnt from, which backfill leaves out
+        CREATE INDEX jobs_automation ON jobs (user_id, conversation_id) WHERE automation = 1;
+        """,
+    )
+
+
 MIGRATIONS = [
     Migration(1, "initial", _initial),
     Migration(2, "server", _server),
     Migration(3, "turn_order", _turn_order),
+    Migration(4, "backfill", _backfill),
 ]

@@ -1,0 +1,263 @@
+"""`mnemo backfill`: learn from past conversations already stored in mnemo, or take that back."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.text import Text
+
+from ..backfill import KINDS, Backfill, DeleteReport, NoModel, Report, Stop
+from ..memory import Memory
+from . import output
+from .options import Json
+from .runtime import BAD_INPUT, run_memory
+
+app = typer.Typer()
+
+INTERRUPTED = 130  # as a shell reports a command ended by Ctrl-C
+
+
+@app.command()
+def backfill(
+    ctx: typer.Context,
+    users: Annotated[
+        str | None,
+        typer.Option(
+            "--users",
+            metavar="NAMES",
+            help="Comma-separated user names (default: everyone with conversations).",
+        ),
+    ] = None,
+    lookback_days: Annotated[
+        int | None,
+        typer.Option(
+            "--lookback-days",
+            min=1,
+            metavar="N",
+            help="Learn from messages said in the last N days (default 7). With --delete: take back only"
+            " what was learnt from messages of the last N days (default: everything backfill learnt).",
+        ),
+    ] = None,
+    batch_size: Annotated[
+        int | None,
+        typer.Option("--batch-size", min=1, metavar="N", help="Conversations read at a time (default 10)."),
+    ] = None,
+    apply: Annotated[
+        bool, typer.Option("--apply", help="Write; without it, only report what would change.")
+    ] = False,
+    resume: Annotated[
+        bool,
+        typer.Option("--resume", help="Continue the interrupted run, with its users, window and --force."),
+    ] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Learn again from conversations an earlier run went through.")
+    ] = False,
+    delete: Annotated[
+        bool,
+        typer.Option("--delete", help="Retract what backfill learnt (nothing a person has changed since)."),
+    ] = False,
+    json: Json = False,
+) -> None:
+    """Learn from past conversations stored in mnemo (a dry run unless --apply).
+
+    Each chosen user's conversations with messages in the window are read oldest
+    first, --batch-size at a time, and cut into turns (a user message and the
+    replies after it); each turn whose user message was said in the window is
+    learnt from as after a live reply (extraction over it and the exchange
+    before, reconciliation with the whole memory, the review policy, the memory
+    switch), with actor `backfill` and the source message on every fact. Facts
+    are dated when backfill writes them; relative dates are read against when
+    the turn was said. A dry run runs the models too (they are what knows what
+    would change) but writes nothing; each turn is compared with memory as it
+    is now, so a fact stated in two turns counts twice there.
+
+    It needs a chat model (MNEMO_LLM_BASE_URL, MNEMO_LLM_MODEL): without one it
+    refuses, rather than learn only explicit requests and mark the conversations
+    as done.
+
+    Each turn is marked as learnt in the database in the same transaction as its
+    facts: a later run skips it (--force learns it again), and after Ctrl-C, a
+    failing model or a crash, --resume carries on with exactly the turns left,
+    so none is learnt from twice or skipped. Ctrl-C finishes the turn in hand,
+    then stops (exit 130; a second Ctrl-C abandons the turn, which is then
+    written whole or not at all); a failure stops with exit 1. A new --apply
+    run replaces the interrupted one, which can then no longer be resumed.
+
+    --delete retracts the active facts backfill created (and rejects the ones it
+    held for review), with a reason, so `mnemo restore` can bring one back; a
+    fact a person has edited, pinned or approved since is kept. Dry run unless
+    --apply. It does not reset the progress: learn again with --force.
+    """
+    names = [n.strip() for n in users.split(",") if n.strip()] if users is not None else None
+    if users is not None and not names:
+        raise _usage("--users names no user")
+    if resume and (names is not None or lookback_days is not None or force or batch_size is not None):
+        raise _usage(
+            "--resume continues the interrupted run as it was: give no --users, --lookback-days,"
+            " --batch-size or --force with it"
+        )
+    if delete and (resume or force or batch_size is not None):
+        raise _usage("--delete takes --users, --lookback-days and --apply only")
+
+    if delete:
+        _delete(ctx, names, lookback_days, apply, json)
+        return
+
+    async def work(memory: Memory) -> tuple[Backfill, Report]:
+        if memory.chat is None:
+            raise NoModel(
+                "backfill needs a chat model: set MNEMO_LLM_BASE_URL and MNEMO_LLM_MODEL. Without one only"
+                ' explicit requests ("remember that …") could be learnt, and the conversations would be'
+                " marked as done."
+            )
+        progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        state = {"stop": False}
+        job = Backfill(
+            memory,
+            progress=lambda user, n: progress.advance(task, n),
+            stop_requested=lambda: state["stop"],
+        )
+        if resume:
+            run = await job.interrupted_run()
+        else:
+            run = await job.new_run(
+                users=names,
+                lookback_days=lookback_days if lookback_days is not None else 7,
+                force=force,
+                batch_size=batch_size or 10,
+            )
+        planned = await job.plan_users(run)
+        total = sum(len(c) for _, c in planned)
+        task = progress.add_task("dry run" if not apply else "learning", total=total)
+        main = asyncio.current_task()
+        assert main is not None
+
+        def on_sigint() -> None:
+            if state["stop"]:
+                main.cancel()  # the turn in hand is abandoned: its transaction commits whole or not at all
+                return
+            state["stop"] = True
+            output.error("Stopping after the turn in hand (Ctrl-C again to abandon it)…")
+
+        loop = asyncio.get_running_loop()
+        installed = False
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(signal.SIGINT, on_sigint)
+            installed = True
+        try:
+            with progress:
+                report = await job.run(run, apply=apply, planned=planned)
+        except asyncio.CancelledError:
+            report = job.report
+            if report is None:
+                raise
+            user, conversation = job.current or ("", None)
+            report.stopped = Stop(user, conversation, "abandoned", interrupted=True)
+            main.uncancel()
+        finally:
+            if installed:
+                loop.remove_signal_handler(signal.SIGINT)
+        return job, report
+
+    _, report = run_memory(ctx, work)
+    if json:
+        output.emit_json(report.to_json())
+    else:
+        _show(report)
+    if report.stopped is not None:
+        if not json:
+            _say_where(report)
+        raise typer.Exit(INTERRUPTED if report.stopped.interrupted else 1)
+
+
+def _usage(message: str) -> typer.Exit:
+    output.error(message[0].upper() + message[1:] + ".")
+    return typer.Exit(BAD_INPUT)
+
+
+def _show(report: Report) -> None:
+    table = Table(title="Backfill" + ("" if report.applied else " (dry run: nothing written)"))
+    table.add_column("user", no_wrap=True)
+    for name in ("conversations", "learnt", "done before", "turns", *KINDS):
+        table.add_column(name, justify="right")
+    for u in report.users:
+        if u.skipped:
+            table.add_row(Text(u.user), str(u.conversations), Text(u.skipped, style="yellow"))
+            continue
+        table.add_row(
+            Text(u.user),
+            *(str(v) for v in (u.conversations, u.learnt, u.done_before, u.turns)),
+            *(str(u.counts[k]) for k in KINDS),
+        )
+    output.stdout().print(table)
+    for u in report.users:
+        for text in u.samples:
+            output.say(Text.assemble((f"{u.user}: ", "dim"), text))
+        if u.problems:
+            output.error(f"{u.user}: {len(u.problems)} problem(s), e.g. {u.problems[0]}")
+    if report.stopped is None:
+        if report.applied:
+            output.say(f"Done (run {report.run.id}).", "green")
+        else:
+            output.say("Dry run: nothing was written. Add --apply to learn.")
+
+
+def _say_where(report: Report) -> None:
+    stop = report.stopped
+    assert stop is not None
+    where = f"user {stop.user}" + (f", conversation {stop.conversation_id}" if stop.conversation_id else "")
+    if not report.applied:
+        output.error(f"Stopped at {where}: {stop.reason}. Nothing was written (dry run).")
+        return
+    output.error(
+        f"Stopped at {where}: {stop.reason}. Every turn before it is learnt and marked;"
+        " continue with: mnemo backfill --apply --resume"
+    )
+
+
+def _delete(
+    ctx: typer.Context, names: list[str] | None, lookback_days: int | None, apply: bool, json: bool
+) -> None:
+    async def work(memory: Memory) -> DeleteReport:
+        job = Backfill(memory)
+        since = None
+        if lookback_days is not None:
+            since = (await job.new_run(lookback_days=lookback_days)).since
+        return await job.delete(names, since, apply=apply)
+
+    report = run_memory(ctx, work)
+    if json:
+        output.emit_json(report.to_json())
+        return
+    _show_delete(report)
+
+
+def _show_delete(report: DeleteReport) -> None:
+    title = "Backfill --delete" + ("" if report.applied else " (dry run: nothing written)")
+    table = Table(title=title)
+    table.add_column("user", no_wrap=True)
+    for name in ("retracted", "rejected", "kept (a person changed them)"):
+        table.add_column(name, justify="right")
+    rows: list[dict[str, Any]] = report.users
+    for u in rows:
+        table.add_row(Text(u["user"]), str(u["retracted"]), str(u["rejected"]), str(u["kept_edited"]))
+    output.stdout().print(table)
+    for u in rows:
+        for text in u["samples"]:
+            output.say(Text.assemble((f"{u['user']}: ", "dim"), text))
+    if not report.applied:
+        output.say("Dry run: nothing was written. Add --apply to retract.")

@@ -1,0 +1,174 @@
+"""Moving memory in and out: `mnemo export` and `mnemo import` (formats: docs/export-format.md)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
+
+from .. import export
+from ..domain import Conflict
+from ..memory import Memory
+from ..transfer import Format, ImportReport, import_file
+from . import output
+from .options import Json
+from .runtime import CliFailure, Options, Session, run, run_memory
+
+app = typer.Typer()
+
+
+@contextmanager
+def progress() -> Iterator[Progress]:
+    """A progress display on stderr, shown only when stderr is a terminal."""
+    console = Console(stderr=True)
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as bar:
+        yield bar
+
+
+# -- export -----------------------------------------------------------------------------------
+
+
+@app.command("export")
+def export_(
+    ctx: typer.Context,
+    output_file: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", metavar="FILE", help="Write to FILE (default: standard output)."),
+    ] = None,
+    json: Json = False,
+) -> None:
+    """Everything the user owns, as JSONL: agents, memories with their history, conversations."""
+
+    async def work(s: Session) -> dict[str, Any]:
+        with progress() as bar:
+            task = bar.add_task("exporting", total=None)
+            if output_file is None:
+                return await _write(s.memory, s, typer.get_text_stream("stdout"), bar, task)
+            # written beside the target and renamed at the end: a crash never leaves half a file
+            target = output_file.expanduser()
+            fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    counts = await _write(s.memory, s, f, bar, task)
+                os.replace(temp, target)
+            except BaseException:
+                Path(temp).unlink(missing_ok=True)
+                raise
+            return counts
+
+    counts = run(ctx, work, resolve_agent=False)
+    if output_file is None:
+        return  # the JSONL itself went to standard output
+    if json:
+        output.emit_json({"file": str(output_file), **counts})
+    else:
+        shown = ", ".join(f"{n} {name}" for name, n in counts.items())
+        output.say(Text.assemble(("Exported ", "green"), shown, " to ", str(output_file)))
+
+
+async def _write(memory: Memory, s: Session, out: IO[str], bar: Progress, task: Any) -> dict[str, Any]:
+    counts: dict[str, Any] = {}
+    async for record in export.records(memory, s.user):
+        out.write(export.line(record))
+        if record["type"] == "end":
+            counts = {k: v for k, v in record.items() if k != "type"}
+        elif record["type"] in ("fact", "conversation"):
+            bar.update(task, advance=1, description=f"exporting {record['type']}s")
+    out.flush()
+    return counts
+
+
+# -- import -----------------------------------------------------------------------------------
+
+
+@app.command("import")
+def import_(
+    ctx: typer.Context,
+    file: Annotated[
+        Path,
+        typer.Argument(exists=True, dir_okay=False, readable=True, help="The file to import."),
+    ],
+    fmt: Annotated[
+        Format,
+        typer.Option(
+            "--format",
+            help="mnemo: an export; openai: chat-completions JSONL; chatgpt: a ChatGPT export's"
+            " conversations.json; facts: JSONL of facts; auto: tell from the file.",
+        ),
+    ] = Format.AUTO,
+    agent: Annotated[
+        str | None,
+        typer.Option("--agent", metavar="NAME", help="The agent the conversations or facts belong to."),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Check the file and count; write nothing.")
+    ] = False,
+    json: Json = False,
+) -> None:
+    """Import conversations (for backfill to learn from), facts, or a mnemo export."""
+    options = ctx.find_object(Options) or Options()
+
+    async def work(memory: Memory) -> ImportReport:
+        with progress() as bar:
+            tasks: dict[str, Any] = {}
+
+            def step(stage: str, advance: int, total: int) -> None:
+                if stage not in tasks:
+                    tasks[stage] = bar.add_task(f"importing {stage}", total=total)
+                bar.update(tasks[stage], advance=advance)
+
+            try:
+                return await import_file(
+                    memory,
+                    file,
+                    user=memory.settings.user,
+                    agent=agent or options.agent,
+                    fmt=fmt,
+                    dry_run=dry_run,
+                    step=step,
+                )
+            except Conflict as exc:  # an id of the file is taken here: nothing to show again and retry
+                raise CliFailure(f"Cannot import {file}: {exc}") from exc
+
+    report = run_memory(ctx, work, needs_db=False)
+    if json:
+        output.emit_json(report.as_json())
+    else:
+        _show(report)
+    if report.audit_ok is False:
+        raise typer.Exit(1)
+
+
+def _show(r: ImportReport) -> None:
+    verb = "Would import" if r.dry_run else "Imported"
+    parts = []
+    if r.format == "mnemo":
+        parts.append(f"{r.agents_added} of {r.agents} agents" if not r.dry_run else f"{r.agents} agents")
+    if r.facts or r.format in ("mnemo", "facts"):
+        parts.append(f"{r.facts_added} memories ({r.facts_present} already here)")
+    if r.conversations or r.format != "facts":
+        parts.append(
+            f"{r.conversations_added} conversations with {r.messages_added} messages"
+            f" ({r.conversations_present} already here)"
+        )
+    output.say(Text.assemble((f"{verb} for {r.user}: ", "green"), "; ".join(parts)))
+    if r.conversations_empty:
+        output.say(f"{r.conversations_empty} conversations had no user or assistant text and were left out.")
+    if r.re_embedded:
+        output.say(f"{r.re_embedded} memories were embedded again with this store's model.")
+    if r.audit_ok is False:
+        output.error("The audit log does not verify after the import: mnemo audit verify")

@@ -1,0 +1,13 @@
+"""Import and export: files of conversations and facts in, everything a person owns out.
+
+`mnemo.export` writes the export; `importer.import_file` reads any of the
+formats of `formats.Format` (see docs/export-format.md).
+"""
+
+from __future__ import annotations
+
+from .formats import Format
+from .importer import import_file
+from .report import ImportRefused, ImportReport
+
+__all__ = ["Format", "ImportRefused", "ImportReport", "import_file"]

@@ -1,0 +1,182 @@
+"""`mnemo import`: a file of conversations or facts, or a mnemo export, into a user's memory.
+
+The whole file is read and checked first: a bad line stops the import before
+anything is written, and the error names the line. Then each item is written
+in a transaction of its own, and is the same item the next time (a
+conversation's id and its messages' ids are derived from the user, the format
+and the file's id for it, else its content), so an import that stopped half
+way is finished by running it again, and a second run adds nothing.
+
+Conversations are stored for backfill to learn from later (`mnemo backfill`);
+nothing is extracted from them here. Facts are added as a person's would be,
+with actor `import` and source kind `import`; a fact already held (same text,
+in the scope) is left as it is rather than reinforced, so that running an
+import again does not count as the person saying it again.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from ..domain import (
+    Conflict,
+    Conversation,
+    InvalidInput,
+    Message,
+    Scope,
+    Source,
+    SourceKind,
+    User,
+    find_agent,
+    text_hash,
+)
+from ..memory import Memory
+from .formats import (
+    ConversationItem,
+    FactItem,
+    Format,
+    chatgpt_conversations,
+    detect,
+    fact_items,
+    openai_conversations,
+)
+from .report import ImportReport, Step, no_step
+from .restore import read_export, restore
+
+# the namespace of the ids given to imported conversations and messages
+NAMESPACE = uuid.UUID("5b0c6f3e-2d7a-4e61-9a57-6d6e656d6f21")
+_TICK = timedelta(microseconds=1)
+
+
+async def import_file(
+    memory: Memory,
+    path: Path,
+    *,
+    user: str,
+    agent: str | None = None,
+    fmt: Format = Format.AUTO,
+    dry_run: bool = False,
+    step: Step = no_step,
+) -> ImportReport:
+    """Import `path` for the user called `user` (created on first use, but not by a dry run)."""
+    fmt = detect(path) if fmt is Format.AUTO else Format(fmt)
+    if fmt is Format.MNEMO:
+        if agent is not None:
+            raise InvalidInput("--agent does not apply to a mnemo export: its agents come with it")
+        return await restore(memory, read_export(path), user, dry_run=dry_run, step=step)
+    if fmt is Format.FACTS:
+        facts = fact_items(path)
+    else:
+        items = chatgpt_conversations(path) if fmt is Format.CHATGPT else openai_conversations(path)
+    target = await memory.find_user(user)
+    agents = await memory.agents(target.id) if target else []
+    agent_id = _agent_id(agents, agent, user, "--agent")
+    if fmt is Format.FACTS:
+        for item in facts:  # every line's agent is known before anything is written
+            _agent_id(agents, item.agent, user, f"line {item.line}: agent")
+    report = ImportReport(str(fmt), user, dry_run, user_created=target is None and not dry_run)
+    if target is None and not dry_run:
+        target = await memory.user(user)
+    if fmt is Format.FACTS:
+        await _facts(memory, target, agents, agent_id, facts, report, step)
+    else:
+        await _conversations(memory, target, agent_id, fmt, items, report, step)
+    return report
+
+
+def _agent_id(agents, name: str | None, user: str, what: str) -> str | None:
+    if name is None:
+        return None
+    found = find_agent(agents, name)
+    if found is None:
+        raise InvalidInput(f"{what}: user {user!r} has no agent {name!r} (mnemo agents create {name})")
+    return found.id
+
+
+# -- conversations ----------------------------------------------------------------------------
+
+
+def conversation_of(item: ConversationItem, user_id: str, agent_id: str | None, fmt: Format, now: datetime):
+    """The stored form of a file's conversation: ids derived, times in order of saying."""
+    cid = str(uuid.uuid5(NAMESPACE, f"{user_id}/{fmt}/{item.key()}"))
+    created = item.created_at or next((at for _, _, at in item.messages if at), None) or now
+    messages = []
+    previous: datetime | None = None
+    for i, (role, content, at) in enumerate(item.messages):
+        at = at or (previous + _TICK if previous else created)
+        if previous is not None and at <= previous:  # the stored order is the order of times
+            at = previous + _TICK
+        messages.append(Message(role, content, str(uuid.uuid5(NAMESPACE, f"{cid}/{i}")), at))
+        previous = at
+    return Conversation(cid, user_id, agent_id, created, tuple(messages))
+
+
+async def _conversations(
+    memory: Memory,
+    user: User | None,
+    agent_id: str | None,
+    fmt: Format,
+    items: list[ConversationItem],
+    report: ImportReport,
+    step: Step,
+) -> None:
+    kept = [i for i in items if i.messages]
+    report.found(conversations=len(kept), conversations_empty=len(items) - len(kept))
+    step("conversations", 0, len(kept))
+    now = memory.clock()
+    seen: set[str] = set()
+    for item in kept:
+        step("conversations", 1, len(kept))
+        conversation = conversation_of(item, user.id if user else "", agent_id, fmt, now)
+        if report.dry_run:
+            stored = await memory.store.conversation_messages(user.id, conversation.id) if user else []
+            new = 0 if conversation.id in seen else len(conversation.messages) - len(stored)
+            report.conversation(new)
+            seen.add(conversation.id)
+            continue
+        try:
+            report.conversation(await memory.store.import_conversation(conversation))
+        except Conflict as exc:
+            raise Conflict(f"{item.where}: {exc}") from None
+
+
+# -- facts --------------------------------------------------------------------------------------
+
+
+async def _facts(
+    memory: Memory,
+    user: User | None,
+    agents,
+    agent_id: str | None,
+    items: list[FactItem],
+    report: ImportReport,
+    step: Step,
+) -> None:
+    report.found(facts=len(items))
+    step("facts", 0, len(items))
+    seen: set[tuple[str | None, str]] = set()
+    for item in items:
+        step("facts", 1, len(items))
+        own = _agent_id(agents, item.agent, report.user, "agent") if item.agent else agent_id
+        key = (own, text_hash(item.text))
+        scope = Scope(user.id, own) if user else None
+        same = await memory.store.find_by_hash(scope, key[1]) if scope else []
+        if same or key in seen:
+            report.facts_present += 1
+            if same and item.pinned and not same[0].pinned and not report.dry_run:
+                await memory.pin(scope, same[0].id, actor="import")
+            continue
+        seen.add(key)
+        report.facts_added += 1
+        if not report.dry_run:
+            await memory.add(
+                scope,
+                item.text,
+                category=item.category,
+                pinned=item.pinned,
+                valid_from=item.valid_from,
+                actor="import",
+                source=Source(SourceKind.IMPORT),
+            )

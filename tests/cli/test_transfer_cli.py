@@ -1,0 +1,160 @@
+"""`mnemo export` and `mnemo import` through the command line, on both backends.
+
+The round trip starts from the default SQLite file and goes into this test's
+backend: an export made on one store comes back whole on the other.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_cli import Invoke, add, as_json, invoker, ok
+
+CHATGPT = Path(__file__).parent.parent / "data" / "chatgpt" / "conversations.json"
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in list(os.environ):
+        if key.startswith("MNEMO_"):
+            monkeypatch.delenv(key)
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def mnemo(data_dir: Path, database_url: str | None) -> Invoke:
+    return invoker(data_dir, database_url)
+
+
+@pytest.fixture
+def source(tmp_path: Path) -> Invoke:
+    """Another mnemo, on a SQLite file of its own: where the export comes from."""
+    return invoker(tmp_path / "source", None)
+
+
+def _records(text: str) -> list[dict]:
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def _without_time(records: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if k != "exported_at"} for r in records]
+
+
+def test_an_export_comes_back_whole_in_another_store(source: Invoke, mnemo: Invoke, tmp_path: Path) -> None:
+    lisbon = add(source, "I live in Lisbon", "--category", "identity")
+    ok(source("edit", lisbon["id"], "I live in Porto", "--reason", "moved"))
+    kayak = add(source, "I own a red kayak")
+    ok(source("forget", kayak["id"], "--reason", "sold it"))
+    ok(source("agents", "create", "Chef", "--private"))
+    ok(source("add", "I cook with cast iron", agent="Chef"))
+    ok(source("remember", "-u", "Remember that I have a cat named Miso", "-a", "Noted."))
+    add(source, "I collect stamps", user="bob")
+
+    exported = tmp_path / "local.jsonl"
+    summary = as_json(source("export", "--output", str(exported), "--json"))
+    assert summary == {
+        "file": str(exported),
+        "agents": 1,
+        "facts": 4,
+        "events": 6,
+        "conversations": 1,
+        "messages": 2,
+    }
+    first = _records(exported.read_text())
+    assert "stamps" not in exported.read_text()  # bob's, not local's
+
+    report = as_json(mnemo("import", str(exported), "--json"))
+    assert (report["format"], report["facts_added"], report["events_added"], report["audit_ok"]) == (
+        "mnemo",
+        4,
+        6,
+        True,
+    )
+    again = _records(ok(mnemo("export")).stdout)
+    assert _without_time(again) == _without_time(first)
+    assert as_json(mnemo("audit", "verify", "--json"))["ok"] is True
+    hits = as_json(mnemo("search", "where do I live?", "--json"))
+    assert hits[0]["fact"]["id"] == lisbon["id"] and hits[0]["fact"]["text"] == "I live in Porto"
+
+    twice = as_json(mnemo("import", str(exported), "--json"))
+    assert (twice["facts_added"], twice["facts_present"], twice["conversations_present"]) == (0, 4, 1)
+    human = ok(mnemo("import", str(exported))).stdout
+    assert "0 memories (4 already here)" in human
+
+    # another user here with memories of their own: refused, clearly
+    add(mnemo, "I am Carol", user="carol")
+    refused = mnemo("import", str(exported), user="carol")
+    assert refused.exit_code == 1 and "another id" in refused.stderr and "retry" not in refused.stderr
+
+
+def test_conversations_import_once_and_a_dry_run_writes_nothing(mnemo: Invoke, tmp_path: Path) -> None:
+    dry = as_json(mnemo("import", str(CHATGPT), "--dry-run", "--json"))
+    assert (dry["format"], dry["dry_run"], dry["conversations_added"], dry["messages_added"]) == (
+        "chatgpt",
+        True,
+        2,
+        6,
+    )
+    assert _records(ok(mnemo("export")).stdout)[-1]["conversations"] == 0
+
+    ok(mnemo("agents", "create", "Travel"))
+    first = as_json(mnemo("import", str(CHATGPT), "--agent", "Travel", "--json"))
+    assert (first["conversations_added"], first["conversations_empty"], first["messages_added"]) == (2, 1, 6)
+    second = as_json(mnemo("import", str(CHATGPT), "--agent", "Travel", "--json"))
+    assert (second["conversations_added"], second["conversations_present"]) == (0, 2)
+
+    chats = tmp_path / "chats.jsonl"
+    chats.write_text(
+        json.dumps({"id": "c1", "messages": [{"role": "user", "content": "I teach piano."}]})
+        + "\n"
+        + json.dumps(
+            [{"role": "user", "content": "I run on Sundays."}, {"role": "assistant", "content": "Nice."}]
+        )
+        + "\n"
+    )
+    assert as_json(mnemo("import", str(chats), "--json"))["messages_added"] == 3
+    human = ok(mnemo("import", str(chats))).stdout
+    assert "0 conversations with 0 messages (2 already here)" in human
+
+    conversations = [r for r in _records(ok(mnemo("export")).stdout) if r["type"] == "conversation"]
+    said = [[(m["role"], m["content"]) for m in c["messages"]] for c in conversations]
+    assert said[0][2] == ("user", "My sister Ana lives there, so I'll stay with her.")
+    assert [("user", "I teach piano.")] in said and len(conversations) == 4
+    travel = as_json(mnemo("agents", "list", "--json"))[0]["id"]
+    assert [c["agent_id"] for c in conversations].count(travel) == 2
+
+
+def test_facts_import_and_a_bad_line_is_named(mnemo: Invoke, tmp_path: Path) -> None:
+    facts = tmp_path / "facts.jsonl"
+    facts.write_text(
+        '{"text": "I am allergic to peanuts", "category": "identity", "pinned": true}\n'
+        "\n"
+        '{"text": "I moved to Porto", "valid_from": "2025-06-01"}\n'
+    )
+    report = as_json(mnemo("import", str(facts), "--json"))
+    assert (report["format"], report["facts_added"]) == ("facts", 2)
+    assert as_json(mnemo("import", str(facts), "--json"))["facts_added"] == 0
+    listed = as_json(mnemo("list", "--json"))
+    assert {(f["text"], f["source"]["kind"], f["mentions"]) for f in listed} == {
+        ("I am allergic to peanuts", "import", 1),
+        ("I moved to Porto", "import", 1),
+    }
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "I like figs"}\n{"text": "I like tea", "category": "drinks"}\n')
+    result = mnemo("import", str(bad))
+    assert result.exit_code == 2 and "Line 2: unknown category 'drinks'" in result.stderr
+    assert "I like figs" not in ok(mnemo("list")).stdout  # nothing of the file was written
+
+    unknown = tmp_path / "unknown.jsonl"
+    unknown.write_text('{"hello": "world"}\n')
+    result = mnemo("import", str(unknown))
+    assert result.exit_code == 2 and "give --format" in result.stderr
