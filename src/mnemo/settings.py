@@ -30,6 +30,10 @@ class RecallSettings(BaseModel):
     weights: dict[str, float] = Field(
         default_factory=lambda: {"semantic": 1.0, "lexical": 1.0, "recency": 0.5}
     )
+    # The "topic" arm repeats the semantic search with the query's names taken out
+    # (recall/recaller.py, without_names); it runs only for a query that names
+    # someone, and then takes this share of the semantic weight.
+    topic_share: float = Field(default=0.5, ge=0.0, le=1.0)
     rrf_k: float = 60.0
     max_facts: int = 20
     max_tokens: int = 1000

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from mnemo.recall.fuse import estimate_tokens
+from mnemo.recall.recaller import without_names
 from mnemo.recall.render import inject, render
 from tests.helpers import bulk_add, texts, unrelated_facts
 
@@ -29,6 +30,38 @@ async def test_semantic_arm_finds_a_paraphrase(memory, alice, clock):
     hits = await memory.recall("what food must I avoid?", alice)
     assert texts(hits)[0] == "I am allergic to peanuts"
     assert "semantic" in hits[0].reasons and "lexical" not in hits[0].reasons
+
+
+def test_names_are_taken_out_of_the_topic_query():
+    assert without_names("What do Melanie's kids like?") == "What do kids like?"
+    assert without_names("When did Caroline join the LGBTQ group?") == "When did join the LGBTQ group?"
+    assert without_names("Hi. Is Zephyrine coming?") == "Hi. Is coming?"  # sentence openers stay
+    assert without_names("what food must I avoid?") == "what food must I avoid?"
+    assert without_names("Tell me about Zephyrine") == "Tell me about"
+    assert without_names("Zephyrine") == "Zephyrine" and without_names("Ask Zephyrine") == "Ask"
+
+
+async def test_topic_arm_runs_for_a_query_that_names_someone(memory, alice, clock):
+    await bulk_add(memory, alice, unrelated_facts(100))
+    await memory.add(alice, "Swimming in the cold lake calms my neighbour Lena down")
+    clock.advance(days=30)
+    named = await memory.recall("What calms Lena down?", alice)
+    assert texts(named)[0] == "Swimming in the cold lake calms my neighbour Lena down"
+    assert {"semantic", "topic"} <= set(named[0].reasons)
+    past = await memory.recall("What calms Lena down?", alice, as_of=clock())
+    assert texts(past)[0] == texts(named)[0] and {"semantic", "topic"} <= set(past[0].reasons)
+    unnamed = await memory.recall("what calms my neighbour down?", alice)
+    assert not any("topic" in h.reasons for h in unnamed)
+    # the two views share the semantic weight, so a named person does not double the embedder's say
+    s = memory.recaller.settings
+    dense = {"semantic": 1 - s.topic_share, "topic": s.topic_share}
+    expected = sum(
+        s.weights["semantic"] * dense[arm] / (s.rrf_k + r.rank)
+        if arm in dense
+        else s.weights[arm] / (s.rrf_k + r.rank)
+        for arm, r in named[0].reasons.items()
+    )
+    assert abs(named[0].score - expected) < 1e-12
 
 
 async def test_recency_arm_brings_recent_facts_within_the_window(memory, alice, clock):

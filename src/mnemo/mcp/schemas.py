@@ -120,7 +120,8 @@ class RecalledItem(MemoryItem):
     score: float = Field(description="How strongly it was recalled (higher is better).")
     reasons: dict[str, ArmPublic] = Field(
         description="Why it came back, per recall arm, with its rank there: semantic (close in "
-        "meaning), lexical (shares words), recency (recently confirmed), pinned (always recalled)."
+        "meaning), topic (close in meaning once the names in the query are set aside), lexical "
+        "(shares words), recency (recently confirmed), pinned (always recalled)."
     )
 
     @classmethod

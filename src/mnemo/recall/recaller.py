@@ -18,8 +18,25 @@ from ..settings import RecallSettings
 from ..store.base import Store
 from .fuse import Hit, rrf, within_budget
 
-ARMS = ("pinned", "recency", "semantic", "lexical")
+ARMS = ("pinned", "recency", "semantic", "topic", "lexical")
 _WORD = re.compile(r"\w+")
+# A capitalised word that does not open a sentence (with its possessive): a name.
+# Single capitals ("I") and acronyms ("LGBTQ") are not names here.
+_NAME = re.compile(r"(?<![.!?:]\s)(?<!^)\b[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+(?:['’]s\b)?")
+
+
+def without_names(query: str) -> str:
+    """The query with its names taken out: what the "topic" arm embeds.
+
+    A small embedder puts a name in a question ("What does Melanie do to
+    destress?") close to every fact that names the same person, whatever the
+    fact is about, so the nearest facts are the person's rather than the
+    topic's. The topic arm searches with the name-free question; the names
+    still count through the semantic and lexical arms. Empty when nothing is
+    left; the query itself when it names no one.
+    """
+    stripped = " ".join(_NAME.sub(" ", query).split())
+    return stripped if _WORD.search(stripped) else ""
 
 
 class Recaller:
@@ -51,18 +68,31 @@ class Recaller:
         from the audit log) instead of from what it believes now.
         """
         s = self.settings
+        topic = without_names(query) if "topic" in arms else ""
+        if topic == " ".join(query.split()):
+            topic = ""  # it names no one: the semantic arm already searches this
+        texts = []
         if vector is None and "semantic" in arms and query.strip():
-            vector = (await self.embedder.embed([query]))[0]
+            texts.append(query)
+        if topic:
+            texts.append(topic)  # one embedding call for both, when both are needed
+        embedded = dict(zip(texts, await self.embedder.embed(texts), strict=True)) if texts else {}
+        vectors = {"semantic": embedded.get(query, vector), "topic": embedded.get(topic)}
         if as_of is None:
-            ranked = await self._live(scope, query, vector, self.clock(), arms)
+            ranked = await self._live(scope, query, vectors, self.clock(), arms)
         else:
-            ranked = await self._past(scope, query, vector, as_of, arms)
-        hits = rrf(ranked, s.weights, k=s.rrf_k)
+            ranked = await self._past(scope, query, vectors, as_of, arms)
+        hits = rrf(ranked, _weights(s, ranked), k=s.rrf_k)
         max_facts = s.max_facts if limit is None else limit
         return within_budget(hits, max_facts=max_facts, max_tokens=s.max_tokens)
 
     async def _live(
-        self, scope: Scope, query: str, vector: np.ndarray | None, now: datetime, arms: Sequence[str]
+        self,
+        scope: Scope,
+        query: str,
+        vectors: dict[str, np.ndarray | None],
+        now: datetime,
+        arms: Sequence[str],
     ) -> dict[str, list[tuple[Fact, float]]]:
         """The arms run at once: on PostgreSQL each is a query of its own on a pooled
         connection, so a recall waits for the slowest arm rather than for their sum."""
@@ -75,11 +105,11 @@ class Recaller:
                 if "recency" in arms
                 else None
             ),
-            "semantic": (
-                self.store.nearest(scope, vector, model, s.semantic_k)
-                if "semantic" in arms and vector is not None
-                else None
-            ),
+            **{
+                arm: self.store.nearest(scope, vectors[arm], model, s.semantic_k)
+                for arm in ("semantic", "topic")
+                if arm in arms and vectors.get(arm) is not None
+            },
             "lexical": self.store.lexical(scope, query, s.lexical_k) if "lexical" in arms else None,
         }
         asked = {arm: call for arm, call in asked.items() if call is not None}
@@ -89,18 +119,24 @@ class Recaller:
             out["pinned"] = [(f, 1.0) for f in found["pinned"] if f.is_valid_at(now)]
         if "recency" in found:
             out["recency"] = [(f, _age_hours(f, now)) for f in found["recency"] if f.is_valid_at(now)]
-        if "semantic" in found:
-            out["semantic"] = [
-                (n.fact, n.score)
-                for n in found["semantic"]
-                if n.score >= s.semantic_floor and n.fact.is_valid_at(now)
-            ]
+        for arm in ("semantic", "topic"):
+            if arm in found:
+                out[arm] = [
+                    (n.fact, n.score)
+                    for n in found[arm]
+                    if n.score >= s.semantic_floor and n.fact.is_valid_at(now)
+                ]
         if "lexical" in found:
             out["lexical"] = [(n.fact, n.score) for n in found["lexical"] if n.fact.is_valid_at(now)]
         return out
 
     async def _past(
-        self, scope: Scope, query: str, vector: np.ndarray | None, at: datetime, arms: Sequence[str]
+        self,
+        scope: Scope,
+        query: str,
+        vectors: dict[str, np.ndarray | None],
+        at: datetime,
+        arms: Sequence[str],
     ) -> dict[str, list[tuple[Fact, float]]]:
         """The same arms, computed in memory over the facts believed at `at`.
 
@@ -126,16 +162,31 @@ class Recaller:
             recent = [f for f in facts if f.last_seen_at and f.last_seen_at >= since]
             recent.sort(key=lambda f: f.last_seen_at, reverse=True)
             out["recency"] = [(f, _age_hours(f, at)) for f in recent[: s.recency_k]]
-        if "semantic" in arms and vector is not None and facts:
+        searched = [arm for arm in ("semantic", "topic") if arm in arms and vectors.get(arm) is not None]
+        if searched and facts:
             stored = await self.store.vectors(
                 Scope(scope.user_id, all_agents=True), [f.id for f in facts], self.embedder.model_name
             )
-            scored = [(f, float(np.dot(stored[f.id], vector))) for f in facts if f.id in stored]
-            scored = [x for x in scored if x[1] >= s.semantic_floor]
-            out["semantic"] = sorted(scored, key=lambda x: -x[1])[: s.semantic_k]
+            for arm in searched:
+                scored = [(f, float(np.dot(stored[f.id], vectors[arm]))) for f in facts if f.id in stored]
+                scored = [x for x in scored if x[1] >= s.semantic_floor]
+                out[arm] = sorted(scored, key=lambda x: -x[1])[: s.semantic_k]
         if "lexical" in arms:
             out["lexical"] = bm25(query, facts)[: s.lexical_k]
         return out
+
+
+def _weights(s: RecallSettings, ranked: dict[str, list[tuple[Fact, float]]]) -> dict[str, float]:
+    """The settings' weights, with the semantic weight shared between the two views of
+    the query's meaning when both ran (topic_share to the name-free one), so that a
+    query naming someone does not give the embedder twice the say of the lexical arm."""
+    weights = dict(s.weights)
+    dense = weights.get("semantic", 1.0)
+    if "topic" in ranked and "semantic" in ranked:
+        weights["semantic"], weights["topic"] = dense * (1 - s.topic_share), dense * s.topic_share
+    else:
+        weights["topic"] = dense
+    return weights
 
 
 def _age_hours(fact: Fact, now: datetime) -> float:

@@ -27,7 +27,13 @@ router = web_router()
 
 MAX_MESSAGE = 8000
 MAX_TURNS = 20  # exchanges sent back as context; older ones drop off the front
-_ARMS = {"pinned": "pinned", "semantic": "similar meaning", "lexical": "same words", "recency": "recent"}
+_ARMS = {
+    "pinned": "pinned",
+    "semantic": "similar meaning",
+    "topic": "similar topic, names aside",
+    "lexical": "same words",
+    "recency": "recent",
+}
 
 
 def _history(raw: str) -> list[dict[str, Any]]:
