@@ -44,7 +44,7 @@ class KhojBaseline:
 
     def nearest(self, user_id: str, vector: np.ndarray) -> list[tuple[str, str]]:
         rows = self.conn.execute(
-            "SELECT rowid, embedding FROM fact_vectors WHERE user_id = ? AND model = ?",
+            "SELECT fact_rowid, embedding FROM fact_vectors WHERE user_id = ? AND model = ?",
             (user_id, self.model),
         ).fetchall()
         if not rows:

@@ -110,6 +110,9 @@ CROSS_USER_FUNCTIONS = {
     # who has conversations at all: `mnemo backfill` without --users walks
     # everyone's; ids only, and each user's conversations are then read as that user
     "mnemo_users_with_conversations": "the users backfill walks, before any is known",
+    # who has facts at all: `mnemo reindex` without --users walks everyone's; ids
+    # only, and each user's facts are then read and re-embedded as that user
+    "mnemo_users_with_facts": "the users reindex walks, before any is known",
 }
 
 # plpgsql functions: each named, with why it is harmless; the test also makes

@@ -65,11 +65,14 @@ from mnemo.domain import (
 from mnemo.jobs import Worker
 from mnemo.memory import Memory
 from mnemo.providers.chat import OpenAIChatModel
+from mnemo.recall.recaller import Recaller
+from mnemo.reindex import Reindex
 from mnemo.settings import Settings
 from mnemo.store.migrations.postgres import MIGRATIONS
 from mnemo.store.postgres import PostgresStore
 from mnemo.store.postgres_search import nearest_sql
 from mnemo.write import changes
+from tests.fakes.embedders import ProjectedEmbedder
 from tests.fakes.openai_server import ScriptedOpenAI
 from tests.helpers import Clock, extraction
 from tests.store.sql_scope import (
@@ -255,6 +258,16 @@ async def _workload(url: str, embedder: Any, llm: ScriptedOpenAI, data_dir: Path
         created = audit.seal(changes.create(poem, None, "import"), carol.id, clock.now, audit.GENESIS)
         await store.import_facts(carol.id, [(poem, (await embedder.embed([poem.text]))[0])], [created])
         assert await store.chain_head(carol.id) == created.hash and (await memory.verify_audit(carol.id)).ok
+
+        # reindex: who has facts, theirs without another model's vector, written beside, the old dropped
+        other = ProjectedEmbedder(embedder)
+        assert "alice" in [u.name for u in await store.users_with_facts()]
+        job = Reindex(store, other, batch_size=2)
+        assert (await job.run(await job.users(["alice"]))).embedded > 0
+        assert set(await store.vector_models(alice.id)) == {embedder.model_name, other.model_name}
+        await Recaller(store, other, settings.recall, clock).recall(everything, "kayak", arms=("semantic",))
+        assert (await job.run(await job.users(["alice"]), prune=True)).users[0].pruned > 0
+        assert set(await store.vector_models(alice.id)) == {other.model_name}
     finally:
         await graph_store.close()
         await store.close()

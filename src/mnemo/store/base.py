@@ -37,6 +37,16 @@ class ScoredFact:
     score: float
 
 
+@dataclass(frozen=True, slots=True)
+class Unembedded:
+    """A fact without a vector of some model, as `mnemo reindex` reads it."""
+
+    rowid: int  # the order reindex walks a user's facts in
+    fact_id: str
+    version: int  # the vector is written only while the fact is still at this version
+    text: str
+
+
 class Store(Protocol):
     """Persistence for facts, their events, and the people and agents they belong to.
 
@@ -209,3 +219,25 @@ class Store(Protocol):
         """Insert facts (with their vectors) and events as they were, in one transaction: the
         events keep their time, digest and hashes, in the order given, and must continue the
         user's chain (Conflict otherwise); a fact already there is a Conflict."""
+
+    # -- reindex (see mnemo.reindex) -----------------------------------------------
+
+    async def users_with_facts(self) -> list[User]:
+        """Everyone with a fact, in name order."""
+
+    async def unembedded(self, user_id: str, model: str, after: int, limit: int) -> list[Unembedded]:
+        """Up to `limit` of the user's facts (not purged) without a `model` vector, rowid > `after`,
+        in rowid order."""
+
+    async def add_vectors(
+        self, user_id: str, model: str, vectors: Sequence[tuple[Unembedded, np.ndarray]]
+    ) -> int:
+        """Give each fact its `model` vector, beside its others, in one transaction; a fact changed
+        since it was read (another version, purged) or that has one already is left alone.
+        Returns how many were written."""
+
+    async def vector_models(self, user_id: str) -> dict[str, int]:
+        """How many vectors the user has, per model."""
+
+    async def drop_vectors(self, user_id: str, keep: str) -> int:
+        """Remove the user's vectors of every model but `keep`; returns how many went."""

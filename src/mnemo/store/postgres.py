@@ -30,6 +30,7 @@ from .postgres_backfill import BackfillMixin
 from .postgres_commit import CommitMixin
 from .postgres_jobs import JobsMixin
 from .postgres_people import PeopleMixin
+from .postgres_reindex import ReindexMixin
 from .postgres_rows import AGENT_COLUMNS, EVENT_COLUMNS, FACT_COLUMNS, agent_from, event_from, fact_from
 from .postgres_search import EXACT_BELOW, MIN_SHARE, SearchMixin
 from .postgres_transfer import TransferMixin
@@ -55,7 +56,9 @@ async def _configure(conn: psycopg.AsyncConnection) -> None:
     await register_vector_async(conn)
 
 
-class PostgresStore(PeopleMixin, JobsMixin, SearchMixin, CommitMixin, BackfillMixin, TransferMixin):
+class PostgresStore(
+    PeopleMixin, JobsMixin, SearchMixin, CommitMixin, BackfillMixin, TransferMixin, ReindexMixin
+):
     """`url`: a libpq URL or conninfo string for the role that owns mnemo's schema.
     `min_size`/`max_size`: the connection pool's bounds. `exact_below`/`min_share`:
     when a user's vectors are searched exactly rather than through HNSW (see

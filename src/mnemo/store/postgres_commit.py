@@ -46,7 +46,7 @@ class _Sent:
     change: Change
     fact: psycopg.AsyncCursor
     event: psycopg.AsyncCursor
-    vector: psycopg.AsyncCursor | None  # answers the model the row held before, if any
+    vector: psycopg.AsyncCursor | None  # answers (the model, if it had a vector before; the models dropped)
     vector_delta: int = 0  # -1: the fact's vector was removed
 
 
@@ -170,16 +170,31 @@ class CommitMixin:
             )
             return None, 0
         vector = np.asarray(change.vector, dtype=np.float32)
-        # `old` reads the row as it was before this statement: the model it replaces, if any
+        # `old` reads the row as it was before this statement: whether the model had one already.
+        # `gone`: when the text changed, other models' vectors (written by `mnemo reindex`)
+        # embed the old text, so they go; reindex embeds the fact again.
         await cur.execute(
-            f"WITH old AS (SELECT model FROM fact_vectors WHERE user_id = %(user)s AND fact_rowid = {_ROWID})"
+            "WITH old AS (SELECT model FROM fact_vectors"
+            f" WHERE user_id = %(user)s AND fact_rowid = {_ROWID} AND model = %(model)s),"
+            " gone AS (DELETE FROM fact_vectors"
+            f" WHERE user_id = %(user)s AND fact_rowid = {_ROWID} AND model <> %(model)s AND %(stale)s"
+            " RETURNING model)"
             " INSERT INTO fact_vectors (fact_rowid, user_id, model, dims, active, agent_key, embedding)"
             " SELECT rowid, %(user)s, %(model)s, %(dims)s, %(active)s, %(agent)s, %(vector)b"
             " FROM facts WHERE user_id = %(user)s AND id = %(id)s"
-            " ON CONFLICT (fact_rowid) DO UPDATE SET model = excluded.model, dims = excluded.dims,"
+            # the key is (fact_rowid, model) since migration 5; named, so that a database not yet
+            # migrated (key fact_rowid) is written to as before
+            " ON CONFLICT ON CONSTRAINT fact_vectors_pkey DO UPDATE SET model = excluded.model,"
+            " dims = excluded.dims,"
             " active = excluded.active, agent_key = excluded.agent_key, embedding = excluded.embedding"
-            " RETURNING (SELECT model FROM old)",
-            {**params, "model": model, "dims": vector.shape[0], "vector": vector},
+            " RETURNING (SELECT model FROM old), ARRAY(SELECT model FROM gone)",
+            {
+                **params,
+                "model": model,
+                "dims": vector.shape[0],
+                "vector": vector,
+                "stale": change.before is not None and change.before.text != f.text,
+            },
         )
         return cur, 0
 
@@ -190,13 +205,14 @@ class CommitMixin:
             raise Conflict(f"memory {sent.change.fact.id} changed since version {before.version}")
         if sent.vector is not None:
             model = sent.change.fact.embedding_model or sent.change.before.embedding_model
-            for (old,) in await sent.vector.fetchall():
+            for old, *gone in await sent.vector.fetchall():
                 if sent.vector_delta < 0:
                     counts[old] = counts.get(old, 0) - 1
-                elif old != model:
+                    continue
+                if old is None:
                     counts[model] = counts.get(model, 0) + 1
-                    if old is not None:
-                        counts[old] = counts.get(old, 0) - 1
+                for other in gone[0]:
+                    counts[other] = counts.get(other, 0) - 1
         (seq,) = await sent.event.fetchone()
         return replace(event, seq=seq)
 

@@ -44,6 +44,7 @@ from .migrations.sqlite import MIGRATIONS
 from .sqlite_backfill import BackfillMixin
 from .sqlite_jobs import JobsMixin
 from .sqlite_people import PeopleMixin
+from .sqlite_reindex import ReindexMixin
 from .sqlite_rows import AGENT_COLUMNS, agent_from, dump, event_from, fact_from, load, ts
 from .sqlite_transfer import TransferMixin
 from .vectors import Columns, Row, VectorCache
@@ -63,7 +64,7 @@ _WRITE_COLUMNS = (
 )
 
 
-class SQLiteStore(PeopleMixin, JobsMixin, BackfillMixin, TransferMixin):
+class SQLiteStore(PeopleMixin, JobsMixin, BackfillMixin, TransferMixin, ReindexMixin):
     def __init__(
         self,
         path: str | Path,
@@ -224,8 +225,8 @@ class SQLiteStore(PeopleMixin, JobsMixin, BackfillMixin, TransferMixin):
 
     def _load_vectors(self, user_id: str, model: str) -> Columns:
         rows = self._conn.execute(
-            "SELECT v.rowid, v.embedding, f.status = 'active' AND f.purged = 0,"
-            " COALESCE(f.agent_id, '') FROM fact_vectors v JOIN facts f ON f.rowid = v.rowid"
+            "SELECT v.fact_rowid, v.embedding, f.status = 'active' AND f.purged = 0,"
+            " COALESCE(f.agent_id, '') FROM fact_vectors v JOIN facts f ON f.rowid = v.fact_rowid"
             " WHERE v.user_id = ? AND v.model = ?",
             (user_id, model),
         ).fetchall()
@@ -309,7 +310,7 @@ class SQLiteStore(PeopleMixin, JobsMixin, BackfillMixin, TransferMixin):
             )
             for rowid, fact in rows:
                 row = self._conn.execute(
-                    "SELECT embedding FROM fact_vectors WHERE rowid = ? AND model = ?",
+                    "SELECT embedding FROM fact_vectors WHERE fact_rowid = ? AND model = ?",
                     (rowid, model),
                 ).fetchone()
                 if row:
@@ -455,14 +456,16 @@ class SQLiteStore(PeopleMixin, JobsMixin, BackfillMixin, TransferMixin):
             return None
         agent = f.agent_id or ""
         if f.purged:
-            cur.execute("DELETE FROM fact_vectors WHERE rowid = ?", (rowid,))
+            cur.execute("DELETE FROM fact_vectors WHERE fact_rowid = ?", (rowid,))
             return model, Row(rowid, None, False, agent, drop=True)
         if change.vector is not None:
             vector = np.asarray(change.vector, dtype=np.float32)
+            if change.before is not None and change.before.text != f.text:
+                # other models' vectors (written by `mnemo reindex`) embed the old text
+                cur.execute("DELETE FROM fact_vectors WHERE fact_rowid = ? AND model != ?", (rowid, model))
             cur.execute(
-                "INSERT INTO fact_vectors (rowid, user_id, model, embedding) VALUES (?, ?, ?, ?)"
-                " ON CONFLICT (rowid) DO UPDATE SET model = excluded.model,"
-                " embedding = excluded.embedding",
+                "INSERT INTO fact_vectors (fact_rowid, user_id, model, embedding) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (fact_rowid, model) DO UPDATE SET embedding = excluded.embedding",
                 (rowid, f.user_id, model, vector.tobytes()),
             )
             return model, Row(rowid, vector, active, agent)

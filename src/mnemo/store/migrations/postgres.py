@@ -19,6 +19,7 @@ from .postgres_security import (
     people_functions,
     protect,
     queue_functions,
+    reindex_functions,
 )
 
 __all__ = ["APP_ROLE", "LOCK_NAMESPACE", "MIGRATIONS"]
@@ -257,9 +258,19 @@ def _backfill(cur) -> None:
     backfill_functions(cur)
 
 
+def _vector_per_model(cur) -> None:
+    """A fact may hold a vector per embedding model, so that `mnemo reindex` can write the new
+    model's vectors beside the old ones while recall keeps reading the old."""
+    cur.execute(
+        "ALTER TABLE fact_vectors DROP CONSTRAINT fact_vectors_pkey, ADD PRIMARY KEY (fact_rowid, model)"
+    )
+    reindex_functions(cur)
+
+
 MIGRATIONS = [
     Migration(1, "initial", _initial),
     Migration(2, "server", _server),
     Migration(3, "turn_order", _turn_order),
     Migration(4, "backfill", _backfill),
+    Migration(5, "vector_per_model", _vector_per_model),
 ]

@@ -219,3 +219,18 @@ def backfill_functions(cur) -> None:
         """
     )
     definer(cur, "mnemo_users_with_conversations()")
+
+
+def reindex_functions(cur) -> None:
+    """Who has facts: `mnemo reindex` without --users walks everyone's. Answers ids only, in
+    name order; each user's facts are then read as that user."""
+    cur.execute(
+        """
+        CREATE FUNCTION mnemo_users_with_facts() RETURNS SETOF text LANGUAGE sql STABLE AS $$
+            SELECT u.id FROM users u
+            WHERE EXISTS (SELECT FROM facts f WHERE f.user_id = u.id)
+            ORDER BY u.name
+        $$;
+        """
+    )
+    definer(cur, "mnemo_users_with_facts()")

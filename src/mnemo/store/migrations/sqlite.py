@@ -194,9 +194,32 @@ def _backfill(cur) -> None:
     )
 
 
+def _vector_per_model(cur) -> None:
+    """A fact may hold a vector per embedding model, so that `mnemo reindex` can write the new
+    model's vectors beside the old ones while recall keeps reading the old."""
+    _script(
+        cur,
+        """
+        CREATE TABLE fact_vectors_by_model (
+            fact_rowid INTEGER NOT NULL REFERENCES facts(rowid),
+            user_id TEXT NOT NULL,
+            model TEXT NOT NULL,
+            embedding BLOB NOT NULL,
+            PRIMARY KEY (fact_rowid, model)
+        );
+        INSERT INTO fact_vectors_by_model (fact_rowid, user_id, model, embedding)
+            SELECT rowid, user_id, model, embedding FROM fact_vectors;
+        DROP TABLE fact_vectors;
+        ALTER TABLE fact_vectors_by_model RENAME TO fact_vectors;
+        CREATE INDEX fact_vectors_owner ON fact_vectors (user_id, model);
+        """,
+    )
+
+
 MIGRATIONS = [
     Migration(1, "initial", _initial),
     Migration(2, "server", _server),
     Migration(3, "turn_order", _turn_order),
     Migration(4, "backfill", _backfill),
+    Migration(5, "vector_per_model", _vector_per_model),
 ]

@@ -1,0 +1,137 @@
+"""`mnemo reindex`: give every fact a vector of the configured embedding model."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.text import Text
+
+from ..memory import Memory
+from ..reindex import BATCH_SIZE, Reindex, Report
+from . import output
+from .options import Json
+from .runtime import BAD_INPUT, run_memory
+
+app = typer.Typer()
+
+INTERRUPTED = 130  # as a shell reports a command ended by Ctrl-C
+
+
+@app.command()
+def reindex(
+    ctx: typer.Context,
+    users: Annotated[
+        str | None,
+        typer.Option(
+            "--users", metavar="NAMES", help="Comma-separated user names (default: everyone with facts)."
+        ),
+    ] = None,
+    batch_size: Annotated[
+        int,
+        typer.Option(
+            "--batch-size", min=1, metavar="N", help=f"Facts embedded at a time (default {BATCH_SIZE})."
+        ),
+    ] = BATCH_SIZE,
+    prune: Annotated[
+        bool,
+        typer.Option(
+            "--prune",
+            help="Then drop every other model's vectors (once the servers run on this model).",
+        ),
+    ] = False,
+    json: Json = False,
+) -> None:
+    """Give every fact a vector of the configured embedding model, beside its others.
+
+    To change the embedding model: configure the new one (MNEMO_EMBED_*) where
+    this command runs and run it, while the servers keep recalling through the
+    old model's vectors; restart the servers on the new model (every fact has
+    its vector by then, so they all switch at once); run it again, to embed what
+    was written in between, with --prune to drop the old model's vectors.
+
+    Facts are embedded --batch-size at a time, each batch written in one
+    transaction. Nothing else records progress: after Ctrl-C (which finishes the
+    batch in hand, exit 130), a failing model or a crash, running again carries
+    on with the facts still without a vector; with none left it does nothing.
+    """
+    names = [n.strip() for n in users.split(",") if n.strip()] if users is not None else None
+    if users is not None and not names:
+        output.error("--users names no user.")
+        raise typer.Exit(BAD_INPUT)
+
+    async def work(memory: Memory) -> Report:
+        progress = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        state = {"stop": False}
+        job = Reindex(
+            memory.store,
+            memory.embedder,
+            batch_size=batch_size,
+            progress=lambda user, n: progress.update(task, advance=n, description=f"embedding {user}"),
+            stop_requested=lambda: state["stop"],
+        )
+        chosen = await job.users(names)
+        task = progress.add_task(f"embedding ({memory.embedder.model_name})", total=None)
+        main = asyncio.current_task()
+        assert main is not None
+
+        def on_sigint() -> None:
+            if state["stop"]:
+                main.cancel()  # the batch in hand is abandoned: it is written whole or not at all
+                return
+            state["stop"] = True
+            output.error("Stopping after the batch in hand (Ctrl-C again to abandon it)…")
+
+        loop = asyncio.get_running_loop()
+        installed = False
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(signal.SIGINT, on_sigint)
+            installed = True
+        try:
+            with progress:
+                return await job.run(chosen, prune=prune)
+        except asyncio.CancelledError:
+            job.report.stopped = "abandoned"
+            main.uncancel()
+            return job.report
+        finally:
+            if installed:
+                loop.remove_signal_handler(signal.SIGINT)
+
+    report = run_memory(ctx, work)
+    if json:
+        output.emit_json(report.to_json())
+    else:
+        _show(report)
+    if report.stopped is not None:
+        raise typer.Exit(INTERRUPTED)
+
+
+def _show(report: Report) -> None:
+    table = Table(title=f"Reindex ({report.model})")
+    table.add_column("user", no_wrap=True)
+    for name in ("embedded", "changed meanwhile", "pruned", "vectors per model"):
+        table.add_column(name, justify="right")
+    for u in report.users:
+        models = ", ".join(f"{m}: {n}" for m, n in u.models.items()) or "none"
+        table.add_row(Text(u.user), str(u.embedded), str(u.changed), str(u.pruned), Text(models))
+    output.stdout().print(table)
+    if report.stopped is not None:
+        output.error(f"Stopped ({report.stopped}). Run `mnemo reindex` again to carry on.")
+    elif any(u.changed for u in report.users):
+        output.say("Some facts changed while being embedded: run `mnemo reindex` again for them.", "yellow")
+    else:
+        output.say("Done: every fact has a vector of " + report.model + ".", "green")

@@ -1,0 +1,110 @@
+"""`mnemo reindex` through the command line, on both backends: facts embedded by another model
+get the configured (local) model's vectors, a second run has nothing to do, --prune drops the old."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from mnemo.cli.main import app
+from mnemo.domain import Scope
+from mnemo.recall.recaller import Recaller
+from mnemo.settings import Settings
+from tests.fakes.embedders import ProjectedEmbedder
+from tests.helpers import bulk_add, in_store, texts
+
+ALICE = ["I play the cello", "My sister Ana lives in Porto", "I am allergic to peanuts", "I grew up in Lyon"]
+BOB = ["I drive a green tractor"]
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in list(os.environ):
+        if key.startswith("MNEMO_"):
+            monkeypatch.delenv(key)
+
+
+@pytest.fixture
+def old(embedder) -> ProjectedEmbedder:
+    return ProjectedEmbedder(embedder)
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path, old, database_url) -> Path:
+    """A database whose facts only the old model embedded."""
+    data_dir = tmp_path / "data"
+
+    async def seed(memory):
+        for name, said in (("alice", ALICE), ("bob", BOB)):
+            await bulk_add(memory, Scope((await memory.user(name)).id), said)
+
+    in_store(data_dir, old, seed, database_url)
+    return data_dir
+
+
+@pytest.fixture
+def mnemo(data_dir: Path, database_url: str | None):
+    runner = CliRunner()
+    env = {"COLUMNS": "200", **({"MNEMO_DATABASE_URL": database_url} if database_url else {})}
+
+    def invoke(*args: str) -> Result:
+        return runner.invoke(app, ["--data-dir", str(data_dir), *args], env=env, catch_exceptions=False)
+
+    return invoke
+
+
+def models(data_dir, embedder, database_url) -> dict[str, dict[str, int]]:
+    async def look(memory):
+        return {
+            name: await memory.store.vector_models((await memory.user(name)).id) for name in ("alice", "bob")
+        }
+
+    return in_store(data_dir, embedder, look, database_url)
+
+
+def test_reindex_switches_models(mnemo, data_dir, embedder, old, database_url):
+    result = mnemo("reindex", "--users", "alice", "--batch-size", "3", "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["model"] == embedder.model_name and report["complete"]
+    assert report["embedded"] == len(ALICE) and report["batches"] == 2
+    assert report["users"][0]["vectors"] == {embedder.model_name: len(ALICE), old.model_name: len(ALICE)}
+    assert models(data_dir, embedder, database_url)["bob"] == {old.model_name: 1}
+
+    # recall through the new model finds alice's facts; the old model's still serve
+    async def recall(memory):
+        scope = Scope((await memory.user("alice")).id)
+        found = {}
+        for model in (embedder, old):
+            recaller = Recaller(memory.store, model, Settings().recall, memory.clock)
+            found[model.model_name] = texts(
+                await recaller.recall(scope, "peanut allergy", arms=("semantic",))
+            )
+        return found
+
+    for found in in_store(data_dir, embedder, recall, database_url).values():
+        assert "I am allergic to peanuts" in found[:2]
+
+    result = mnemo("reindex", "--json")  # everyone: only bob's fact is left
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert [(u["user"], u["embedded"]) for u in report["users"]] == [("alice", 0), ("bob", 1)]
+
+    result = mnemo("reindex", "--prune")
+    assert result.exit_code == 0, result.output
+    assert "every fact has a vector" in result.output
+    assert models(data_dir, embedder, database_url) == {
+        "alice": {embedder.model_name: len(ALICE)},
+        "bob": {embedder.model_name: 1},
+    }
+
+
+def test_reindex_unknown_user(mnemo):
+    result = mnemo("reindex", "--users", "nobody")
+    assert result.exit_code != 0 and "nobody" in result.output
+    result = mnemo("reindex", "--users", " , ")
+    assert result.exit_code != 0
