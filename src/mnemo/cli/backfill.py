@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import signal
 from typing import Annotated, Any
 
 import typer
@@ -16,6 +14,7 @@ from rich.text import Text
 from ..backfill import KINDS, Backfill, DeleteReport, NoModel, Report, Stop
 from ..memory import Memory
 from . import output
+from .interrupt import two_step_interrupt
 from .options import Json
 from .runtime import BAD_INPUT, run_memory
 
@@ -125,53 +124,35 @@ def backfill(
             console=Console(stderr=True),
             transient=True,
         )
-        state = {"stop": False}
-        job = Backfill(
-            memory,
-            progress=lambda user, n: progress.advance(task, n),
-            stop_requested=lambda: state["stop"],
-        )
-        if resume:
-            run = await job.interrupted_run()
-        else:
-            run = await job.new_run(
-                users=names,
-                lookback_days=lookback_days if lookback_days is not None else 7,
-                force=force,
-                batch_size=batch_size or 10,
+        with two_step_interrupt("turn") as interrupt:
+            job = Backfill(
+                memory,
+                progress=lambda user, n: progress.advance(task, n),
+                stop_requested=lambda: interrupt.requested,
             )
-        planned = await job.plan_users(run)
-        total = sum(len(c) for _, c in planned)
-        task = progress.add_task("dry run" if not apply else "learning", total=total)
-        main = asyncio.current_task()
-        assert main is not None
-
-        def on_sigint() -> None:
-            if state["stop"]:
-                main.cancel()  # the turn in hand is abandoned: its transaction commits whole or not at all
-                return
-            state["stop"] = True
-            output.error("Stopping after the turn in hand (Ctrl-C again to abandon it)…")
-
-        loop = asyncio.get_running_loop()
-        installed = False
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(signal.SIGINT, on_sigint)
-            installed = True
-        try:
-            with progress:
-                report = await job.run(run, apply=apply, planned=planned)
-        except asyncio.CancelledError:
-            report = job.report
-            if report is None:
-                raise
-            user, conversation = job.current or ("", None)
-            report.stopped = Stop(user, conversation, "abandoned", interrupted=True)
-            main.uncancel()
-        finally:
-            if installed:
-                loop.remove_signal_handler(signal.SIGINT)
-        return job, report
+            if resume:
+                run = await job.interrupted_run()
+            else:
+                run = await job.new_run(
+                    users=names,
+                    lookback_days=lookback_days if lookback_days is not None else 7,
+                    force=force,
+                    batch_size=batch_size or 10,
+                )
+            planned = await job.plan_users(run)
+            total = sum(len(c) for _, c in planned)
+            task = progress.add_task("dry run" if not apply else "learning", total=total)
+            try:
+                with progress:
+                    report = await job.run(run, apply=apply, planned=planned)
+            except asyncio.CancelledError:
+                report = job.report
+                if report is None:
+                    raise
+                user, conversation = job.current or ("", None)
+                report.stopped = Stop(user, conversation, "abandoned", interrupted=True)
+                interrupt.forgive()
+            return job, report
 
     _, report = run_memory(ctx, work)
     if json:

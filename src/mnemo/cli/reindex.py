@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import signal
 from typing import Annotated
 
 import typer
@@ -16,6 +14,7 @@ from rich.text import Text
 from ..memory import Memory
 from ..reindex import BATCH_SIZE, Reindex, Report
 from . import output
+from .interrupt import two_step_interrupt
 from .options import Json
 from .runtime import BAD_INPUT, run_memory
 
@@ -75,41 +74,23 @@ def reindex(
             console=Console(stderr=True),
             transient=True,
         )
-        state = {"stop": False}
-        job = Reindex(
-            memory.store,
-            memory.embedder,
-            batch_size=batch_size,
-            progress=lambda user, n: progress.update(task, advance=n, description=f"embedding {user}"),
-            stop_requested=lambda: state["stop"],
-        )
-        chosen = await job.users(names)
-        task = progress.add_task(f"embedding ({memory.embedder.model_name})", total=None)
-        main = asyncio.current_task()
-        assert main is not None
-
-        def on_sigint() -> None:
-            if state["stop"]:
-                main.cancel()  # the batch in hand is abandoned: it is written whole or not at all
-                return
-            state["stop"] = True
-            output.error("Stopping after the batch in hand (Ctrl-C again to abandon it)…")
-
-        loop = asyncio.get_running_loop()
-        installed = False
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(signal.SIGINT, on_sigint)
-            installed = True
-        try:
-            with progress:
-                return await job.run(chosen, prune=prune)
-        except asyncio.CancelledError:
-            job.report.stopped = "abandoned"
-            main.uncancel()
-            return job.report
-        finally:
-            if installed:
-                loop.remove_signal_handler(signal.SIGINT)
+        with two_step_interrupt("batch") as interrupt:
+            job = Reindex(
+                memory.store,
+                memory.embedder,
+                batch_size=batch_size,
+                progress=lambda user, n: progress.update(task, advance=n, description=f"embedding {user}"),
+                stop_requested=lambda: interrupt.requested,
+            )
+            chosen = await job.users(names)
+            task = progress.add_task(f"embedding ({memory.embedder.model_name})", total=None)
+            try:
+                with progress:
+                    return await job.run(chosen, prune=prune)
+            except asyncio.CancelledError:
+                job.report.stopped = "abandoned"
+                interrupt.forgive()
+                return job.report
 
     report = run_memory(ctx, work)
     if json:

@@ -1,0 +1,48 @@
+"""Ctrl-C for long, resumable commands: the first asks the work to stop after the unit in
+hand; the second cancels the running task, abandoning that unit (written whole or not at all)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import Iterator
+
+from . import output
+
+
+class Interrupt:
+    """`requested` turns true at the first Ctrl-C; the work checks it between units."""
+
+    def __init__(self, unit: str) -> None:
+        self.unit = unit
+        self.requested = False
+        self._task = asyncio.current_task()
+        assert self._task is not None, "an Interrupt belongs to a running task"
+
+    def _on_sigint(self) -> None:
+        if self.requested:
+            self._task.cancel()
+            return
+        self.requested = True
+        output.error(f"Stopping after the {self.unit} in hand (Ctrl-C again to abandon it)…")
+
+    def forgive(self) -> None:
+        """After catching the cancellation of an abandoned unit: the task goes on to report."""
+        self._task.uncancel()
+
+
+@contextlib.contextmanager
+def two_step_interrupt(unit: str) -> Iterator[Interrupt]:
+    """Install the handler for the block (where the loop supports signal handlers)."""
+    interrupt = Interrupt(unit)
+    loop = asyncio.get_running_loop()
+    installed = False
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        loop.add_signal_handler(signal.SIGINT, interrupt._on_sigint)
+        installed = True
+    try:
+        yield interrupt
+    finally:
+        if installed:
+            loop.remove_signal_handler(signal.SIGINT)
