@@ -43,6 +43,10 @@ class WriteSettings(BaseModel):
     exchanges: int = 2  # how many (user, assistant) exchanges the extractor sees
     related_k: int = 5  # existing facts fetched per new fact, per arm
     related_floor: float = 0.45  # cosine below which a neighbour is not related
+    # The same search by the fact's topic question ("Where do I live?"). A question
+    # sits further from its answers than two statements do (MiniLM: 0.33–0.58 for
+    # "…my home?" / "I live in Aarhus"), so its floor is lower.
+    topic_floor: float = 0.25
     # At or above, and with the same numbers and negations: the same fact restated.
     # MiniLM puts "I drink coffee every morning" / "I drink a coffee every morning"
     # at 0.99 but also "…an engineer" / "…a senior engineer" at 0.96, so the bar is

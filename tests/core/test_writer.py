@@ -51,6 +51,52 @@ async def test_old_fact_outside_recall_is_superseded(llm_memory, clock, scripted
     assert new.source.extractor_model == "scripted-model" and new.source.prompt_version
 
 
+async def test_the_topic_question_finds_a_fact_the_new_wording_does_not(llm_memory, scripted_llm, alice, bob):
+    """The new wording "I moved to Geneva" embeds near Geneva, not near "I live in Aarhus": the extractor's
+    topic question ("Where do I live?") is what puts the old fact in front of the reconciler.
+    Two people with the same memories: one turn without a topic, one with."""
+    moved = {"text": "I moved to Geneva last month", "confidence": 0.95, "speaker": "user", "message": 1}
+    aarhus = {}
+    for person in (alice, bob):
+        aarhus[person] = await llm_memory.add(person, "I live in Aarhus")
+        await bulk_add(llm_memory, person, unrelated_facts(300))
+
+    scripted_llm.reply_json(extraction(moved))
+    report = await llm_memory.remember(turn(alice, "I moved to Geneva last month."))
+    assert len(scripted_llm.chat_requests()) == 1  # nothing related found: added, no reconciliation
+    assert report.count(Action.CREATE) == 1 and report.problems == []
+    assert (await llm_memory.get(alice, aarhus[alice].id)).status == Status.ACTIVE
+
+    scripted_llm.reply_json(extraction(moved | {"topic": "Where do I live?"}))
+    scripted_llm.reply_json(decisions((1, "supersede", 1)))
+    report = await llm_memory.remember(turn(bob, "I moved to Geneva last month."))
+
+    assert report.problems == []
+    assert "1. I live in Aarhus" in reconcile_prompt(scripted_llm)
+    old = await llm_memory.get(bob, aarhus[bob].id)
+    assert old.status == Status.SUPERSEDED
+    assert (await llm_memory.get(bob, old.superseded_by)).text == "I moved to Geneva last month"
+
+
+async def test_an_unusable_topic_is_dropped_and_the_fact_kept(llm_memory, scripted_llm, alice):
+    scripted_llm.reply_json(
+        extraction(
+            {"text": "I own a kayak", "topic": 42},
+            {"text": "I play the cello", "topic": {"nested": ["x"]}},
+            {"text": "I keep bees", "topic": "Do I keep bees?" + "?" * 5000},
+            {"text": "I grow tomatoes", "topic": "   "},
+        )
+    )
+    report = await llm_memory.remember(turn(alice, "Kayak, cello, bees and tomatoes."))
+    assert report.problems == []
+    assert sorted(texts(await llm_memory.list(alice))) == [
+        "I grow tomatoes",
+        "I keep bees",
+        "I own a kayak",
+        "I play the cello",
+    ]
+
+
 async def test_non_json_reply_is_reported_not_raised(llm_memory, scripted_llm, alice):
     scripted_llm.reply("I could not find any facts, sorry!")
     report = await llm_memory.remember(turn(alice, "I have a cat named Miso."))

@@ -22,6 +22,9 @@ class Proposal:
     category: Category = Category.OTHER
     confidence: float = 0.8
     valid_from: datetime | None = None
+    # the question the fact answers ("Where do I live?"): the writer also looks for
+    # existing facts near it, since "I moved to Porto" is far from "I live in Lisbon"
+    topic: str | None = None
 
     @property
     def from_user(self) -> bool:
@@ -87,7 +90,9 @@ class ModelExtractor:
                     valid_from = parse_time(item.valid_from)
                 except ValueError:
                     out.problems.append(f"extraction: unreadable valid_from {item.valid_from!r} ignored")
-            out.proposals.append(Proposal(item.text, source, item.category, item.confidence, valid_from))
+            out.proposals.append(
+                Proposal(item.text, source, item.category, item.confidence, valid_from, item.topic)
+            )
         return out
 
 

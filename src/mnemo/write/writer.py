@@ -170,8 +170,12 @@ class Writer:
             report.problems.append(f"only the first {self.settings.max_new_facts} new facts kept")
         if not proposals:
             return report, []
-        vectors = await self.embedder.embed([p.text for p in proposals])
-        ops, to_reconcile = await self._compare(scope, proposals, vectors)
+        topics = [p.topic for p in proposals if p.topic]
+        embedded = await self.embedder.embed([p.text for p in proposals] + topics)
+        vectors, topic_vectors = embedded[: len(proposals)], iter(embedded[len(proposals) :])
+        ops, to_reconcile = await self._compare(
+            scope, proposals, vectors, [next(topic_vectors) if p.topic else None for p in proposals]
+        )
         if to_reconcile:
             try:
                 reconciled = await reconcile(self.chat, to_reconcile)  # type: ignore[arg-type]
@@ -193,14 +197,19 @@ class Writer:
         return report, planned.changes
 
     async def _compare(
-        self, scope: Scope, proposals: Sequence[Proposal], vectors: np.ndarray
+        self,
+        scope: Scope,
+        proposals: Sequence[Proposal],
+        vectors: np.ndarray,
+        topic_vectors: Sequence[np.ndarray | None],
     ) -> tuple[list[Op], list[tuple[Proposal, list[Fact]]]]:
-        """Look for each new fact in the whole scoped store, not only in what recall showed."""
+        """Look for each new fact in the whole scoped store, not only in what recall showed:
+        the same text, the nearest facts to it and to its topic question, the lexical matches."""
         ops: list[Op] = []
         to_reconcile: list[tuple[Proposal, list[Fact]]] = []
         model = self.embedder.model_name
         k = self.settings.related_k
-        for proposal, vector in zip(proposals, vectors, strict=True):
+        for proposal, vector, topic_vector in zip(proposals, vectors, topic_vectors, strict=True):
             same = await self.store.find_by_hash(scope, text_hash(proposal.text))
             if same:
                 ops.append(Op("reinforce", proposal, same[0], "restated"))
@@ -214,6 +223,10 @@ class Writer:
                 ops.append(Op("reinforce", proposal, near[0].fact, f"near-duplicate ({near[0].score:.2f})"))
                 continue
             related = {s.fact.id: s.fact for s in near if s.score >= self.settings.related_floor}
+            if topic_vector is not None:
+                for s in await self.store.nearest(scope, topic_vector, model, k):
+                    if s.score >= self.settings.topic_floor:
+                        related.setdefault(s.fact.id, s.fact)
             for s in await self.store.lexical(scope, proposal.text, k):
                 related.setdefault(s.fact.id, s.fact)
             if related and self.chat is not None:
