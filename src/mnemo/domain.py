@@ -365,6 +365,7 @@ class Conversation:
     agent_id: str | None
     created_at: datetime
     messages: tuple[Message, ...] = ()
+    marks: tuple[BackfillMark, ...] = ()  # the turns backfill has learnt from (export, import)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,8 @@ docs/export-format.md). Records, in order: a header (`type: "header"`: the
 format, mnemo's version, when, and the user), each agent (`"agent"`), each
 fact with every event of its history (`"fact"`, newest fact first; the events
 oldest first, a purged fact's without its text), each conversation with its
-messages (`"conversation"`, oldest first), and an `"end"` record with the
+messages and the turns backfill has learnt from (`"conversation"`, oldest
+first; an import keeps them, so backfill does not learn those turns again), and an `"end"` record with the
 counts, so that a reader can tell a whole file from a cut one.
 
 An event's `seq` here is its place in the person's log (1 = their first
@@ -19,6 +20,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from importlib import metadata
 from typing import Any
 
@@ -84,6 +86,15 @@ def conversation_record(c: Conversation) -> dict[str, Any]:
             {"id": m.id, "role": m.role, "content": m.content, "at": m.at.isoformat() if m.at else None}
             for m in c.messages
         ],
+        "backfill": [
+            {
+                "turn_id": m.turn_id,
+                "run_id": m.run_id,
+                "said_at": m.said_at.isoformat(),
+                "processed_at": m.processed_at.isoformat() if m.processed_at else None,
+            }
+            for m in c.marks
+        ],
     }
 
 
@@ -118,7 +129,11 @@ async def records(memory: Memory, user: User) -> AsyncIterator[dict[str, Any]]:
             break
     after = None
     while page := await memory.store.list_conversations(user.id, after=after, limit=_BATCH // 5):
+        marks = defaultdict(list)
+        for mark in await memory.store.backfill_marks(user.id, [c.id for c in page]):
+            marks[mark.conversation_id].append(mark)
         for conversation in page:
+            conversation = replace(conversation, marks=tuple(marks[conversation.id]))
             counts["conversations"] += 1
             counts["messages"] += len(conversation.messages)
             yield conversation_record(conversation)

@@ -386,3 +386,34 @@ async def test_a_dry_run_writes_nothing(memory, tmp_path):
     report = await import_file(memory, path, user="newcomer", dry_run=True)
     assert (report.dry_run, report.conversations_added, report.messages_added) == (True, 2, 4)
     assert await memory.find_user("newcomer") is None
+
+
+async def test_backfill_marks_travel_with_the_conversations(llm_memory, other, scripted_llm, tmp_path):
+    """What backfill learnt is learnt on the copy too: an import keeps the marks, so backfill
+    there has nothing left to learn but the turn that was never learnt."""
+    from mnemo.backfill import Backfill
+    from tests.fakes.learner import Learner
+
+    scripted_llm.responder = learner = Learner()
+    alice = Scope((await llm_memory.user("alice")).id)
+    at = llm_memory.clock()
+    for text in ("I play the cello", "My sister Ana lives in Porto"):
+        pair = [Message("user", text), Message("assistant", "Noted.")]
+        await llm_memory.store.save_messages(alice, "c1", pair, at)
+    job = Backfill(llm_memory)
+    await job.run(await job.new_run(), apply=True)
+    assert sum(learner.extracted.values()) == 2
+    await llm_memory.store.save_messages(alice, "c1", [Message("user", "I keep bees")], at)
+
+    records = await _export(llm_memory, "alice", tmp_path / "alice.jsonl")
+    (conversation,) = [r for r in records if r["type"] == "conversation"]
+    assert len(conversation["backfill"]) == 2
+    await import_file(other, tmp_path / "alice.jsonl", user="alice")
+    copied = await other.store.backfill_marks(alice.user_id, ["c1"])
+    assert sorted(m.turn_id for m in copied) == sorted(r["turn_id"] for r in conversation["backfill"])
+
+    copy = Memory(other.store, other.embedder, llm_memory.chat, settings=other.settings, clock=other.clock)
+    again = Backfill(copy)
+    await again.run(await again.new_run(), apply=True)
+    assert learner.extracted["I keep bees"] == 1  # the new turn only
+    assert learner.extracted["I play the cello"] == learner.extracted["My sister Ana lives in Porto"] == 1

@@ -199,9 +199,9 @@ class Store(Protocol):
         (created_at, id); `after` is the (created_at, id) of the last one of the page before."""
 
     async def import_conversation(self, conversation: Conversation) -> int:
-        """Write a conversation and its messages with their ids and times, in one transaction;
-        what is already there is kept. Returns how many messages were new. Conflict when an
-        id belongs to another user."""
+        """Write a conversation, its messages with their ids and times, and its backfill marks,
+        in one transaction; what is already there is kept. Returns how many messages were new.
+        Conflict when an id belongs to another user."""
 
     async def import_user(self, user: User) -> User:
         """Create the user with the given id, name and switches; Conflict if either is taken."""

@@ -76,6 +76,8 @@ class TransferMixin:
                 )
                 if await cur.fetchone() is None:
                     raise Conflict(f"message id {m.id} belongs to another conversation")
+            for mark in c.marks:  # a mark already here is kept
+                await self._advance_mark(cur, c.user_id, mark, mark.processed_at or mark.said_at)
         return added
 
     async def import_user(self, user: User) -> User:

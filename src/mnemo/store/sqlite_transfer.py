@@ -87,6 +87,8 @@ class TransferMixin:
             ).fetchone()
             if tuple(owner) != (c.user_id, c.id):
                 raise Conflict(f"message id {m.id} belongs to another conversation")
+        for mark in c.marks:  # a mark already here is kept
+            self._advance_mark(cur, c.user_id, mark, mark.processed_at or mark.said_at)
         return added
 
     async def import_user(self, user: User) -> User:

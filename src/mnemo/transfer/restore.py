@@ -29,6 +29,7 @@ from .. import audit
 from ..domain import (
     Action,
     Agent,
+    BackfillMark,
     Conversation,
     Event,
     Fact,
@@ -160,7 +161,17 @@ def _conversation(r: dict[str, Any], user_id: str) -> Conversation:
         Message(str(m["role"]), str(m["content"]), str(m["id"]), parse_time(m.get("at")) or created)
         for m in r["messages"]
     )
-    return Conversation(str(r["id"]), user_id, r.get("agent_id"), created, messages)
+    marks = tuple(
+        BackfillMark(
+            str(r["id"]),
+            str(m["turn_id"]),
+            str(m["run_id"]),
+            parse_time(m["said_at"]),
+            parse_time(m.get("processed_at")),
+        )
+        for m in r.get("backfill", ())  # files written before format 2 had none
+    )
+    return Conversation(str(r["id"]), user_id, r.get("agent_id"), created, messages, marks)
 
 
 def _check_end(export: Export, end: dict[str, Any] | None) -> None:
