@@ -113,6 +113,10 @@ CROSS_USER_FUNCTIONS = {
     # who has facts at all: `mnemo reindex` without --users walks everyone's; ids
     # only, and each user's facts are then read and re-embedded as that user
     "mnemo_users_with_facts": "the users reindex walks, before any is known",
+    # the words in more than a share of all facts, from the planner's statistics
+    # of `tsv` (which cover every user, as statistics do): the lexical search
+    # drops them. Lexemes only, never a fact, an id or a user
+    "mnemo_common_words": "the words too common to search by, from the planner's statistics",
 }
 
 # plpgsql functions: each named, with why it is harmless; the test also makes

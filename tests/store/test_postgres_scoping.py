@@ -426,7 +426,7 @@ UNSCOPED = [
     "SELECT * FROM mnemo_unknown(%s) u JOIN facts f ON f.rowid = u.r WHERE f.user_id = %s",
     "SELECT now()",  # no per-user table, but no rule for it either
     "SELECT 1",
-    "SELECT * FROM mnemo_lexical(%s, NULL, 5, 0.5, 100)",  # a per-user function, without its user's rows
+    "SELECT * FROM mnemo_lexical(%s, NULL, 5, %s)",  # a per-user function, without its user's rows
     "SELECT mnemo_user_named(%s) FROM pg_class",  # a cross-user lookup is allowed alone only
     "SELECT set_config('mnemo.user_id', mnemo_key_owner(%s), true)",
     "TRUNCATE facts",

@@ -82,6 +82,7 @@ class PostgresStore(
         self.min_share = min_share
         self._pool: AsyncConnectionPool | None = None
         self._valid_indexes: set[int] = set()  # dimensions whose HNSW index is ready
+        self._common: tuple[float | None, list[str]] = (None, [])  # (read at, the lexical common words)
         self._index_builds: dict[int, asyncio.Task] = {}
 
     # -- plumbing -------------------------------------------------------------

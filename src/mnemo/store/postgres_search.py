@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -46,6 +47,8 @@ MAX_INDEXED_DIMS = 2000  # pgvector's HNSW limit for `vector`
 # user's facts: recall@10 against exact search was 0.90-0.95 on 25k real MiniLM
 # embeddings, and 0.97-0.99 at 100, for about +0.5 ms (bench/postgres.py)
 EF_SEARCH_FLOOR = 100
+# how long the lexical search's common-word list is kept before it is read again
+COMMON_WORDS_SECONDS = 300.0
 
 log = logging.getLogger(__name__)
 
@@ -164,22 +167,26 @@ class SearchMixin:
             return []
         async with self._tx(scope.user_id) as cur:
             agents = await self._agent_keys(cur, scope)
+            common = await self._common_words(cur)
             await cur.execute(
                 f"SELECT {FACT_COLUMNS}, l.score"
-                " FROM mnemo_lexical(%(words)s, %(agents)s, %(k)s, %(share)s, %(small)s) l"
+                " FROM mnemo_lexical(%(words)s, %(agents)s, %(k)s, %(common)s) l"
                 " JOIN facts f ON f.rowid = l.fact_rowid"
                 " WHERE f.user_id = %(user)s ORDER BY l.score DESC, f.rowid",
-                {
-                    "words": words,
-                    "agents": agents,
-                    "k": k,
-                    "share": COMMON_TERM_SHARE,
-                    "small": SMALL_STORE,
-                    "user": scope.user_id,
-                },
+                {"words": words, "agents": agents, "k": k, "common": common, "user": scope.user_id},
             )
             rows = await cur.fetchall()
         return [ScoredFact(fact_from(r[:-1]), float(r[-1])) for r in rows]
+
+    async def _common_words(self, cur: psycopg.AsyncCursor) -> list[str]:
+        """The words too common to search by (see fulltext.py), read from the planner's
+        statistics at most every COMMON_WORDS_SECONDS: they change only when ANALYZE runs."""
+        read_at, words = self._common
+        if read_at is None or time.monotonic() - read_at >= COMMON_WORDS_SECONDS:
+            await cur.execute("SELECT mnemo_common_words(%s, %s)", (COMMON_TERM_SHARE, SMALL_STORE))
+            words = list((await cur.fetchone())[0])
+            self._common = (time.monotonic(), words)
+        return words
 
     async def vectors(self, scope: Scope, fact_ids: Sequence[str], model: str) -> dict[str, np.ndarray]:
         if not fact_ids:

@@ -14,6 +14,7 @@ from .postgres_security import (
     APP_ROLE,
     LOCK_NAMESPACE,
     backfill_functions,
+    common_words_functions,
     lexical_function,
     ordered_claim_function,
     people_functions,
@@ -267,10 +268,17 @@ def _vector_per_model(cur) -> None:
     reindex_functions(cur)
 
 
+def _common_words(cur) -> None:
+    """The lexical search's common-word list is read once a while by the store, not in every
+    search."""
+    common_words_functions(cur)
+
+
 MIGRATIONS = [
     Migration(1, "initial", _initial),
     Migration(2, "server", _server),
     Migration(3, "turn_order", _turn_order),
     Migration(4, "backfill", _backfill),
     Migration(5, "vector_per_model", _vector_per_model),
+    Migration(6, "common_words", _common_words),
 ]
