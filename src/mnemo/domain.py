@@ -61,6 +61,7 @@ class Action(StrEnum):
 class SourceKind(StrEnum):
     USER_MESSAGE = "user_message"
     ASSISTANT_MESSAGE = "assistant_message"
+    DOCUMENT = "document"  # text the user pasted into a message (a web page, an email…)
     API = "api"
     USER_EDIT = "user_edit"
     IMPORT = "import"

@@ -46,10 +46,12 @@ def source_label(source: Source) -> str:
     kind = {
         "user_message": "something you said",
         "assistant_message": "something the assistant said",
+        "document": "a document you pasted",
         "api": "a direct entry (this page, the API or the command line)",
         "user_edit": "your edit",
         "import": "an import",
         "backfill": "a backfill of past conversations",
+        "mcp": "an assistant's remember tool, on your behalf",
     }.get(str(source.kind), str(source.kind))
     if source.extractor_model:
         kind += f", read by {source.extractor_model}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Protocol
 
 from ..domain import Category, Message, Source, SourceKind, parse_time
@@ -75,25 +75,46 @@ class ModelExtractor:
         out = Extracted(problems=[f"extraction: {p}" for p in parsed.problems])
         for item in parsed.items:
             message = window[item.message - 1] if item.message and 0 < item.message <= len(window) else None
-            spoken_by_user = item.speaker == "user" and (message is None or message.role == "user")
+            speaker = _speaker(item.speaker, message)
             source = Source(
-                kind=SourceKind.USER_MESSAGE if spoken_by_user else SourceKind.ASSISTANT_MESSAGE,
+                kind=_KIND_OF[speaker],
                 conversation_id=conversation_id,
                 message_ids=tuple(m for m in [message.id if message else None] if m),
-                speaker="user" if spoken_by_user else "assistant",
+                speaker=speaker,
                 extractor_model=self.chat.model_name,
                 prompt_version=extract_prompt.VERSION,
             )
             valid_from = None
             if item.valid_from:
                 try:
-                    valid_from = parse_time(item.valid_from)
-                except ValueError:
-                    out.problems.append(f"extraction: unreadable valid_from {item.valid_from!r} ignored")
+                    valid_from = _valid_from(item.valid_from)
+                except (ValueError, OverflowError):
+                    out.problems.append(f"extraction: unreadable valid_from {item.valid_from[:40]!r} ignored")
             out.proposals.append(
                 Proposal(item.text, source, item.category, item.confidence, valid_from, item.topic)
             )
         return out
+
+
+_KIND_OF = {
+    "user": SourceKind.USER_MESSAGE,
+    "assistant": SourceKind.ASSISTANT_MESSAGE,
+    "document": SourceKind.DOCUMENT,
+}
+
+
+def _speaker(claimed: str, message: Message | None) -> str:
+    """Who a fact comes from. Only the user speaks, or pastes a document, in a user
+    message: whatever the model claims for an assistant message is the assistant's."""
+    return "assistant" if message is not None and message.role != "user" else claimed
+
+
+def _valid_from(value: str) -> datetime:
+    """An ISO 8601 time every store can hold: in UTC (so within the years 1 to 9999)."""
+    parsed = parse_time(value)
+    if parsed is None:
+        raise ValueError("no time")
+    return parsed.astimezone(UTC)
 
 
 _REQUEST = re.compile(

@@ -11,6 +11,13 @@ from pydantic import BaseModel, ValidationError
 
 M = TypeVar("M", bound=BaseModel)
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+# where a JSON value may start in prose; past this many tries the reply is given up on,
+# so that a megabyte of brackets costs a bounded amount of work
+_MAX_STARTS = 64
+# control characters (but tab and newlines) and lone surrogates: PostgreSQL cannot store
+# NUL, nothing can encode a lone surrogate to UTF-8, and the rest only hides text
+_UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+_ERRORS = (ValueError, RecursionError)
 
 
 @dataclass
@@ -21,36 +28,88 @@ class Parsed(Generic[M]):
 
 def find_json(text: str) -> Any:
     """The first JSON value in a reply: bare, fenced, or wrapped in prose."""
-    text = text.strip()
+    text = text.strip().lstrip("\ufeff")
     if not text:
         raise ValueError("the reply was empty")
     try:
         return json.loads(text)
-    except ValueError:
+    except _ERRORS:
         pass
-    for block in _FENCE.findall(text):
+    for block in _FENCE.findall(text)[:_MAX_STARTS]:
         try:
             return json.loads(block)
-        except ValueError:
+        except _ERRORS:
             continue
     decoder = json.JSONDecoder()
-    for match in re.finditer(r"[{\[]", text):
+    for tries, match in enumerate(re.finditer(r"[{\[]", text)):
+        if tries == _MAX_STARTS:
+            break
         try:
             value, _ = decoder.raw_decode(text, match.start())
             return value
-        except ValueError:
+        except _ERRORS:
             continue
     raise ValueError("the reply held no JSON")
+
+
+def salvage(text: str, key: str) -> list[Any]:
+    """The whole items at the start of a damaged `key` list (or bare list): a reply cut
+    short by the model's token limit, or spoilt by one unreadable item, keeps the items
+    before the damage."""
+    text = text.strip().lstrip("\ufeff")
+    found = re.search(rf'"{re.escape(key)}"\s*:\s*\[', text)
+    if found:
+        at = found.end()
+    elif text.startswith("["):
+        at = 1
+    else:
+        return []
+    decoder, items = json.JSONDecoder(), []
+    while True:
+        at = _skip_space(text, at)
+        try:
+            value, at = decoder.raw_decode(text, at)
+        except _ERRORS:
+            return items
+        items.append(value)
+        at = _skip_space(text, at)
+        if not text.startswith(",", at):
+            return items
+        at += 1
+
+
+def _skip_space(text: str, at: int) -> int:
+    while at < len(text) and text[at] in " \t\r\n":
+        at += 1
+    return at
+
+
+def safe_text(value: str) -> str:
+    """`value` without control characters or lone surrogates (each becomes a space)."""
+    return _UNSAFE.sub(" ", value)
+
+
+def _safe_item(item: Any) -> Any:
+    if isinstance(item, dict):
+        return {k: safe_text(v) if isinstance(v, str) else v for k, v in item.items()}
+    return item
 
 
 def parse_items(raw: str, key: str, model: type[M], *, limit: int) -> Parsed[M]:
     """Items of `model` under `key` (or a bare list), at most `limit` of them."""
     out: Parsed[M] = Parsed()
     try:
-        value = find_json(raw)
-    except (ValueError, RecursionError) as exc:
-        out.problems.append(f"unreadable reply: {exc}")
-        return out
+        value, unreadable = find_json(raw), None
+    except _ERRORS as exc:
+        value, unreadable = None, exc
+    if not (isinstance(value, list) or (isinstance(value, dict) and key in value)):
+        # cut short, or spoilt part way: what was found is at best one item of the list
+        if kept := salvage(raw, key):
+            out.problems.append(f"damaged reply: kept the {len(kept)} whole item(s) before the damage")
+            value = kept
+        elif unreadable is not None:
+            out.problems.append(f"unreadable reply: {unreadable}")
+            return out
     if isinstance(value, dict):
         if key not in value:
             out.problems.append(f"reply has no {key!r} list")
@@ -64,7 +123,7 @@ def parse_items(raw: str, key: str, model: type[M], *, limit: int) -> Parsed[M]:
         value = value[:limit]
     for index, item in enumerate(value):
         try:
-            out.items.append(model.model_validate(item))
+            out.items.append(model.model_validate(_safe_item(item)))
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "item"

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ..domain import ReviewPolicy
+from ..domain import ReviewPolicy, SourceKind
 from ..settings import WriteSettings
 from .reconcile import Op
 
@@ -47,6 +47,8 @@ def rule(ops: Sequence[Op], policy: ReviewPolicy, limits: WriteSettings) -> list
                 continue
         if policy == ReviewPolicy.REVIEW:
             out.append(Ruled(op, "hold", "review policy"))
+        elif policy == ReviewPolicy.GUARDED and op.proposal.source.kind == SourceKind.DOCUMENT:
+            out.append(Ruled(op, "hold", "from a document the user pasted"))
         elif policy == ReviewPolicy.GUARDED and not op.proposal.from_user:
             out.append(Ruled(op, "hold", "not said by the user"))
         elif policy == ReviewPolicy.GUARDED and op.proposal.confidence < limits.guarded_min_confidence:

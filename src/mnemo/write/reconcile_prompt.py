@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictInt
 
 VERSION = "reconcile-2026-11-1"
 
@@ -31,9 +31,13 @@ Answer with JSON only, shaped {"decisions": [{"new": <new fact number>, \
 
 
 class Decision(BaseModel):
-    new: int
+    # references are JSON integers, nothing that merely converts to one: `true` is not
+    # fact 1, nor are "2" or 2.0 fact 2 (a raw id, or text, is no alias at all)
+    new: StrictInt
     action: Literal["add", "update", "supersede", "retract", "noop"]
-    target: int | None = None
+    target: StrictInt | None = None
+    # a decision whose reason is not a short text is malformed, and dropped like any other:
+    # a change to existing memory is applied only when the whole decision is sound
     reason: str | None = Field(default=None, max_length=500)
 
 
