@@ -64,6 +64,16 @@ class JobSettings(BaseModel):
     poll_seconds: float = 1.0
 
 
+class AuthLimitSettings(BaseModel):
+    """Failed authentications per client address (server/auth_limit.py). Counted in each server
+    process's own memory: processes behind a load balancer count apart, and a restart forgets."""
+
+    # this many wrong keys within the window block the address until the oldest ages out; 0: no limit
+    failures: int = Field(default=20, ge=0)
+    window_seconds: float = Field(default=60.0, gt=0)
+    max_addresses: int = Field(default=10_000, ge=1)  # tracked at once; the stalest go first
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="MNEMO_", env_nested_delimiter="__", extra="ignore")
 
@@ -102,6 +112,7 @@ class Settings(BaseSettings):
     recall: RecallSettings = Field(default_factory=RecallSettings)
     write: WriteSettings = Field(default_factory=WriteSettings)
     jobs: JobSettings = Field(default_factory=JobSettings)
+    auth_limit: AuthLimitSettings = Field(default_factory=AuthLimitSettings)
 
     @model_validator(mode="after")
     def _upstream_defaults(self) -> Settings:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import httpx2
 import pytest
 
-from mnemo.settings import JobSettings, Settings
+from mnemo.settings import AuthLimitSettings, JobSettings, Settings
 from tests.fakes.live_server import LiveServer
 from tests.fakes.openai_server import ScriptedOpenAI
 
@@ -29,6 +29,8 @@ def server_settings(tmp_path, database_url, scripted_llm: ScriptedOpenAI) -> Set
         llm_model="scripted-model",
         llm_timeout=5,
         jobs=JobSettings(lease_seconds=5, backoff_seconds=0.2, poll_seconds=0.05),
+        # tests send many wrong keys on purpose; the limit has its own tests (test_auth_hardening.py)
+        auth_limit=AuthLimitSettings(failures=0),
     )
 
 

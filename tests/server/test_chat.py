@@ -45,6 +45,21 @@ def test_a_plain_turn_comes_back_unchanged_and_is_stored_for_learning(ai, view, 
     ]
 
 
+def test_a_turn_with_nul_characters_is_kept(ai, view, scripted_llm):  # noqa: F811
+    """PostgreSQL cannot store NUL in text; the proxied turn is kept with U+FFFD in its place."""
+    scripted_llm.reply("Odd\x00reply")
+    scripted_llm.reply_json(extraction())
+
+    _, completion = say(ai, "Hi\x00there")
+
+    assert completion.choices[0].message.content == "Odd\x00reply"  # the client gets the upstream's reply
+    (job,) = view.settled_jobs(1)
+    assert [(m.role, m.content) for m in view.messages(job)] == [
+        ("user", "Hi\ufffdthere"),
+        ("assistant", "Odd\ufffdreply"),
+    ]
+
+
 def test_the_body_is_the_upstreams_byte_for_byte(server, scripted_llm, view):  # noqa: F811
     scripted_llm.reply("Exactly this.")
     scripted_llm.reply_json(extraction())

@@ -17,6 +17,7 @@ from ..mcp.http import McpEndpoint
 from ..memory import Memory
 from ..settings import Settings
 from . import errors
+from .auth_limit import AuthLimiter
 from .routes import account, admin, agents, audit, chat, memories, review, turns
 
 log = logging.getLogger(__name__)
@@ -83,6 +84,7 @@ def create_app(settings: Settings, memory: Memory | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.settings = settings
+    app.state.auth_limiter = AuthLimiter.from_settings(settings.auth_limit)
     errors.install(app)
     app.add_middleware(errors.BodyLimit, limit=settings.max_body_bytes)
 

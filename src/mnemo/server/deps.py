@@ -12,6 +12,7 @@ from ..domain import User
 from ..jobs import Worker
 from ..memory import Memory
 from ..settings import Settings
+from .auth_limit import count_failure, refuse_if_blocked
 
 
 def get_memory(request: Request) -> Memory:
@@ -47,12 +48,14 @@ def _bearer(request: Request) -> str:
 
 
 async def get_caller(request: Request) -> Caller:
+    refuse_if_blocked(request)  # 429 while this address has failed too often; the key is not looked at
     token = _bearer(request)
     settings: Settings = request.app.state.settings
     if settings.admin_key and keys.same_secret(token, settings.admin_key):
         return Caller(None, admin=True)
     user = await get_memory(request).authenticate(token)
     if user is None:
+        count_failure(request)
         raise HTTPException(
             status.HTTP_401_UNAUTHORIZED, "unknown or revoked API key", headers={"WWW-Authenticate": "Bearer"}
         )

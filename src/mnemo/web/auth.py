@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import math
+
 from starlette.requests import Request
 from starlette.responses import Response
 
 from .. import keys
+from ..server.auth_limit import address_of, count_failure, limiter_of
 from .forms import text
 from .render import local_path, page, redirect
 from .routing import web_router
@@ -23,6 +26,8 @@ async def home(request: Request) -> Response:
 
 @router.get("/signin")
 async def signin_form(request: Request) -> Response:
+    if (blocked := _blocked(request)) is not None:
+        return blocked  # the cookie stays: it may hold a good key, to be checked once the wait is over
     if await current(request):
         return redirect(local_path(request.query_params.get("next"), HOME))
     ended = bool(request.cookies.get(COOKIE))  # a cookie whose key no longer works
@@ -39,6 +44,8 @@ async def signin(request: Request) -> Response:
     form = await request.form()
     key = text(form, "key", 500)
     target = local_path(form.get("next"), HOME)
+    if (blocked := _blocked(request, target)) is not None:
+        return blocked
     if not key:
         return _form(request, "Enter your API key.", status=422, next=target)
     settings = request.app.state.settings
@@ -51,6 +58,7 @@ async def signin(request: Request) -> Response:
             next=target,
         )
     if await memory_of(request).authenticate(key) is None:
+        count_failure(request)
         return _form(request, "That key is unknown or was revoked.", status=401, next=target)
     response = redirect(target)
     sign_in(response, request, key)
@@ -69,3 +77,15 @@ def _form(
 ) -> Response:
     target = next or local_path(request.query_params.get("next"), "")
     return page(request, "signin.html", status=status, error=error, ended=ended, next=target)
+
+
+def _blocked(request: Request, next: str = "") -> Response | None:
+    """The form, answering 429, while this address has failed to sign in too often."""
+    wait = limiter_of(request).retry_after(address_of(request))
+    if wait is None:
+        return None
+    seconds = math.ceil(wait)
+    message = f"Too many wrong keys were tried from your address. Try again in {seconds} seconds."
+    response = _form(request, message, status=429, next=next)
+    response.headers["Retry-After"] = str(seconds)
+    return response

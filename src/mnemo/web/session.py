@@ -23,6 +23,7 @@ from starlette.responses import Response
 
 from ..domain import Scope, User
 from ..memory import Memory
+from ..server.auth_limit import address_of, count_failure, limiter_of
 
 COOKIE = "mnemo_session"
 CSRF_FIELD = "csrf"
@@ -63,9 +64,12 @@ async def current(request: Request) -> Session | None:
     key = request.cookies.get(COOKIE)
     if not key:
         return None
+    if limiter_of(request).retry_after(address_of(request)) is not None:
+        return None  # while the address is blocked, no key is even looked at (server/auth_limit.py)
     memory = memory_of(request)
     user = await memory.authenticate(key)
     if user is None:
+        count_failure(request)  # a cookie is one more way to present a key: guesses count here too
         return None
     session = Session(user, key, await csrf_token(memory, key))
     request.state.session = session

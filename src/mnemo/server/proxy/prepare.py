@@ -43,7 +43,9 @@ class Prepared:
     def turn(self, reply: str) -> Turn | None:
         if self.user_text is None:
             return None
-        messages = (Message("user", self.user_text), Message("assistant", reply))
+        # PostgreSQL cannot store NUL in text: kept as U+FFFD, so that the turn is not lost
+        user_text, reply = (t.replace("\x00", "\ufffd") for t in (self.user_text, reply))
+        messages = (Message("user", user_text), Message("assistant", reply))
         return Turn(self.scope, messages, conversation_id=self.conversation_id, automation=self.automation)
 
 
@@ -53,6 +55,9 @@ def check_body(body: Any) -> dict[str, Any]:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
         raise ChatError(400, "'messages' must be a non-empty list of message objects", param="messages")
+    for field, kind, what in (("model", str, "a string"), ("stream", bool, "true or false")):
+        if body.get(field) is not None and not isinstance(body[field], kind):
+            raise ChatError(400, f"'{field}' must be {what}", param=field)
     return body
 
 

@@ -10,9 +10,10 @@ from ...gate import memory_enabled
 from ...memory import Memory
 from ..deps import CurrentUser, MemoryDep
 from ..params import KeyIdPath
+from ..responses import errors
 from ..schemas import KeyCreate, KeyCreated, KeyPublic, MePublic, MeSettingsUpdate, UserPublic
 
-router = APIRouter(prefix="/v1/me", tags=["account"])
+router = APIRouter(prefix="/v1/me", tags=["account"], responses=errors(404))
 
 
 async def _me(memory: Memory, user: User) -> MePublic:

@@ -8,6 +8,7 @@ from fastapi import status as http
 from ...domain import MemoryMode
 from ...memory import Memory
 from ..deps import Admin, MemoryDep
+from ..responses import errors
 from ..schemas import (
     AdminSettings,
     AdminSettingsUpdate,
@@ -18,7 +19,7 @@ from ..schemas import (
     UserPublic,
 )
 
-router = APIRouter(prefix="/v1/admin", tags=["admin"])
+router = APIRouter(prefix="/v1/admin", tags=["admin"], responses=errors(409))
 
 
 async def _settings(memory: Memory) -> AdminSettings:

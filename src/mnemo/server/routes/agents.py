@@ -7,9 +7,10 @@ from fastapi import status as http
 
 from ..deps import CurrentUser, MemoryDep
 from ..params import AgentIdPath
+from ..responses import errors
 from ..schemas import AgentCreate, AgentDeleted, AgentPublic, AgentUpdate
 
-router = APIRouter(prefix="/v1/agents", tags=["agents"])
+router = APIRouter(prefix="/v1/agents", tags=["agents"], responses=errors(404, 409))
 
 
 @router.get("")

@@ -9,9 +9,10 @@ from fastapi import APIRouter, Query
 from ...domain import Scope
 from ..deps import CurrentUser, MemoryDep
 from ..params import Limit, Offset
+from ..responses import errors
 from ..schemas import AuditReportPublic, EventPublic, Id, Page
 
-router = APIRouter(prefix="/v1/audit", tags=["audit"])
+router = APIRouter(prefix="/v1/audit", tags=["audit"], responses=errors(404))
 
 
 @router.get("")

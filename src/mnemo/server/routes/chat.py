@@ -21,6 +21,7 @@ from ..proxy.prepare import check_body
 from ..proxy.relay import StreamRelay
 from ..proxy.upstream import Upstream, relayed_headers
 from ..proxy.wire import ChatError, model_entry
+from ..responses import errors
 
 
 @contextlib.asynccontextmanager
@@ -34,13 +35,48 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
             await app.state.upstream.aclose()
 
 
-router = APIRouter(prefix="/v1", tags=["chat proxy"], lifespan=_lifespan)
+router = APIRouter(
+    prefix="/v1", tags=["chat proxy"], responses=errors(404, 502, 503, 504), lifespan=_lifespan
+)
 
+_OPENAI_OBJECT = {"type": "object", "description": "as OpenAI's"}
 _BODY_DOC = {
     "requestBody": {
         "required": True,
-        "content": {"application/json": {"schema": {"type": "object", "description": "as OpenAI's"}}},
-    }
+        "content": {
+            "application/json": {
+                "schema": {
+                    **_OPENAI_OBJECT,
+                    "required": ["messages"],
+                    "properties": {
+                        "messages": {"type": "array", "minItems": 1, "items": {"type": "object"}},
+                        "model": {
+                            "type": ["string", "null"],
+                            "description": "an upstream model, or one of your agents",
+                        },
+                        "stream": {"type": ["boolean", "null"]},
+                    },
+                }
+            }
+        },
+    },
+    "responses": {
+        "200": {
+            "description": "The upstream's reply, relayed unchanged: a chat.completion, or its chunks as"
+            " server-sent events when `stream` is true.",
+            "content": {
+                "application/json": {"schema": _OPENAI_OBJECT},
+                # before OpenAPI 3.2, an event stream's schema describes one event
+                "text/event-stream": {
+                    "schema": {
+                        "type": "object",
+                        "required": ["data"],
+                        "properties": {"data": {"type": "string", "description": "a chunk, or [DONE]"}},
+                    }
+                },
+            },
+        }
+    },
 }
 
 

@@ -15,6 +15,7 @@ from fastapi import status as http
 from ...domain import InvalidInput, Scope, Status
 from ..deps import CurrentUser, MemoryDep
 from ..params import AgentFilter, AsOf, FactIdPath, Limit, Offset, assistant_scope, view_scope
+from ..responses import errors
 from ..schemas import (
     EventPublic,
     FactCreate,
@@ -27,7 +28,7 @@ from ..schemas import (
     StatusFilter,
 )
 
-router = APIRouter(prefix="/v1/memories", tags=["memories"])
+router = APIRouter(prefix="/v1/memories", tags=["memories"], responses=errors(404, 409))
 
 MAX_MATCHES = 1000  # a text query pages through at most this many of the best matches
 
@@ -77,7 +78,11 @@ async def list_memories(
     return Page[FactPublic].of([FactPublic.of(f) for f in facts], limit, offset)
 
 
-@router.post("", status_code=http.HTTP_201_CREATED)
+@router.post(
+    "",
+    status_code=http.HTTP_201_CREATED,
+    responses={200: {"model": FactPublic, "description": "A restatement: the existing memory, reinforced."}},
+)
 async def create_memory(
     memory: MemoryDep, user: CurrentUser, body: FactCreate, response: Response
 ) -> FactPublic:

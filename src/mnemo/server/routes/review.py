@@ -7,9 +7,10 @@ from fastapi import APIRouter
 from ...domain import Scope, Status
 from ..deps import CurrentUser, MemoryDep
 from ..params import AgentFilter, FactIdPath, Limit, Offset, view_scope
+from ..responses import errors
 from ..schemas import FactPublic, Page, ReasonBody
 
-router = APIRouter(prefix="/v1/review", tags=["review"])
+router = APIRouter(prefix="/v1/review", tags=["review"], responses=errors(404, 409))
 
 
 @router.get("")

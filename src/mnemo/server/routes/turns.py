@@ -10,12 +10,17 @@ from fastapi import status as http
 from ...domain import JobStatus, Message, Turn
 from ..deps import CurrentUser, MemoryDep, WorkerDep
 from ..params import JobIdPath, Limit, Offset, assistant_scope
+from ..responses import errors
 from ..schemas import JobPublic, Page, TurnCreate, TurnResult
 
-router = APIRouter(prefix="/v1", tags=["turns"])
+router = APIRouter(prefix="/v1", tags=["turns"], responses=errors(404))
 
 
-@router.post("/turns", status_code=http.HTTP_202_ACCEPTED)
+@router.post(
+    "/turns",
+    status_code=http.HTTP_202_ACCEPTED,
+    responses={200: {"model": TurnResult, "description": "Not queued: memory is off, or it is automation."}},
+)
 async def submit_turn(
     memory: MemoryDep, user: CurrentUser, worker: WorkerDep, body: TurnCreate, response: Response
 ) -> TurnResult:

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field, StringConstraints, model_validator
 from ...domain import (
     Agent,
 )
-from .base import LongText, Name, Request
+from .base import LongText, Name, NoNul, Request
 
 
 class AgentPublic(BaseModel):
@@ -35,7 +35,7 @@ class AgentPublic(BaseModel):
 class AgentCreate(Request):
     name: Name
     persona: LongText | None = None
-    upstream_model: Annotated[str, StringConstraints(max_length=200)] | None = None
+    upstream_model: Annotated[str, StringConstraints(max_length=200), *NoNul] | None = None
     private: bool = False
     reads_default: bool = False
 
@@ -43,7 +43,7 @@ class AgentCreate(Request):
 class AgentUpdate(Request):
     name: Name | None = None
     persona: LongText | None = None
-    upstream_model: Annotated[str, StringConstraints(max_length=200)] | None = None
+    upstream_model: Annotated[str, StringConstraints(max_length=200), *NoNul] | None = None
     private: bool | None = None
     reads_default: bool | None = None
 

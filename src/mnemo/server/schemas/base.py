@@ -30,11 +30,40 @@ def _utc(value: datetime) -> datetime:
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
-Id = Annotated[str, AfterValidator(_uuid)]
-UtcTime = Annotated[datetime, AfterValidator(_utc)]
-FactText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_TEXT)]
-Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
-LongText = Annotated[str, StringConstraints(max_length=4000)]
+def _no_nul(value: str) -> str:
+    # PostgreSQL cannot store U+0000 in text; refusing it on both backends keeps them alike
+    if "\x00" in value:
+        raise ValueError("must not contain the character U+0000")
+    return value
+
+
+_NO_NUL = "^[^\\x00]*$"
+_SOME_TEXT = "[^\\s\\x00]"  # some character besides whitespace and U+0000
+NoNul = (AfterValidator(_no_nul), Field(json_schema_extra={"pattern": _NO_NUL}))
+
+# documented as a uuid, so that a client (or a fuzzer) knows which strings can name one
+Id = Annotated[str, AfterValidator(_uuid), Field(json_schema_extra={"format": "uuid"})]
+UtcTime = Annotated[
+    datetime,
+    AfterValidator(_utc),
+    Field(json_schema_extra={"pattern": "^([1-8][0-9]{3}|9000)-"}),  # the years _utc accepts
+]
+# (the writer turns U+0000 into a space, and refuses text with nothing but whitespace)
+FactText = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_TEXT),
+    Field(json_schema_extra={"pattern": _SOME_TEXT}),
+]
+# no U+0000, and some character that pydantic's strip (Unicode White_Space) leaves
+_BLANK = "\\t\\n\\x0b\\f\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"
+_NOT_BLANK = f"^[^\\x00]*[^\\x00{_BLANK}][^\\x00]*$"
+Name = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=100),
+    AfterValidator(_no_nul),
+    Field(json_schema_extra={"pattern": _NOT_BLANK}),
+]
+LongText = Annotated[str, StringConstraints(max_length=4000), *NoNul]
 
 
 class Request(BaseModel):

@@ -15,7 +15,7 @@ from ...domain import (
     Status,
 )
 from ...recall.fuse import Hit
-from .base import FactText, Id, Request, UtcTime
+from .base import FactText, Id, NoNul, Request, UtcTime
 
 
 class SourcePublic(BaseModel):
@@ -77,7 +77,7 @@ class FactUpdate(Request):
 
 
 class ReasonBody(Request):
-    reason: Annotated[str, StringConstraints(strip_whitespace=True, max_length=500)] | None = None
+    reason: Annotated[str, StringConstraints(strip_whitespace=True, max_length=500), *NoNul] | None = None
 
 
 class EventPublic(BaseModel):

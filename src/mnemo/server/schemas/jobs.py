@@ -11,18 +11,18 @@ from ...domain import (
     Job,
     JobStatus,
 )
-from .base import Id, Request
+from .base import Id, NoNul, Request
 
 
 class MessageIn(Request):
     role: Literal["system", "user", "assistant"]
-    content: Annotated[str, StringConstraints(max_length=100_000)]
+    content: Annotated[str, StringConstraints(max_length=100_000), *NoNul]
 
 
 class TurnCreate(Request):
     messages: list[MessageIn] = Field(min_length=1, max_length=200)
     conversation_id: (
-        Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)] | None
+        Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200), *NoNul] | None
     ) = None
     agent_id: Id | None = None
     automation: bool = Field(

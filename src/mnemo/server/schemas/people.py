@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Self
+from typing import Any, Self
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ...domain import (
     ApiKey,
@@ -35,7 +35,17 @@ class MePublic(BaseModel):
     review_policy: ReviewPolicy
 
 
+def _at_least_one_and_no_null_policy(schema: dict[str, Any]) -> None:
+    """The schema says what the validator below checks: some field, and a policy that is not null."""
+    schema["minProperties"] = 1
+    policy = schema["properties"]["review_policy"]
+    policy["anyOf"] = [s for s in policy.get("anyOf", []) if s.get("type") != "null"]
+    policy.pop("default", None)
+
+
 class MeSettingsUpdate(Request):
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_at_least_one_and_no_null_policy)
+
     memory_enabled: bool | None = Field(None, description="true, false, or null to follow the server mode.")
     review_policy: ReviewPolicy | None = None
 

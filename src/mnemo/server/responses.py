@@ -1,0 +1,63 @@
+"""The error answers of the API, as the OpenAPI schema documents them.
+
+Every error has one shape, `{"error": {"message": ...}}` (errors.py; the chat
+proxy adds OpenAI's `type`, `param` and `code`). Every authenticated route may
+answer 400 (a body that cannot be read), 401, 403, 413, 422 and 429;
+`errors(...)` adds what a router's routes also give.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+
+class Problem(BaseModel):
+    where: str
+    problem: str
+
+
+class ErrorDetail(BaseModel):
+    message: str
+    problems: list[Problem] | None = None
+
+
+class ErrorBody(BaseModel):
+    error: ErrorDetail
+
+
+_WHY = {
+    400: "The body could not be read; for the chat proxy, also a request it cannot forward"
+    " or one the upstream model refused.",
+    401: "No API key, or an unknown or revoked one.",
+    403: "A key that may not do this: the admin key on a person's route, a person's on an admin route.",
+    404: "Nothing with that id is yours (another user's ids answer the same).",
+    409: "It changed meanwhile (a stale version), or the name is taken.",
+    413: "The request body is over the server's limit.",
+    422: "The request is not valid; `problems` says where and why.",
+    429: "Too many failed authentications from this address: wait `Retry-After` seconds.",
+    502: "The upstream model failed or could not be reached.",
+    503: "No upstream model is configured, or it is unavailable.",
+    504: "The upstream model sent nothing in time.",
+}
+_HEADERS = {
+    401: {"WWW-Authenticate": {"description": "Bearer", "schema": {"type": "string"}}},
+    429: {
+        "Retry-After": {
+            "description": "Seconds until this address may try again.",
+            "schema": {"type": "integer", "minimum": 1},
+        }
+    },
+}
+AUTHENTICATED = (400, 401, 403, 413, 422, 429)
+
+
+def errors(*extra: int) -> dict[int | str, dict[str, Any]]:
+    """The documented error answers of an authenticated route: the common ones and `extra`."""
+    documented: dict[int | str, dict[str, Any]] = {}
+    for status in sorted({*AUTHENTICATED, *extra}):
+        documented[status] = {"model": ErrorBody, "description": _WHY[status]}
+        if status in _HEADERS:
+            documented[status]["headers"] = _HEADERS[status]
+    return documented

@@ -1,0 +1,382 @@
+"""Keys at rest, revocation on every surface, constant-time comparison, secrets kept out of logs,
+and the limit on failed authentications (server/auth_limit.py), on both backends."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import httpx2
+import psycopg
+import pytest
+
+from mnemo.server.auth_limit import AuthLimiter
+from mnemo.settings import AuthLimitSettings, Settings
+from tests.fakes.live_server import LiveServer
+from tests.server.api import client_for, ok
+from tests.server.conftest import ADMIN_KEY
+from tests.server.processes import ADMIN, environment, free_port, wait_until
+
+LIMIT = 5  # failed authentications that block an address, in the limited server below
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
+CHAT = {"model": "scripted-model", "messages": [{"role": "user", "content": "Hello there"}]}
+
+
+def _wrong(token: str) -> str:
+    """A well-formed key: the right id, a wrong secret."""
+    key_id = token.split("_")[1]
+    return f"mnemo_{key_id}_{'W' * 43}"
+
+
+# --- the limiter itself, with a clock of our own ------------------------------------------
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_an_address_is_blocked_after_n_failures_until_the_oldest_is_a_window_old():
+    clock = Clock()
+    limiter = AuthLimiter(failures=3, window=10, clock=clock)
+    limiter.failed("10.0.0.1")
+    clock.now += 4
+    limiter.failed("10.0.0.1")
+    assert limiter.retry_after("10.0.0.1") is None  # two failures: not yet
+    clock.now += 1
+    limiter.failed("10.0.0.1")
+    assert limiter.retry_after("10.0.0.1") == pytest.approx(5.0)  # the first failure ages out in 5 s
+    clock.now += 4.5
+    assert limiter.retry_after("10.0.0.1") == pytest.approx(0.5)
+    clock.now += 0.5
+    assert limiter.retry_after("10.0.0.1") is None  # one try is free again...
+    limiter.failed("10.0.0.1")
+    assert limiter.retry_after("10.0.0.1") == pytest.approx(4.0)  # ...and a wrong one blocks again
+
+
+def test_other_addresses_are_unaffected_and_count_on_their_own():
+    clock = Clock()
+    limiter = AuthLimiter(failures=2, window=60, clock=clock)
+    for _ in range(2):
+        limiter.failed("203.0.113.7")
+    limiter.failed("2001:db8::1")
+    assert limiter.retry_after("203.0.113.7") is not None
+    assert limiter.retry_after("2001:db8::1") is None
+    assert limiter.retry_after("198.51.100.2") is None
+    limiter.failed("2001:db8::1")
+    assert limiter.retry_after("2001:db8::1") is not None
+
+
+def test_memory_stays_bounded_by_expiry_and_by_the_cap():
+    clock = Clock()
+    limiter = AuthLimiter(failures=3, window=60, max_addresses=100, clock=clock)
+    for i in range(1000):
+        limiter.failed(f"10.1.{i // 256}.{i % 256}")
+    assert limiter.tracked() == 100  # the stalest went first
+    last = "10.1.3.231"  # the 1000th
+    for _ in range(2):
+        limiter.failed(last)
+    assert limiter.retry_after(last) is not None
+    assert limiter.retry_after("10.1.0.0") is None  # dropped: counting starts over
+    clock.now += 61
+    assert limiter.tracked() == 0  # every failure aged out
+
+
+def test_zero_failures_means_no_limit():
+    limiter = AuthLimiter(failures=0, window=60)
+    for _ in range(100):
+        limiter.failed("10.0.0.1")
+    assert limiter.retry_after("10.0.0.1") is None and limiter.tracked() == 0
+
+
+# --- the limit on a real server -------------------------------------------------------------
+
+
+@pytest.fixture
+def limited(tmp_path, scripted_llm) -> Iterator[LiveServer]:
+    """A server that blocks an address after LIMIT failures. On SQLite only: the limiter keeps its
+    count in memory and never touches the store, so a second backend would test nothing more."""
+    scripted_llm.default_reply = "Hi!"
+    settings = Settings(
+        data_dir=tmp_path,
+        admin_key=ADMIN_KEY,
+        llm_base_url=scripted_llm.base_url,
+        llm_model="scripted-model",
+        worker=False,  # no learning needed here
+        auth_limit=AuthLimitSettings(failures=LIMIT, window_seconds=120),
+    )
+    with LiveServer(settings) as live:
+        yield live
+
+
+def _attempt(server: LiveServer, surface: str, key: str) -> httpx2.Response:
+    """Present `key` once on one surface."""
+    url, bearer = server.base_url, {"Authorization": f"Bearer {key}"}
+    if surface == "api":
+        return httpx2.get(f"{url}/v1/me", headers=bearer, timeout=30)
+    if surface == "chat":
+        return httpx2.post(f"{url}/v1/chat/completions", json=CHAT, headers=bearer, timeout=30)
+    if surface == "mcp":
+        return httpx2.post(f"{url}/mcp", json=INITIALIZE, headers={**bearer, **MCP_HEADERS}, timeout=30)
+    assert surface == "web"
+    return httpx2.post(f"{url}/signin", data={"key": key}, timeout=30)
+
+
+SURFACES = ["api", "chat", "mcp", "web"]
+ACCEPTED = {"api": 200, "chat": 200, "mcp": 200, "web": 303}
+
+
+def _blocked(reply: httpx2.Response) -> int:
+    assert reply.status_code == 429, reply.text
+    wait = int(reply.headers["retry-after"])
+    assert 1 <= wait <= 120
+    return wait
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+def test_wrong_keys_on_any_surface_block_the_address_on_every_surface(limited, surface):
+    token = limited.token
+    for _ in range(LIMIT):
+        assert _attempt(limited, surface, _wrong(token)).status_code == 401
+    # Blocked: even the right key is refused (a right guess must not tell the attacker), on every
+    # surface, and so is the admin key.
+    for other in SURFACES:
+        _blocked(_attempt(limited, other, token))
+    _blocked(
+        httpx2.get(f"{limited.base_url}/v1/admin/settings", headers={"Authorization": f"Bearer {ADMIN_KEY}"})
+    )
+    reply = httpx2.get(f"{limited.base_url}/v1/me", headers={"Authorization": f"Bearer {token}"})
+    assert "too many failed authentications" in reply.json()["error"]["message"]
+    # a signed-in browser is sent to the sign-in page, which says why and keeps the cookie
+    cookies = {"mnemo_session": token}
+    page = httpx2.get(f"{limited.base_url}/memories", cookies=cookies)
+    assert page.status_code == 303 and page.headers["location"].startswith("/signin")
+    signin = httpx2.get(f"{limited.base_url}/signin", cookies=cookies)
+    _blocked(signin)
+    assert "Too many wrong keys" in signin.text and "set-cookie" not in signin.headers
+
+
+def test_successes_and_requests_without_a_key_count_nothing(limited):
+    token = limited.token
+    for surface in SURFACES:
+        for _ in range(LIMIT + 1 if surface == "api" else 2):
+            reply = _attempt(limited, surface, token)
+            assert reply.status_code == ACCEPTED[surface], (surface, reply.text)
+    for _ in range(LIMIT + 1):
+        assert httpx2.get(f"{limited.base_url}/v1/me").status_code == 401
+        assert (
+            httpx2.get(f"{limited.base_url}/v1/me", headers={"Authorization": "Basic eDp5"}).status_code
+            == 401
+        )
+    assert _attempt(limited, "api", token).status_code == 200
+    # one failure short of the limit still lets the right key in
+    for _ in range(LIMIT - 1):
+        assert _attempt(limited, "api", _wrong(token)).status_code == 401
+    assert _attempt(limited, "api", token).status_code == 200
+    assert _attempt(limited, "api", _wrong(token)).status_code == 401
+    _blocked(_attempt(limited, "api", token))
+
+
+def test_the_429_and_its_retry_after_are_in_the_api_schema(limited):
+    schema = httpx2.get(f"{limited.base_url}/openapi.json").json()
+    for path, methods in schema["paths"].items():
+        if path == "/healthz":
+            continue
+        for method, operation in methods.items():
+            answer = operation["responses"].get("429")
+            assert answer is not None, (method, path)
+            assert "Retry-After" in answer["headers"], (method, path)
+
+
+# --- revocation on the surfaces the other tests leave out ----------------------------------
+
+
+def test_a_revoked_key_stops_at_once_on_the_chat_proxy_and_mcp(server, client, scripted_llm):
+    scripted_llm.default_reply = "Hi!"
+    created = ok(client.post("/v1/me/keys", json={"name": "assistant"}), 201)
+    key = created["token"]
+    for surface in ("chat", "mcp", "api"):
+        reply = _attempt(server, surface, key)
+        assert reply.status_code == 200, (surface, reply.text)
+    assert "Hi!" in _attempt(server, "chat", key).text
+    assert _attempt(server, "mcp", key).json()["result"]["serverInfo"]["name"]
+    ok(client.delete(f"/v1/me/keys/{created['id']}"))
+    for surface in ("chat", "mcp", "api"):
+        reply = _attempt(server, surface, key)
+        assert reply.status_code == 401, (surface, reply.text)
+        assert reply.headers["www-authenticate"] == "Bearer"
+    assert _attempt(server, "web", key).status_code == 401  # nor can it sign in again
+    assert _attempt(server, "chat", server.token).status_code == 200  # the other key still works
+
+
+# --- keys at rest ------------------------------------------------------------------------------
+
+
+def _database_text(server_settings, backend, request) -> str:
+    """Everything the database holds, as text: the SQLite files' bytes, or every row of every
+    PostgreSQL table as JSON (read as the database's owner, past row-level security)."""
+    if backend == "sqlite":
+        files = sorted(server_settings.data_dir.glob("mnemo.db*"))
+        assert files
+        return "".join(f.read_bytes().decode("latin-1") for f in files)
+    with psycopg.connect(request.getfixturevalue("postgres_url")) as conn:
+        tables = conn.execute(
+            "SELECT table_schema, table_name FROM information_schema.tables"
+            " WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('pg_catalog', 'information_schema')"
+        ).fetchall()
+        assert ("public", "api_keys") in tables
+        rows = [
+            row[0]
+            for schema, table in tables
+            for row in conn.execute(f'SELECT row_to_json(t)::text FROM "{schema}"."{table}" t').fetchall()
+        ]
+    return "\n".join(rows)
+
+
+def _secret(token: str) -> str:
+    return token.split("_", 2)[2]
+
+
+def test_keys_are_stored_only_as_hashes(server, server_settings, client, admin, backend, request):
+    made = [server.token]
+    made.append(ok(client.post("/v1/me/keys", json={"name": "laptop"}), 201)["token"])
+    made.append(ok(admin.post("/v1/admin/users", json={"name": "bob"}), 201)["key"]["token"])
+    revoked = ok(client.post("/v1/me/keys", json={"name": "old"}), 201)
+    ok(client.delete(f"/v1/me/keys/{revoked['id']}"))
+    made.append(revoked["token"])
+    stored = _database_text(server_settings, backend, request)
+    for token in made:
+        key_id, secret = token.split("_")[1], _secret(token)
+        assert key_id in stored  # the rows are there: the id is stored in clear, to look the key up
+        assert secret not in stored and token not in stored
+        assert hashlib.sha256(secret.encode()).hexdigest() in stored  # and the secret only as its hash
+    assert ADMIN_KEY not in stored
+
+
+# --- constant-time comparison ------------------------------------------------------------------
+
+
+def test_keys_and_the_admin_key_are_compared_by_hmac_compare_digest(server, monkeypatch):
+    compared: list[tuple[bytes | str, bytes | str]] = []
+    real = hmac.compare_digest
+    verdict = {"admin": True}
+
+    def spy(a, b):
+        compared.append((a, b))
+        if b == ADMIN_KEY.encode():
+            return verdict["admin"]
+        return real(a, b)
+
+    monkeypatch.setattr(hmac, "compare_digest", spy)
+    with client_for(server, ADMIN_KEY) as admin:
+        assert admin.get("/v1/admin/settings").status_code == 200
+        assert compared == [(ADMIN_KEY.encode(), ADMIN_KEY.encode())]
+        verdict["admin"] = False  # the answer of compare_digest is the one that counts
+        assert admin.get("/v1/admin/settings").status_code == 401
+    compared.clear()
+    with client_for(server, server.token) as user:
+        assert user.get("/v1/me").status_code == 200
+    # a user's key: the admin key is checked first, then the one stored hash its id names
+    stored = hashlib.sha256(_secret(server.token).encode()).hexdigest()
+    assert compared == [(server.token.encode(), ADMIN_KEY.encode()), (stored, stored)]
+
+
+# --- no secret in the logs ---------------------------------------------------------------------
+
+SERVE = """
+import logging, sys
+import uvicorn
+from mnemo.server.app import create_app
+from mnemo.settings import Settings
+logging.basicConfig(level=logging.DEBUG, stream=sys.stderr)
+uvicorn.run(create_app(Settings.load()), host="127.0.0.1", port=int(sys.argv[1]), log_level="debug")
+"""
+
+
+@pytest.fixture
+def debug_server(tmp_path, scripted_llm, database_url) -> Iterator[tuple[str, str, subprocess.Popen]]:
+    """A server process with every logger at DEBUG; (its URL, its first key, the process)."""
+    scripted_llm.default_reply = "Hi!"
+    port = free_port()
+    log = tmp_path / "server.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-c", SERVE, str(port)],
+            env=environment(tmp_path / "data", scripted_llm, database_url),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        found = wait_until(
+            lambda: (
+                process.poll() is None and re.search(r"mnemo_[0-9a-f]{16}_[A-Za-z0-9_-]+", log.read_text())
+            ),
+            timeout=60,
+            what="the server's first key",
+        )
+        wait_until(lambda: _up(url), timeout=30, what="the server")
+        yield url, found.group(0), process
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)
+
+
+def _up(url: str) -> bool:
+    try:
+        return httpx2.get(f"{url}/healthz", timeout=1).status_code == 200
+    except httpx2.TransportError:
+        return False
+
+
+def test_no_key_reaches_the_logs(debug_server, tmp_path):
+    url, first, process = debug_server
+    secrets = {ADMIN: "admin key", ADMIN + "x": "wrong admin key", _wrong(first): "wrong key"}
+    with httpx2.Client(base_url=url, headers={"Authorization": f"Bearer {first}"}, timeout=30) as me:
+        ok(me.get("/v1/me"))
+        laptop = ok(me.post("/v1/me/keys", json={"name": "laptop"}), 201)
+        secrets[laptop["token"]] = "a created key"
+        with httpx2.Client(base_url=url, headers={"Authorization": f"Bearer {ADMIN}"}, timeout=30) as admin:
+            bob = ok(admin.post("/v1/admin/users", json={"name": "bob"}), 201)["key"]["token"]
+            ok(admin.get("/v1/admin/settings"))
+        secrets[bob] = "a key the admin made"
+        bearer = {"Authorization": f"Bearer {laptop['token']}"}
+        assert httpx2.post(f"{url}/v1/chat/completions", json=CHAT, headers=bearer).status_code == 200
+        mcp = httpx2.post(f"{url}/mcp", json=INITIALIZE, headers={**bearer, **MCP_HEADERS})
+        assert mcp.status_code == 200
+        assert httpx2.post(f"{url}/signin", data={"key": laptop["token"]}).status_code == 303
+        for wrong in (ADMIN + "x", _wrong(first)):
+            assert httpx2.get(f"{url}/v1/me", headers={"Authorization": f"Bearer {wrong}"}).status_code == 401
+            assert httpx2.post(f"{url}/signin", data={"key": wrong}).status_code == 401
+        ok(me.delete(f"/v1/me/keys/{laptop['id']}"))
+        assert httpx2.get(f"{url}/v1/me", headers=bearer).status_code == 401
+        assert httpx2.get(f"{url}/memories", cookies={"mnemo_session": laptop["token"]}).status_code == 303
+    process.send_signal(signal.SIGTERM)
+    process.wait(timeout=15)
+    output = (tmp_path / "server.log").read_text()
+    assert "DEBUG" in output and '"POST /v1/me/keys HTTP/1.1" 201' in output  # it did log, in detail
+    # the first key is printed once on purpose (the only time it exists in clear), never again
+    assert output.count(_secret(first)) == 1 and "API key (shown once)" in output
+    for secret, what in secrets.items():
+        assert secret not in output, what
+        if secret.startswith("mnemo_"):
+            assert _secret(secret) not in output, what
