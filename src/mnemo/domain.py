@@ -119,6 +119,10 @@ class Conflict(MnemoError):
     """The fact changed since the version the caller saw."""
 
 
+class NameTaken(Conflict):
+    """The name is already another of the person's agents (HTTP 409, like any conflict)."""
+
+
 class InvalidInput(MnemoError):
     """The request cannot be applied as given."""
 

@@ -7,7 +7,7 @@ the victim's other facts and another user's facts are untouched, nothing
 unstorable (NUL, control characters, lone surrogates) reaches the store, the
 audit chains verify, and the hostile part is reported.
 
-All cases run on SQLite; on PostgreSQL every fifth one (MNEMO_HOSTILE_ALL=1 runs
+All cases run on SQLite; on PostgreSQL every fifth one (MNEMO_LONG_TESTS=1 runs
 all of them there too). One case in five also goes through the job worker.
 """
 
@@ -115,7 +115,7 @@ def test_the_generator_makes_enough_varied_cases():
 
 
 async def test_hostile_replies_change_nothing_they_should_not(llm_memory, scripted_llm, clock, backend):
-    every = backend == "sqlite" or os.environ.get("MNEMO_HOSTILE_ALL") == "1"
+    every = backend == "sqlite" or os.environ.get("MNEMO_LONG_TESTS") == "1"
     chosen = list(range(len(CASES))) if every else list(range(0, len(CASES), 5))
     failed = await _run_all(llm_memory, scripted_llm, clock, chosen, worker_every=5 if every else 2)
     assert failed == {}, "\n".join(f"{name}: {'; '.join(f)}" for name, f in failed.items())

@@ -174,7 +174,25 @@ def test_other_bad_bodies_are_422(client):
 
 def test_a_clash_of_agent_names_is_refused_clearly(client):
     ok(client.post("/v1/agents", json={"name": "coach"}), 201)
-    assert "coach" in error(client.post("/v1/agents", json={"name": "coach"}), 422)
+    # the name is taken: a conflict with what is there, as a stale version is
+    assert "coach" in error(client.post("/v1/agents", json={"name": "coach"}), 409)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"text": "I keep bees", "pinned": "true"},
+        {"text": "I keep bees", "pinned": 1},
+        {"text": "I keep bees", "valid_from": 1767225600},
+    ],
+)
+def test_a_value_of_the_wrong_json_type_is_refused_not_converted(client, body):
+    field = next(k for k in body if k != "text")
+    assert field in error(client.post("/v1/memories", json=body), 422)
+    fact = ok(client.post("/v1/memories", json={"text": "I keep bees"}), 201)
+    edit = {"text": "I keep wasps", "version": True}  # true is not version 1
+    assert "version" in error(client.patch(f"/v1/memories/{fact['id']}", json=edit), 422)
+    assert ok(client.get(f"/v1/memories/{fact['id']}"))["text"] == "I keep bees"
 
 
 def test_an_unknown_route_answers_in_the_same_shape(client):

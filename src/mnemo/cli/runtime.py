@@ -24,6 +24,7 @@ from ..domain import (
     Conflict,
     InvalidInput,
     MnemoError,
+    NameTaken,
     NotFound,
     Scope,
     User,
@@ -198,7 +199,7 @@ def guarded(
         _fail(str(exc), exc.code)
     except NotFound as exc:
         _fail(f"No memory with id {fact_id}." if fact_id is not None else _sentence(exc), FAILED)
-    except InvalidInput as exc:
+    except (InvalidInput, NameTaken) as exc:
         _fail(_sentence(exc), BAD_INPUT)
     except Conflict as exc:
         _fail(f"{_sentence(exc)} Show it again (mnemo show …) and retry.", FAILED)

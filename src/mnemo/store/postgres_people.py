@@ -12,7 +12,18 @@ from datetime import datetime
 
 import psycopg
 
-from ..domain import Agent, ApiKey, InvalidInput, Message, NotFound, ReviewPolicy, Scope, User, new_id
+from ..domain import (
+    Agent,
+    ApiKey,
+    InvalidInput,
+    Message,
+    NameTaken,
+    NotFound,
+    ReviewPolicy,
+    Scope,
+    User,
+    new_id,
+)
 from .base import UNSET
 from .postgres_rows import AGENT_COLUMNS, KEY_COLUMNS, USER_COLUMNS, agent_from, key_from, user_from
 
@@ -112,7 +123,7 @@ class PeopleMixin:
         )
         clash = await cur.fetchone()
         if clash and clash[0] != agent_id:
-            raise InvalidInput(f"an agent named {name!r} already exists")
+            raise NameTaken(f"an agent named {name!r} already exists")
 
     async def update_agent(self, user_id: str, agent_id: str, **fields: object) -> Agent:
         """Change an agent's name, persona, upstream_model, private or reads_default."""

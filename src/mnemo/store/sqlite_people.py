@@ -5,7 +5,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from ..domain import Agent, ApiKey, InvalidInput, Message, NotFound, ReviewPolicy, Scope, User, new_id
+from ..domain import (
+    Agent,
+    ApiKey,
+    InvalidInput,
+    Message,
+    NameTaken,
+    NotFound,
+    ReviewPolicy,
+    Scope,
+    User,
+    new_id,
+)
 from .base import UNSET
 from .sqlite_rows import AGENT_COLUMNS, KEY_COLUMNS, agent_from, key_from, ts, user_from
 
@@ -103,7 +114,7 @@ class PeopleMixin:
             (user_id, name),
         ).fetchone()
         if clash and clash[0] != agent_id:
-            raise InvalidInput(f"an agent named {name!r} already exists")
+            raise NameTaken(f"an agent named {name!r} already exists")
 
     async def update_agent(self, user_id: str, agent_id: str, **fields: object) -> Agent:
         """Change an agent's name, persona, upstream_model, private or reads_default."""

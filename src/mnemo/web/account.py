@@ -8,7 +8,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from .. import keys
-from ..domain import InvalidInput, MemoryMode, NotFound, ReviewPolicy
+from ..domain import InvalidInput, MemoryMode, NameTaken, NotFound, ReviewPolicy
 from ..gate import memory_enabled
 from .forms import fact_id, flag, text
 from .render import page, redirect
@@ -103,7 +103,7 @@ async def create_agent(request: Request, session: SessionDep, form: FormDep) -> 
                 private=bool(typed["private"]),
                 reads_default=bool(typed["reads_default"]),
             )
-        except InvalidInput as exc:
+        except (InvalidInput, NameTaken) as exc:
             problem = str(exc)
         else:
             return redirect("/settings", f"Agent “{agent.name}” created.")

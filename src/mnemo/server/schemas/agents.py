@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Self
 
-from pydantic import BaseModel, Field, StringConstraints, model_validator
+from pydantic import BaseModel, Field, StrictBool, StringConstraints, model_validator
 
 from ...domain import (
     Agent,
@@ -36,16 +36,16 @@ class AgentCreate(Request):
     name: Name
     persona: LongText | None = None
     upstream_model: Annotated[str, StringConstraints(max_length=200), *NoNul] | None = None
-    private: bool = False
-    reads_default: bool = False
+    private: StrictBool = False
+    reads_default: StrictBool = False
 
 
 class AgentUpdate(Request):
     name: Name | None = None
     persona: LongText | None = None
     upstream_model: Annotated[str, StringConstraints(max_length=200), *NoNul] | None = None
-    private: bool | None = None
-    reads_default: bool | None = None
+    private: StrictBool | None = None
+    reads_default: StrictBool | None = None
 
     @model_validator(mode="after")
     def _valid(self) -> Self:

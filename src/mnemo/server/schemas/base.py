@@ -6,7 +6,7 @@ import re
 from datetime import UTC, datetime
 from typing import Annotated, Generic, Self, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
 from ...write.changes import MAX_TEXT
 
@@ -21,6 +21,13 @@ def _uuid(value: str) -> str:
     if not is_uuid(value):
         raise ValueError("must be an id such as 0190c8e2-7b1d-7c3e-9a4f-2b6d8e1f0a3c (a UUID)")
     return value.lower()
+
+
+def _written_time(value: object) -> object:
+    """A date-time is written as an ISO 8601 string: a number is no date (nor a Unix time)."""
+    if not isinstance(value, str | datetime):
+        raise ValueError("must be an ISO 8601 date-time, such as 2026-03-01T09:00:00Z")
+    return value
 
 
 def _utc(value: datetime) -> datetime:
@@ -45,6 +52,7 @@ NoNul = (AfterValidator(_no_nul), Field(json_schema_extra={"pattern": _NO_NUL}))
 Id = Annotated[str, AfterValidator(_uuid), Field(json_schema_extra={"format": "uuid"})]
 UtcTime = Annotated[
     datetime,
+    BeforeValidator(_written_time),
     AfterValidator(_utc),
     Field(json_schema_extra={"pattern": "^([1-8][0-9]{3}|9000)-"}),  # the years _utc accepts
 ]

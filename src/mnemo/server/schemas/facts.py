@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Self
 
-from pydantic import BaseModel, Field, StringConstraints, model_validator
+from pydantic import BaseModel, Field, StrictBool, StrictInt, StringConstraints, model_validator
 
 from ...domain import (
     AuditReport,
@@ -58,16 +58,16 @@ class FactPublic(BaseModel):
 class FactCreate(Request):
     text: FactText
     category: Category = Category.OTHER
-    pinned: bool = False
+    pinned: StrictBool = False
     valid_from: UtcTime | None = None
     agent_id: Id | None = Field(None, description="The agent it belongs to; the default assistant if absent.")
 
 
 class FactUpdate(Request):
-    version: int = Field(ge=1, description="The version you saw; a stale one answers 409.")
+    version: StrictInt = Field(ge=1, description="The version you saw; a stale one answers 409.")
     text: FactText | None = None
     category: Category | None = None
-    pinned: bool | None = None
+    pinned: StrictBool | None = None
 
     @model_validator(mode="after")
     def _something(self) -> Self:

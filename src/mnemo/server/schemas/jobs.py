@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, StringConstraints
+from pydantic import BaseModel, Field, StrictBool, StringConstraints
 
 from ...domain import (
     Job,
@@ -25,7 +25,7 @@ class TurnCreate(Request):
         Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200), *NoNul] | None
     ) = None
     agent_id: Id | None = None
-    automation: bool = Field(
+    automation: StrictBool = Field(
         False, description="Turns of scheduled tasks and the like are never learnt from."
     )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from ...domain import (
     ApiKey,
@@ -46,7 +46,9 @@ def _at_least_one_and_no_null_policy(schema: dict[str, Any]) -> None:
 class MeSettingsUpdate(Request):
     model_config = ConfigDict(extra="forbid", json_schema_extra=_at_least_one_and_no_null_policy)
 
-    memory_enabled: bool | None = Field(None, description="true, false, or null to follow the server mode.")
+    memory_enabled: StrictBool | None = Field(
+        None, description="true, false, or null to follow the server mode."
+    )
     review_policy: ReviewPolicy | None = None
 
     @model_validator(mode="after")
