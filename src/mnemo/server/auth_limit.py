@@ -90,7 +90,7 @@ class AuthLimiter:
 
 def address_of(request: Request) -> str:
     """The client's address as the server sees it (uvicorn rewrites it from X-Forwarded-For only
-    for the proxies it trusts: --forwarded-allow-ips)."""
+    for the proxies it trusts: FORWARDED_ALLOW_IPS, by default 127.0.0.1 and ::1)."""
     return request.client.host if request.client else "unknown"
 
 
