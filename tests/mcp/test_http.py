@@ -92,7 +92,7 @@ async def test_malformed_arguments_are_tool_errors_that_name_the_problem(server,
     async with over_http(server.base_url, server.token) as mcp:
         assert await refused(mcp, "remember") == "Invalid arguments for remember: text is required."
         assert "text: Input should be a valid string (got 42)" in await refused(mcp, "remember", text=42)
-        assert "text: String should have at least 1 character" in await refused(mcp, "remember", text="  ")
+        assert "text: must hold some text besides spaces" in await refused(mcp, "remember", text="  ")
         assert await refused(mcp, "recall", query="anything", limit=500) == (
             "Invalid arguments for recall: limit: Input should be less than or equal to 50 (got 500)."
         )

@@ -35,7 +35,8 @@ def _refused_combination(case) -> str | None:
     if case.operation.label != "GET /v1/memories" or "q" not in query or "status" not in query:
         return None
     statuses = query["status"] if isinstance(query["status"], list) else [query["status"]]
-    return "q searches active memories only" if set(statuses) != {"active"} else None
+    # no status at all (an empty list) is the default, active
+    return "q searches active memories only" if set(statuses) - {"active"} else None
 
 
 def _modes(operation) -> tuple[GenerationMode, ...]:

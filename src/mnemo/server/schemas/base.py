@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from typing import Annotated, Generic, Self, TypeVar
+from typing import Annotated, Any, Generic, Self, TypeVar
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
@@ -44,9 +44,35 @@ def _no_nul(value: str) -> str:
     return value
 
 
+def _stripped(value: str) -> str:
+    """Spacing around a text is not part of it; a text of spacing alone is no text."""
+    value = value.strip()
+    if not value:
+        raise ValueError("must hold some text besides spaces")
+    return value
+
+
+# what str.strip() takes away: every character Python counts as white space, as a JSON
+# Schema (ECMA-262) character class, so that the documented pattern and the check agree
+_BLANK = "".join(f"\\u{c:04x}" for c in range(0x10000) if chr(c).isspace())
 _NO_NUL = "^[^\\x00]*$"
-_SOME_TEXT = "[^\\s\\x00]"  # some character besides whitespace and U+0000
+_SOME_TEXT = f"[^\\x00{_BLANK}]"  # some character besides white space and U+0000
+_NOT_BLANK = f"^[^\\x00]*[^\\x00{_BLANK}][^\\x00]*$"  # that, and no U+0000 anywhere
 NoNul = (AfterValidator(_no_nul), Field(json_schema_extra={"pattern": _NO_NUL}))
+
+
+def stripped_text(max_length: int, *, nul: bool = False) -> Any:
+    """A text of at most `max_length` characters as sent (the limit the schema documents),
+    stored without its surrounding spacing; U+0000 refused unless `nul` (fact text: the writer
+    turns it into a space)."""
+    return Annotated[
+        str,
+        StringConstraints(max_length=max_length),
+        *(() if nul else (AfterValidator(_no_nul),)),
+        AfterValidator(_stripped),
+        Field(json_schema_extra={"pattern": _SOME_TEXT if nul else _NOT_BLANK}),
+    ]
+
 
 # documented as a uuid, so that a client (or a fuzzer) knows which strings can name one
 Id = Annotated[str, AfterValidator(_uuid), Field(json_schema_extra={"format": "uuid"})]
@@ -56,21 +82,9 @@ UtcTime = Annotated[
     AfterValidator(_utc),
     Field(json_schema_extra={"pattern": "^([1-8][0-9]{3}|9000)-"}),  # the years _utc accepts
 ]
-# (the writer turns U+0000 into a space, and refuses text with nothing but whitespace)
-FactText = Annotated[
-    str,
-    StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_TEXT),
-    Field(json_schema_extra={"pattern": _SOME_TEXT}),
-]
-# no U+0000, and some character that pydantic's strip (Unicode White_Space) leaves
-_BLANK = "\\t\\n\\x0b\\f\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"
-_NOT_BLANK = f"^[^\\x00]*[^\\x00{_BLANK}][^\\x00]*$"
-Name = Annotated[
-    str,
-    StringConstraints(strip_whitespace=True, min_length=1, max_length=100),
-    AfterValidator(_no_nul),
-    Field(json_schema_extra={"pattern": _NOT_BLANK}),
-]
+FactText = stripped_text(MAX_TEXT, nul=True)
+QueryText = stripped_text(4000, nul=True)  # a search's words (U+0000 is no word: dropped)
+Name = stripped_text(100)
 LongText = Annotated[str, StringConstraints(max_length=4000), *NoNul]
 
 

@@ -15,7 +15,7 @@ from ...domain import (
     Status,
 )
 from ...recall.fuse import Hit
-from .base import FactText, Id, NoNul, Request, UtcTime
+from .base import FactText, Id, NoNul, QueryText, Request, UtcTime
 
 
 class SourcePublic(BaseModel):
@@ -137,7 +137,7 @@ class HitPublic(BaseModel):
 
 
 class SearchRequest(Request):
-    query: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=4000)]
+    query: QueryText
     agent_id: Id | None = None
     limit: int | None = Field(None, ge=1, le=100)
     as_of: UtcTime | None = None
