@@ -132,6 +132,7 @@ def test_ids_that_name_nothing_in_writes_are_404(client):
         ({"status": "forgotten"}, "query.status"),
         ({"as_of": "yesterday"}, "query.as_of"),
         ({"as_of": "0001-01-01"}, "query.as_of"),
+        ({"as_of": "13"}, "query.as_of"),  # a number is no date, nor a Unix time
         ({"agent_id": "coach"}, "query.agent_id"),
         ({"q": ""}, "query.q"),
     ],

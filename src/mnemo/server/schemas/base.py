@@ -23,11 +23,15 @@ def _uuid(value: str) -> str:
     return value.lower()
 
 
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
 def _written_time(value: object) -> object:
-    """A date-time is written as an ISO 8601 string: a number is no date (nor a Unix time)."""
-    if not isinstance(value, str | datetime):
-        raise ValueError("must be an ISO 8601 date-time, such as 2026-03-01T09:00:00Z")
-    return value
+    """A date-time is written as an ISO 8601 string: a number, in a body or a query string,
+    is no date (nor a Unix time)."""
+    if isinstance(value, datetime) or (isinstance(value, str) and _ISO_DATE.match(value)):
+        return value
+    raise ValueError("must be an ISO 8601 date-time, such as 2026-03-01T09:00:00Z")
 
 
 def _utc(value: datetime) -> datetime:
