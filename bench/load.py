@@ -154,7 +154,7 @@ class Mnemo:
                 if httpx2.get(f"{self.base_url}/healthz", timeout=1).status_code == 200:
                     break
             except httpx2.TransportError:
-                pass
+                pass  # not listening yet
             if time.monotonic() > deadline:
                 raise RuntimeError(f"mnemo serve did not start:\n{log_file.read_text()}")
             time.sleep(0.1)
