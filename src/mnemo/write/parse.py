@@ -34,7 +34,7 @@ def find_json(text: str) -> Any:
     try:
         return json.loads(text)
     except _ERRORS:
-        pass
+        pass  # not bare JSON: look for it in fences or prose below
     for block in _FENCE.findall(text)[:_MAX_STARTS]:
         try:
             return json.loads(block)
