@@ -4,13 +4,23 @@ Each event carries a digest of its content and chains over that digest, not over
 the content, so that a purge may erase text from past events and the chain
 still verifies: a purged event keeps its digest, and only its content check is
 waived — and only when the chain itself holds the purge of that fact.
+
+The digest covers a random salt of the event's own as well as its content, and
+a purge erases the salt with the text. Without it, a digest (or the hashes that
+chain over it) would let anyone holding them confirm a guess at the erased text
+offline: "My bank PIN is 4426" falls to ten thousand tries. Events written
+before salts existed (and files exported then) carry none: their digests
+cover the content alone and still verify; when a purge erases such an event,
+its digest is replaced by a random one and the chain after it is sealed again
+(`resealed`), since that digest is a commitment to the text itself.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+import secrets
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -29,8 +39,9 @@ def content_digest(
     reason: str | None,
     before: dict[str, Any] | None,
     after: dict[str, Any] | None,
+    salt: str | None,
 ) -> str:
-    body = {
+    body: dict[str, Any] = {
         "at": at.isoformat(),
         "user_id": user_id,
         "fact_id": fact_id,
@@ -40,6 +51,8 @@ def content_digest(
         "before": before,
         "after": after,
     }
+    if salt is not None:  # events from before salts: their digests cover the content alone
+        body["salt"] = salt
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode()).hexdigest()
 
@@ -54,6 +67,7 @@ def seal(change: Change, user_id: str, at: datetime, prev: str) -> Event:
     if change.redact:
         before = redact(before)
     after = change.fact.snapshot()
+    salt = secrets.token_hex(16)
     digest = content_digest(
         at=at,
         user_id=user_id,
@@ -63,6 +77,7 @@ def seal(change: Change, user_id: str, at: datetime, prev: str) -> Event:
         reason=change.reason,
         before=before,
         after=after,
+        salt=salt,
     )
     return Event(
         0,
@@ -77,12 +92,13 @@ def seal(change: Change, user_id: str, at: datetime, prev: str) -> Event:
         digest,
         prev,
         chain_hash(prev, digest),
+        salt=salt,
     )
 
 
 def event_row(e: Event) -> tuple:
     """An event's stored columns: at, user_id, fact_id, action, actor, reason, before,
-    after (JSON text), digest, prev_hash, hash."""
+    after (JSON text), digest, prev_hash, hash, salt."""
 
     def as_json(value: Any) -> str | None:
         return None if value is None else json.dumps(value, ensure_ascii=False)
@@ -99,7 +115,22 @@ def event_row(e: Event) -> tuple:
         e.digest,
         e.prev_hash,
         e.hash,
+        e.salt,
     )
+
+
+def resealed(events: Sequence[tuple[int, str, bool]], prev: str) -> list[tuple[int, str, str, str]]:
+    """The chain from these events on, sealed again after `prev`: (seq, digest, prev_hash, hash)
+    for each (seq, digest, replace) in order, where a `replace`d digest (a redacted event's
+    from before salts) becomes a random one."""
+    out = []
+    for seq, digest, replace in events:
+        if replace:
+            digest = secrets.token_hex(32)
+        hashed = chain_hash(prev, digest)
+        out.append((seq, digest, prev, hashed))
+        prev = hashed
+    return out
 
 
 def redact(snapshot: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -125,6 +156,8 @@ def verify(events: Iterable[Event]) -> AuditReport:
                 problems.append(f"event {e.seq}: redacted, but no purge of fact {e.fact_id} is recorded")
             elif any((s or {}).get("text") for s in (e.before, e.after)):
                 problems.append(f"event {e.seq}: redacted, but still holds text")
+            elif e.salt is not None:
+                problems.append(f"event {e.seq}: redacted, but still holds its salt")
         else:
             expected = content_digest(
                 at=e.at,
@@ -135,6 +168,7 @@ def verify(events: Iterable[Event]) -> AuditReport:
                 reason=e.reason,
                 before=e.before,
                 after=e.after,
+                salt=e.salt,
             )
             if expected != e.digest:
                 problems.append(f"event {e.seq}: content does not match its digest (altered)")

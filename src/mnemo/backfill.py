@@ -53,6 +53,7 @@ from .domain import (
     User,
     new_id,
     parse_time,
+    shift,
 )
 from .memory import Memory
 from .write import changes
@@ -258,7 +259,10 @@ class Backfill:
         if lookback_days is not None and lookback_days <= 0:
             raise InvalidInput("the lookback is more than 0 days")
         now = self.memory.clock()
-        since = now - timedelta(days=lookback_days) if lookback_days is not None else None
+        # more days than the calendar holds reach back to its start
+        since = (
+            shift(now, -timedelta(days=min(lookback_days, 4_000_000))) if lookback_days is not None else None
+        )
         return Run(new_id(), now, since, users, force, batch_size)
 
     async def interrupted_run(self) -> Run:

@@ -6,7 +6,7 @@ import hashlib
 import re
 import unicodedata
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -55,6 +55,7 @@ class Action(StrEnum):
     REJECT = "reject"
     REINFORCE = "reinforce"
     PIN = "pin"
+    UNPIN = "unpin"
     PURGE = "purge"
 
 
@@ -85,6 +86,49 @@ class ReviewPolicy(StrEnum):
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+# Every time mnemo stores is in UTC, within what both stores and Python hold: the years 1 to 9999.
+EARLIEST = datetime(1, 1, 1, tzinfo=UTC)
+LATEST = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+
+
+def as_utc(value: datetime) -> datetime:
+    """The same instant in UTC (a naive time is read as UTC). InvalidInput when that instant
+    falls outside the years 1 to 9999 in UTC ("0001-01-01T00:00:00+14:00" is in the year 0)."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    if value.tzinfo is UTC:
+        return value
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise TimeOutOfRange(f"{value.isoformat()} is outside the years 1 to 9999 once in UTC") from None
+
+
+def shift(at: datetime, delta: timedelta) -> datetime:
+    """`at + delta`, held within the times mnemo stores (date arithmetic never overflows)."""
+    try:
+        return min(max(at + delta, EARLIEST), LATEST)
+    except OverflowError:
+        return EARLIEST if delta < timedelta(0) else LATEST
+
+
+MAX_CONVERSATION_ID = 200
+
+
+def conversation_id(value: str) -> str:
+    """A conversation id as a client names it (X-Mnemo-Conversation, /v1/turns): the spacing
+    around it dropped, 1 to MAX_CONVERSATION_ID characters, no control characters."""
+    value = value.strip()
+    if not value:
+        raise InvalidValue("a conversation id needs some text")
+    if len(value) > MAX_CONVERSATION_ID:
+        raise InvalidValue(f"a conversation id is at most {MAX_CONVERSATION_ID} characters")
+    control = next((c for c in value if unicodedata.category(c) == "Cc"), None)
+    if control is not None:
+        raise InvalidValue(f"a conversation id holds no control characters (it holds U+{ord(control):04X})")
+    return value
 
 
 def new_id() -> str:
@@ -123,8 +167,31 @@ class NameTaken(Conflict):
     """The name is already another of the person's agents (HTTP 409, like any conflict)."""
 
 
+class Duplicate(Conflict):
+    """The change would leave two facts of one agent with the same text and status (active, or
+    awaiting review): `existing` is the other one. Checked where writes are serialised (inside
+    the store's transaction), so two identical adds at once cannot both create a fact; the
+    caller reads again and reinforces instead."""
+
+    def __init__(self, message: str, existing: str) -> None:
+        super().__init__(message)
+        self.existing = existing
+
+
 class InvalidInput(MnemoError):
     """The request cannot be applied as given."""
+
+
+class InvalidValue(InvalidInput, ValueError):
+    """One value that cannot be taken as given (a ValueError too, for parsers and validators)."""
+
+
+class TimeOutOfRange(InvalidValue):
+    """A time that no store can hold."""
+
+
+class StorageFull(MnemoError):
+    """The database has no room left (its disk is full): nothing of the request was stored."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +265,13 @@ class Fact:
     last_seen_at: datetime | None = None
     purged: bool = False
 
+    def __post_init__(self) -> None:
+        # one representation for every time a fact holds, whichever path made it
+        for name in _FACT_TIMES:
+            value = getattr(self, name)
+            if value is not None and value.tzinfo is not UTC:
+                object.__setattr__(self, name, as_utc(value))
+
     @property
     def text_hash(self) -> str:
         return text_hash(self.text)
@@ -262,6 +336,9 @@ class Fact:
         )
 
 
+_FACT_TIMES = ("created_at", "recorded_at", "valid_from", "valid_to", "retired_at", "last_seen_at")
+
+
 @dataclass(frozen=True, slots=True)
 class Event:
     """One entry of the append-only audit log."""
@@ -279,6 +356,7 @@ class Event:
     prev_hash: str
     hash: str
     redacted: bool = False
+    salt: str | None = None  # random, per event; erased by a purge (see mnemo.audit)
 
 
 @dataclass(frozen=True, slots=True)

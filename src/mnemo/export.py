@@ -27,7 +27,7 @@ from typing import Any
 from .domain import Agent, Conversation, Event, Scope, User
 from .memory import Memory
 
-FORMAT = 2
+FORMAT = 3  # 3: each event's salt (see mnemo.audit); 2: backfill marks
 _BATCH = 500
 
 
@@ -50,6 +50,7 @@ def event_record(e: Event) -> dict[str, Any]:
         "after": e.after,
         "redacted": e.redacted,
         "digest": e.digest,
+        "salt": e.salt,
         "prev_hash": e.prev_hash,
         "hash": e.hash,
     }

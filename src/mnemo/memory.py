@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import random
 import secrets
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
+from typing import TypeVar
+
+import numpy as np
 
 from . import audit, keys
 from .domain import (
@@ -43,6 +49,8 @@ from .store.base import Store
 from .write import changes
 from .write.extract import ExplicitExtractor, ModelExtractor
 from .write.writer import Writer, WriteReport
+
+T = TypeVar("T")
 
 SERVER_MODE_KEY = "memory_mode"
 
@@ -129,21 +137,28 @@ class Memory:
         return await self.store.update_agent(user_id, agent_id, **fields)
 
     async def delete_agent(self, user_id: str, agent_id: str, *, actor: str = "user") -> tuple[Agent, int]:
-        """Delete an agent and retract (not erase) its active facts; returns how many."""
+        """Delete an agent, retract (not erase) its active facts and reject its candidates (no
+        assistant is left to recall them); returns how many facts went."""
         await self.store.get_agent(user_id, agent_id)  # NotFound before anything changes
         scope = Scope(user_id, agent_id)
         now = self.clock()
-        retracted = 0
-        while batch := await self.store.list_facts(scope, statuses=[Status.ACTIVE], limit=500):
-            own = [f for f in batch if f.agent_id == agent_id]
-            if not own:
-                break
-            reason = "its agent was deleted"
-            await self._commit(
-                scope, [changes.retract(f, now=now, actor=actor, reason=reason) for f in own], now
-            )
-            retracted += len(own)
-        return await self.store.delete_agent(user_id, agent_id), retracted
+        reason = "its agent was deleted"
+        gone = skipped = 0
+        statuses = [Status.ACTIVE, Status.CANDIDATE]
+        # the agent may read the default agent's facts too: those are passed over, page by page
+        while page := await self.store.list_facts(scope, statuses=statuses, limit=500, offset=skipped):
+            own = [f for f in page if f.agent_id == agent_id]
+            skipped += len(page) - len(own)
+            batch = [
+                changes.retract(f, now=now, actor=actor, reason=reason)
+                if f.status == Status.ACTIVE
+                else changes.reject(f, now=now, actor=actor, reason=reason)
+                for f in own
+            ]
+            if batch:
+                await self._commit(scope, batch, now)
+            gone += len(own)
+        return await self.store.delete_agent(user_id, agent_id), gone
 
     async def jobs(
         self, user_id: str, *, status: JobStatus | None = None, limit: int = 50, offset: int = 0
@@ -279,32 +294,42 @@ class Memory:
     ) -> Fact:
         """A fact written by a person; restating an active fact reinforces it instead
         (and pins it, if asked; its category and valid time stay as they were). `held`
-        stores a new fact as a candidate that the person approves or rejects."""
+        stores a new fact as a candidate that the person approves or rejects (restating a
+        waiting candidate reinforces it). The same text added many times at once makes one
+        fact, reinforced by the others."""
         text = changes.clean_text(text)
-        now = self.clock()
-        same = await self.store.find_by_hash(scope, text_hash(text))
-        if same:
-            reinforced = changes.reinforce(same[0], now=now, actor=actor)
-            batch = [reinforced]
-            if pinned and not same[0].pinned:
-                batch.append(changes.pin(reinforced.fact, True, actor=actor))
-            await self._commit(scope, batch, now)
-            return batch[-1].fact
-        vector = (await self.embedder.embed([text]))[0]
-        fact = changes.new_fact(
-            scope,
-            text,
-            now=now,
-            source=source or Source(SourceKind.API),
-            category=category,
-            confidence=confidence,
-            valid_from=valid_from,
-            embedding_model=self.embedder.model_name,
-            pinned=pinned,
-            status=Status.CANDIDATE if held else Status.ACTIVE,
-        )
-        await self._commit(scope, [changes.create(fact, vector, actor)], now)
-        return fact
+        status = Status.CANDIDATE if held else Status.ACTIVE
+        vector = None
+
+        async def attempt() -> Fact:
+            nonlocal vector
+            now = self.clock()
+            same = await self.store.find_by_hash(scope, text_hash(text), statuses=(status,))
+            if same:
+                reinforced = changes.reinforce(same[0], now=now, actor=actor)
+                batch = [reinforced]
+                if pinned and not same[0].pinned:
+                    batch.append(changes.pin(reinforced.fact, True, actor=actor))
+                await self._commit(scope, batch, now)
+                return batch[-1].fact
+            if vector is None:
+                vector = (await self.embedder.embed([text]))[0]
+            fact = changes.new_fact(
+                scope,
+                text,
+                now=now,
+                source=source or Source(SourceKind.API),
+                category=category,
+                confidence=confidence,
+                valid_from=valid_from,
+                embedding_model=self.embedder.model_name,
+                pinned=pinned,
+                status=status,
+            )
+            await self._commit(scope, [changes.create(fact, vector, actor)], now)
+            return fact
+
+        return await _settled(attempt)
 
     async def get(self, scope: Scope, fact_id: str) -> Fact:
         return await self.store.get_fact(scope, fact_id)
@@ -358,6 +383,14 @@ class Memory:
                 category=category,
                 confidence=1.0,
             )
+            if text_changed and fact.supersedes and not await self._still_related(fact, vector):
+                # the candidate was proposed to replace that fact for what it first said; edited
+                # into something else, approving it must not retire an unrelated fact
+                why = f"no longer replaces memory {fact.supersedes}: the edit is about something else"
+                unlinked = edited.fact.evolve(supersedes=None)
+                edited = dataclasses.replace(
+                    edited, fact=unlinked, reason="; ".join(filter(None, [reason, why]))
+                )
             batch.append(edited)
         if pinned is not None and pinned != fact.pinned:
             batch.append(changes.pin(batch[-1].fact if batch else fact, pinned, actor=actor))
@@ -380,29 +413,53 @@ class Memory:
         return await self._apply(scope, changes.retract(fact, now=now, actor=actor, reason=reason), now)
 
     async def restore(self, scope: Scope, fact_id: str, *, actor: str = "user") -> Fact:
+        """Make a retracted, superseded or rejected fact active again. Conflict (Duplicate)
+        when an active fact of its agent says the same; InvalidInput when its agent is gone."""
         fact = await self._current(scope, fact_id, None)
+        await self._agent_alive(fact)
         now = self.clock()
         return await self._apply(scope, changes.restore(fact, now=now, actor=actor), now)
 
     async def pin(self, scope: Scope, fact_id: str, pinned: bool = True, *, actor: str = "user") -> Fact:
+        """Pin or unpin; a fact already so is left as it is (no new version, no event)."""
         fact = await self._current(scope, fact_id, None)
+        if fact.pinned == pinned:
+            return fact
         return await self._apply(scope, changes.pin(fact, pinned, actor=actor), self.clock())
 
     async def approve(self, scope: Scope, fact_id: str, *, actor: str = "user") -> Fact:
-        """Accept a candidate; if it was proposed as a replacement, the old fact is superseded."""
-        fact = await self._current(scope, fact_id, None)
-        now = self.clock()
-        approved = changes.approve(fact, now=now, actor=actor)
-        batch = [approved]
-        if fact.supersedes:
-            try:
-                old = await self.store.get_fact(scope, fact.supersedes)
-            except NotFound:  # no longer visible to this scope
-                old = None
-            if old is not None and old.status == Status.ACTIVE:
-                batch.append(changes.supersede(old, approved.fact, now=now, actor=actor))
-        await self._commit(scope, batch, now)
-        return approved.fact
+        """Accept a candidate; if it was proposed as a replacement, the old fact is superseded.
+
+        When an active fact of the candidate's agent already says the same, that fact is
+        reinforced (and takes over the replacement) and the candidate is closed as superseded
+        by it: the answer is then that fact."""
+
+        async def attempt() -> Fact:
+            fact = await self._current(scope, fact_id, None)
+            await self._agent_alive(fact)
+            now = self.clock()
+            same = [
+                f
+                for f in await self.store.find_by_hash(scope, fact.text_hash)
+                if f.agent_id == fact.agent_id and f.id != fact.id
+            ]
+            if same:
+                kept = changes.reinforce(same[0], now=now, actor=actor, mentions=fact.mentions)
+                batch = [changes.merge(fact, same[0], now=now, actor=actor), kept]
+            else:
+                batch = [changes.approve(fact, now=now, actor=actor)]
+            active = batch[-1].fact
+            if fact.supersedes and fact.supersedes != active.id:
+                try:
+                    old = await self.store.get_fact(scope, fact.supersedes)
+                except NotFound:  # no longer visible to this scope
+                    old = None
+                if old is not None and old.status == Status.ACTIVE:
+                    batch.append(changes.supersede(old, active, now=now, actor=actor))
+            await self._commit(scope, batch, now)
+            return active
+
+        return await _settled(attempt)
 
     async def reject(
         self, scope: Scope, fact_id: str, *, reason: str | None = None, actor: str = "user"
@@ -473,6 +530,32 @@ class Memory:
 
     # -- plumbing ---------------------------------------------------------------
 
+    async def _still_related(self, candidate: Fact, vector: np.ndarray) -> bool:
+        """Whether the fact a candidate proposes to replace is still related to its new text (as
+        near as the writer asks of a fact it weighs replacing)."""
+        model = self.embedder.model_name
+        stored = await self.store.vectors(
+            Scope(candidate.user_id, all_agents=True), [candidate.supersedes], model
+        )
+        old = stored.get(candidate.supersedes or "")
+        if old is None:
+            return False
+        similarity = float(np.dot(vector, old) / (np.linalg.norm(vector) * np.linalg.norm(old) or 1.0))
+        return similarity >= self.settings.write.related_floor
+
+    async def _agent_alive(self, fact: Fact) -> None:
+        """A fact made active again must belong to an agent that is still there: a deleted
+        agent's fact would be active with no assistant left to recall it."""
+        if fact.agent_id is None:
+            return
+        try:
+            await self.store.get_agent(fact.user_id, fact.agent_id)
+        except NotFound:
+            raise InvalidInput(
+                f"memory {fact.id} belonged to an agent that was deleted, so no assistant would"
+                " recall it; add its text again to keep it"
+            ) from None
+
     async def _current(self, scope: Scope, fact_id: str, version: int | None) -> Fact:
         fact = await self.store.get_fact(scope, fact_id)
         if version is not None and version != fact.version:
@@ -485,6 +568,22 @@ class Memory:
 
     async def _commit(self, scope: Scope, batch: list[Change], now: datetime) -> list[Event]:
         return await self.store.commit(scope.user_id, batch, now)
+
+
+_ATTEMPTS = 100
+
+
+async def _settled(attempt: Callable[[], Awaitable[T]]) -> T:
+    """`attempt()` again while it loses a race (Conflict: the fact moved on, or another write
+    made the same fact first): each try reads afresh, and every round one writer wins."""
+    for tries in range(1, _ATTEMPTS + 1):
+        try:
+            return await attempt()
+        except Conflict:
+            if tries == _ATTEMPTS:
+                raise
+            await asyncio.sleep(random.uniform(0, 0.002 * tries))
+    raise AssertionError("unreachable")
 
 
 __all__ = ["Hit", "Memory", "WriteReport"]

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from mnemo.domain import Action, Conflict, InvalidInput, Status
-from tests.helpers import every_row, raw_sql, texts
+from mnemo.domain import Action, Conflict, InvalidInput, Scope, Status, Turn
+from tests.helpers import bulk_add, every_row, extraction, raw_sql, texts, unrelated_facts
 
 
 async def test_edit_keeps_id_and_created_date_and_history_shows_the_old_text(memory, alice, clock):
@@ -149,3 +149,66 @@ async def test_nul_characters_are_dropped_from_text(memory, alice):
     fact = await memory.add(alice, "I like\x00 tea")
     assert fact.text == "I like tea"
     assert (await memory.get(alice, fact.id)).text == "I like tea"
+
+
+async def test_directional_overrides_are_taken_out_of_fact_texts(llm_memory, scripted_llm, alice):
+    """U+202E and its kind make a text display as something other than what it stores: every
+    write path (a person's add and edit, the extractor) stores the text without them, while
+    the marks right-to-left writing needs stay."""
+    tricked = "I owe Bob \u202e0001\u202c dollars"
+    added = await llm_memory.add(alice, tricked)
+    assert added.text == "I owe Bob 0001 dollars"
+    edited = await llm_memory.edit(alice, added.id, "I owe Bob \u2066100\u2069 dollars")
+    assert edited.text == "I owe Bob 100 dollars"
+    scripted_llm.reply_json(extraction("My name is \u202dMallory\u202c"))
+    await llm_memory.remember(Turn.of(alice, ("user", "Call me Mallory."), ("assistant", "Noted.")))
+    hebrew = await llm_memory.add(alice, "\u05e9\u05de\u05d9 \u200fדנה\u200f")  # RLM stays
+    assert "\u200f" in hebrew.text
+    for fact in await llm_memory.list(alice):
+        assert not set(fact.text) & set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"), fact.text
+
+
+async def test_a_lone_surrogate_in_a_fact_text_is_refused(memory, alice):
+    with pytest.raises(InvalidInput, match="valid Unicode"):
+        await memory.add(alice, "I like \ud800 tea")
+    assert await memory.list(alice, statuses=None) == []
+
+
+async def test_unpin_is_logged_as_unpin_and_pinning_twice_changes_nothing(memory, alice):
+    fact = await memory.add(alice, "I am allergic to peanuts")
+    pinned = await memory.pin(alice, fact.id)
+    again = await memory.pin(alice, fact.id)
+    assert again.version == pinned.version == 2
+    unpinned = await memory.pin(alice, fact.id, False)
+    assert (await memory.pin(alice, fact.id, False)).version == unpinned.version == 3
+    assert [e.action for e in await memory.history(alice, fact.id)] == [
+        Action.CREATE,
+        Action.PIN,
+        Action.UNPIN,
+    ]
+
+
+async def test_a_deleted_agents_fact_cannot_be_made_active_again(memory, alice):
+    """Deleting an agent retracts its facts and rejects its candidates; restoring or approving
+    one would make a fact that no assistant recalls, so both are refused, saying why."""
+    agent = await memory.create_agent(alice.user_id, "Chef")
+    chef = Scope(alice.user_id, agent.id)
+    fact = await memory.add(chef, "I make miso soup on Sundays")
+    held = await memory.add(chef, "I own a wok", held=True)
+    _, gone = await memory.delete_agent(alice.user_id, agent.id)
+    assert gone == 2
+    everything = Scope(alice.user_id, all_agents=True)
+    assert (await memory.get(everything, held.id)).status == Status.REJECTED
+    for attempt in (memory.restore(everything, fact.id), memory.restore(everything, held.id)):
+        with pytest.raises(InvalidInput, match="agent that was deleted"):
+            await attempt
+    assert (await memory.get(everything, fact.id)).status == Status.RETRACTED
+
+
+async def test_deleting_an_agent_that_reads_many_default_facts_retracts_all_its_own(memory, alice):
+    agent = await memory.create_agent(alice.user_id, "Chef", reads_default=True)
+    own = await memory.add(Scope(alice.user_id, agent.id), "I make miso soup on Sundays")
+    await bulk_add(memory, alice, unrelated_facts(600))  # newer than the agent's own, and read by it
+    _, gone = await memory.delete_agent(alice.user_id, agent.id)
+    assert gone == 1
+    assert (await memory.get(Scope(alice.user_id, all_agents=True), own.id)).status == Status.RETRACTED

@@ -26,9 +26,10 @@ class LiveServer:
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self._printed = io.StringIO()
+        self.app = None  # the ASGI app, once started (a test may reach its state: the store)
 
     def start(self) -> LiveServer:
-        app = create_app(self.settings)
+        app = self.app = create_app(self.settings)
         config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
         self._server = uvicorn.Server(config)
 

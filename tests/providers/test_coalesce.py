@@ -14,14 +14,15 @@ class Counting:
     model_name = "counting"
     dimensions = 2
 
-    def __init__(self, fail: bool = False) -> None:
+    def __init__(self, fail: bool = False, refuse: str | None = None) -> None:
         self.calls: list[list[str]] = []
         self.fail = fail
+        self.refuse = refuse  # a text the model cannot take (in any batch that holds it)
 
     async def embed(self, texts):
         self.calls.append(list(texts))
         await asyncio.sleep(0.01)
-        if self.fail:
+        if self.fail or (self.refuse is not None and self.refuse in texts):
             raise RuntimeError("model crashed")
         return np.array([[len(t), i] for i, t in enumerate(texts)], np.float32)
 
@@ -43,6 +44,29 @@ async def test_a_failure_reaches_every_caller_of_that_batch():
     assert all(isinstance(r, RuntimeError) for r in results)
     with pytest.raises(RuntimeError):
         await embedder.embed(["c"])
+
+
+async def test_one_callers_bad_text_fails_only_that_caller():
+    inner = Counting(refuse="bad")
+    embedder = CoalescingEmbedder(inner)
+    first = asyncio.create_task(embedder.embed(["x"]))
+    await asyncio.sleep(0.002)  # the next callers wait for one batch together
+    results = await asyncio.gather(
+        *(embedder.embed([t]) for t in ("aa", "bad", "cccc")), return_exceptions=True
+    )
+    assert (await first)[0][0] == 1
+    assert isinstance(results[1], RuntimeError)
+    assert [r[0][0] for r in (results[0], results[2])] == [2, 4]  # the others got their own rows
+    assert ["aa", "bad", "cccc"] in inner.calls  # they were batched, and failed together first
+
+
+async def test_a_lone_surrogate_fails_only_its_caller_on_the_real_model(embedder):
+    coalescing = CoalescingEmbedder(embedder)
+    texts = ["I am allergic to peanuts", "\ud800 broken", "where do I live?"]
+    results = await asyncio.gather(*(coalescing.embed([t]) for t in texts), return_exceptions=True)
+    assert isinstance(results[1], Exception)
+    alone = embedder.embed_sync([texts[0], texts[2]])
+    assert np.allclose(results[0][0], alone[0], atol=1e-4) and np.allclose(results[2][0], alone[1], atol=1e-4)
 
 
 async def test_the_real_model_gives_the_same_vectors_batched(embedder):

@@ -132,11 +132,6 @@ def test_another_users_ids_answer_404_everywhere_and_leave_no_trace(client, othe
         ("DELETE", f"/v1/agents/{agent}", None),
         ("GET", f"/v1/jobs/{job}", None),
         ("POST", "/v1/turns", {"messages": [{"role": "user", "content": "hi"}], "agent_id": agent}),
-        (
-            "POST",
-            "/v1/turns",
-            {"messages": [{"role": "user", "content": "hi"}], "conversation_id": "private-chat"},
-        ),
     ]
     for method, path, body in not_found:
         reply = other.request(method, path, json=body)

@@ -20,6 +20,7 @@ from mnemo.store.migrate import Migration
 from mnemo.store.migrations.postgres import APP_ROLE, MIGRATIONS
 from mnemo.store.postgres import PostgresStore
 from tests.helpers import raw_sql, texts
+from tests.store import legacy
 
 
 @pytest.fixture
@@ -68,21 +69,24 @@ async def test_a_fresh_database_records_its_migrations(store):
 async def test_an_older_database_upgrades_in_place_to_the_fresh_schema(
     make_store, postgres_url, postgres, embedder, monkeypatch
 ):
+    """Data as the first schema held it, written as mnemo wrote it then: unsalted events of a
+    purged PIN, a conversation id one user chose first (see tests/store/legacy.py)."""
     # the test's database starts at the template's schema: take it back to version 1
     await raw_sql(PostgresStore(postgres_url), "DROP SCHEMA public CASCADE; CREATE SCHEMA public")
     monkeypatch.setattr(postgres_module, "MIGRATIONS", MIGRATIONS[:1])
-    old = await Memory(make_store(), embedder).open()
-    alice = Scope((await old.user("alice")).id)
-    # (the person's own view: agents have no persona column before version 2)
-    await old.add(Scope(alice.user_id, all_agents=True), "I live in Lisbon")
-    await old.close()
-    assert await raw_sql(old.store, "SELECT version FROM schema_migrations") == [(1,)]
+    first = make_store()
+    await first.open()
+    await first.close()
+    assert await raw_sql(first, "SELECT version FROM schema_migrations") == [(1,)]
+    with psycopg.connect(postgres_url) as conn:
+        guessable = legacy.seed(
+            conn, False, (await embedder.embed(["I live in Lisbon"]))[0], embedder.model_name
+        )
 
     monkeypatch.setattr(postgres_module, "MIGRATIONS", MIGRATIONS)
     upgraded = await Memory(make_store(), embedder).open()
     assert await upgraded.store.schema_versions() == [m.version for m in MIGRATIONS]
-    assert texts(await upgraded.recall("where do I live", alice)) == ["I live in Lisbon"]
-    assert (await upgraded.verify_audit(alice.user_id)).ok
+    await legacy.check_upgraded(upgraded, guessable)
     fresh = PostgresStore(postgres.create_database())
     try:
         upgraded_schema = await schema(upgraded.store)
@@ -274,3 +278,30 @@ async def test_the_counts_searches_rely_on_follow_every_change(memory, alice, bo
         " OR v.agent_key <> COALESCE(f.agent_id, '')",
     )
     assert mirrored == [(0,)]
+
+
+_RELATION_FILES = (
+    "SELECT c.relname, pg_read_binary_file(pg_relation_filepath(c.oid)) FROM pg_class c"
+    " WHERE pg_relation_filepath(c.oid) IS NOT NULL AND c.relkind IN ('r', 'i', 't')"
+    " AND c.relnamespace IN (current_schema()::regnamespace, 'pg_toast'::regnamespace)"
+)
+
+
+async def test_a_purged_text_leaves_the_table_files_after_vacuum_full(memory, alice):
+    """What docs/reliability.md says of PostgreSQL: a purge makes the text unreadable by any
+    query at once, but its old row versions stay in the table and index files, even after a
+    plain VACUUM, until VACUUM FULL rewrites them (the write-ahead log keeps them until it is
+    recycled)."""
+    pin = await memory.add(alice, "My bank PIN is 4426")
+    await memory.edit(alice, pin.id, "My bank PIN is 4426, the blue card")
+    await memory.purge(alice, pin.id)
+
+    def files_holding(needle: bytes, *maintenance: str) -> list[str]:
+        with psycopg.connect(memory.store.url, autocommit=True) as conn:
+            for statement in (*maintenance, "CHECKPOINT"):
+                conn.execute(statement)
+            return sorted(name for name, data in conn.execute(_RELATION_FILES) if needle in bytes(data))
+
+    assert "facts" in files_holding(b"4426", "VACUUM facts, fact_events, fact_vectors")
+    assert files_holding(b"4426", "VACUUM FULL facts, fact_events, fact_vectors") == []
+    assert (await memory.verify_audit(alice.user_id)).ok

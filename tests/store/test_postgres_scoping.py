@@ -68,6 +68,7 @@ from mnemo.providers.chat import OpenAIChatModel
 from mnemo.recall.recaller import Recaller
 from mnemo.reindex import Reindex
 from mnemo.settings import Settings
+from mnemo.store import postgres as postgres_module
 from mnemo.store.migrations.postgres import MIGRATIONS
 from mnemo.store.postgres import PostgresStore
 from mnemo.store.postgres_search import nearest_sql
@@ -75,6 +76,7 @@ from mnemo.write import changes
 from tests.fakes.embedders import ProjectedEmbedder
 from tests.fakes.openai_server import ScriptedOpenAI
 from tests.helpers import Clock, extraction
+from tests.store import legacy
 from tests.store.sql_scope import (
     ALLOWED,
     CROSS_USER_FUNCTIONS,
@@ -96,6 +98,28 @@ from tests.store.sql_scope import (
 )
 
 # -- the workload ------------------------------------------------------------------------------
+
+
+async def _upgrade_workload(postgres, embedder: Any, mp: pytest.MonkeyPatch) -> None:
+    """The first version's data (events without salts, a purged one among them) upgraded in
+    place, and one of its unsalted facts purged after: the statements that seal a log again."""
+    url = postgres.create_database()
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("DROP SCHEMA public CASCADE; CREATE SCHEMA public")
+        mp.setattr(postgres_module, "MIGRATIONS", MIGRATIONS[:1])
+        PostgresStore(url)._migrate()
+        mp.setattr(postgres_module, "MIGRATIONS", MIGRATIONS)
+        with psycopg.connect(url) as conn:
+            legacy.seed(conn, False, (await embedder.embed(["I live in Lisbon"]))[0], embedder.model_name)
+        memory = await Memory(PostgresStore(url, max_size=2), embedder).open()  # migrates the rest
+        try:
+            await memory.purge(Scope(legacy.ALICE, all_agents=True), legacy.LISBON)
+            assert (await memory.verify_audit(legacy.ALICE)).ok
+        finally:
+            await memory.close()
+    finally:
+        postgres.drop_database(url)
 
 
 def _turn(scope: Scope, said: str, **kw: Any) -> Turn:
@@ -293,6 +317,7 @@ def captured(postgres, embedder, tmp_path_factory) -> Iterator[Captured]:
         with pytest.MonkeyPatch.context() as mp, ScriptedOpenAI() as llm:
             recorder.install(mp)
             asyncio.run(_workload(url, embedder, llm, tmp_path_factory.mktemp("scoping"), recorder.sent))
+            asyncio.run(_upgrade_workload(postgres, embedder, mp))
         with psycopg.connect(url) as conn:
             rows = conn.execute(
                 "SELECT table_name, array_agg(column_name::text ORDER BY ordinal_position)"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import sqlean
 
 from mnemo.domain import Scope
 from mnemo.memory import Memory
@@ -10,6 +11,7 @@ from mnemo.store import sqlite as sqlite_module
 from mnemo.store.migrate import Migration
 from mnemo.store.sqlite import SQLiteStore
 from tests.helpers import bulk_add, texts, unrelated_facts
+from tests.store import legacy
 
 
 @pytest.fixture
@@ -45,6 +47,29 @@ async def test_an_older_database_upgrades_in_place(tmp_path, embedder, monkeypat
     columns = [r[1] for r in upgraded.store._conn.execute("PRAGMA table_info(users)")]
     assert "nickname" in columns
     assert texts(await upgraded.recall("where do I live", alice)) == ["I live in Lisbon"]
+    await upgraded.close()
+
+
+async def test_a_first_version_database_with_data_upgrades_in_place(tmp_path, embedder, monkeypatch):
+    """Data as the first schema held it: unsalted events of a purged PIN, the year 874 written
+    as "874-…", a conversation id one user chose first (see tests/store/legacy.py)."""
+    path = tmp_path / "old.db"
+    monkeypatch.setattr(sqlite_module, "MIGRATIONS", sqlite_module.MIGRATIONS[:1])
+    first = SQLiteStore(path)
+    await first.open()
+    await first.close()
+    with sqlean.connect(path) as conn:
+        guessable = legacy.seed(
+            conn, True, (await embedder.embed(["I live in Lisbon"]))[0], embedder.model_name
+        )
+    monkeypatch.undo()
+    upgraded = await Memory(SQLiteStore(path), embedder).open()
+    assert upgraded.store.schema_versions() == [m.version for m in sqlite_module.MIGRATIONS]
+    (valid_from,) = upgraded.store._conn.execute(
+        "SELECT valid_from FROM facts WHERE id = ?", (legacy.LISBON,)
+    )
+    assert valid_from == ("0874-06-01T00:00:00.000000Z",)
+    await legacy.check_upgraded(upgraded, guessable)
     await upgraded.close()
 
 
@@ -97,3 +122,24 @@ async def test_a_small_store_searches_every_word(memory, alice):
     await bulk_add(memory, alice, unrelated_facts(200))
     found = await memory.store.lexical(alice, "telescope", 50)
     assert len(found) == 20 and all("telescope" in f.fact.text for f in found)
+
+
+async def test_a_purged_text_is_gone_from_the_database_files(tmp_path, embedder):
+    """Not in the database, its free pages, the full-text index or the write-ahead log: the
+    store overwrites what it deletes (secure_delete, FTS5's secure-delete) and empties the
+    log after a purge."""
+    memory = await Memory(SQLiteStore(tmp_path / "mnemo.db"), embedder).open()
+    alice = Scope((await memory.user("alice")).id)
+    await bulk_add(memory, alice, unrelated_facts(50))
+    pin = await memory.add(alice, "My bank PIN is 4426")
+    await memory.edit(alice, pin.id, "My bank PIN is 4426, the blue card")
+
+    def files_holding(needle: bytes) -> list[str]:
+        return [p.name for p in tmp_path.iterdir() if p.is_file() and needle in p.read_bytes()]
+
+    assert files_holding(b"4426")  # the check can see it while it is there
+    await memory.purge(alice, pin.id)
+    assert files_holding(b"4426") == [] and files_holding(b"blue card") == []
+    assert (await memory.verify_audit(alice.user_id)).ok
+    await memory.close()
+    assert files_holding(b"4426") == []

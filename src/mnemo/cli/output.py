@@ -74,11 +74,11 @@ def audit_json(report: AuditReport) -> dict[str, Any]:
 
 
 def _day(value: datetime | None) -> str:
-    return f"{value:%Y-%m-%d}" if value else ""
+    return value.date().isoformat() if value else ""  # not %Y: it writes the year 874 as "874"
 
 
 def _minute(value: datetime | None) -> str:
-    return f"{value:%Y-%m-%d %H:%M}" if value else ""
+    return value.isoformat(sep=" ", timespec="minutes")[:16] if value else ""
 
 
 def _fact_text(fact: Fact) -> Text:

@@ -53,10 +53,11 @@ class CoalescingEmbedder:
                     size += len(texts)
                 try:
                     vectors = await self.inner.embed([t for texts, _ in batch for t in texts])
-                except Exception as exc:  # every caller of this batch hears of it
-                    for _, future in batch:
-                        if not future.done():
-                            future.set_exception(exc)
+                except Exception:
+                    # one caller's text may be what failed: each caller is run again alone,
+                    # so that it fails only its own (the rest were run together for speed)
+                    for texts, future in batch:
+                        await self._alone(texts, future)
                     continue
                 start = 0
                 for texts, future in batch:
@@ -65,6 +66,14 @@ class CoalescingEmbedder:
                     start += len(texts)
         finally:
             self._running = False
+
+    async def _alone(self, texts: list[str], future: asyncio.Future[np.ndarray]) -> None:
+        if future.done():  # its caller went away
+            return
+        try:
+            future.set_result(await self.inner.embed(texts))
+        except Exception as exc:
+            future.set_exception(exc)
 
     async def aclose(self) -> None:
         aclose = getattr(self.inner, "aclose", None)

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 import numpy as np
 
 from .. import audit
-from ..domain import Fact, Scope, Status, readable_agent_keys
+from ..domain import Fact, Scope, Status, readable_agent_keys, shift
 from ..providers.base import Embedder
 from ..settings import RecallSettings
 from ..store.base import Store
@@ -101,7 +101,7 @@ class Recaller:
         asked = {
             "pinned": self.store.pinned(scope) if "pinned" in arms else None,
             "recency": (
-                self.store.recent(scope, now - timedelta(days=s.recency_days), s.recency_k)
+                self.store.recent(scope, shift(now, -timedelta(days=s.recency_days)), s.recency_k)
                 if "recency" in arms
                 else None
             ),
@@ -158,7 +158,7 @@ class Recaller:
         if "pinned" in arms:
             out["pinned"] = [(f, 1.0) for f in facts if f.pinned]
         if "recency" in arms:
-            since = at - timedelta(days=s.recency_days)
+            since = shift(at, -timedelta(days=s.recency_days))
             recent = [f for f in facts if f.last_seen_at and f.last_seen_at >= since]
             recent.sort(key=lambda f: f.last_seen_at, reverse=True)
             out["recency"] = [(f, _age_hours(f, at)) for f in recent[: s.recency_k]]

@@ -8,7 +8,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..domain import Conflict, InvalidInput, NotFound
+from ..domain import Conflict, InvalidInput, NotFound, StorageFull
 from ..providers.base import ModelError, ModelUnavailable
 
 
@@ -46,6 +46,10 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(InvalidInput)
     async def invalid(_: Request, exc: InvalidInput) -> JSONResponse:
         return _error(422, str(exc))
+
+    @app.exception_handler(StorageFull)
+    async def storage_full(_: Request, exc: StorageFull) -> JSONResponse:
+        return _error(507, f"{exc}; free some disk space and try again")
 
     @app.exception_handler(ModelUnavailable)
     async def unavailable(_: Request, exc: ModelUnavailable) -> JSONResponse:

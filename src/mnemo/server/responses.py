@@ -2,7 +2,7 @@
 
 Every error has one shape, `{"error": {"message": ...}}` (errors.py; the chat
 proxy adds OpenAI's `type`, `param` and `code`). Every authenticated route may
-answer 400 (a body that cannot be read), 401, 403, 413, 422 and 429;
+answer 400 (a body that cannot be read), 401, 403, 413, 422, 429 and 507;
 `errors(...)` adds what a router's routes also give.
 """
 
@@ -40,6 +40,7 @@ _WHY = {
     502: "The upstream model failed or could not be reached.",
     503: "No upstream model is configured, or it is unavailable.",
     504: "The upstream model sent nothing in time.",
+    507: "The database's disk is full: nothing was stored.",
 }
 _HEADERS = {
     401: {"WWW-Authenticate": {"description": "Bearer", "schema": {"type": "string"}}},
@@ -50,7 +51,7 @@ _HEADERS = {
         }
     },
 }
-AUTHENTICATED = (400, 401, 403, 413, 422, 429)
+AUTHENTICATED = (400, 401, 403, 413, 422, 429, 507)
 
 
 def errors(*extra: int) -> dict[int | str, dict[str, Any]]:

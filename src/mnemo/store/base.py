@@ -115,8 +115,11 @@ class Store(Protocol):
         limit: int = 50,
         offset: int = 0,
     ) -> list[Fact]: ...
-    async def find_by_hash(self, scope: Scope, text_hash: str) -> list[Fact]:
-        """Active facts whose normalised text hashes to `text_hash`."""
+    async def find_by_hash(
+        self, scope: Scope, text_hash: str, *, statuses: Sequence[Status] = (Status.ACTIVE,)
+    ) -> list[Fact]:
+        """Facts in these statuses (active ones by default) whose normalised text hashes to
+        `text_hash`, oldest first."""
 
     async def nearest(self, scope: Scope, vector: np.ndarray, model: str, k: int) -> list[ScoredFact]:
         """Active facts by cosine similarity (highest first)."""

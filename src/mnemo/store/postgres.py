@@ -23,7 +23,7 @@ import psycopg
 from pgvector.psycopg import register_vector_async
 from psycopg_pool import AsyncConnectionPool
 
-from ..domain import Event, Fact, NotFound, Scope, Status, readable_agent_keys, utcnow
+from ..domain import Event, Fact, NotFound, Scope, Status, StorageFull, readable_agent_keys, utcnow
 from .migrate import pending
 from .migrations.postgres import APP_ROLE, LOCK_NAMESPACE, MIGRATIONS
 from .postgres_backfill import BackfillMixin
@@ -31,7 +31,15 @@ from .postgres_commit import CommitMixin
 from .postgres_jobs import JobsMixin
 from .postgres_people import PeopleMixin
 from .postgres_reindex import ReindexMixin
-from .postgres_rows import AGENT_COLUMNS, EVENT_COLUMNS, FACT_COLUMNS, agent_from, event_from, fact_from
+from .postgres_rows import (
+    AGENT_COLUMNS,
+    EVENT_COLUMNS,
+    FACT_COLUMNS,
+    agent_from,
+    event_from,
+    fact_from,
+    readable,
+)
 from .postgres_search import EXACT_BELOW, MIN_SHARE, SearchMixin
 from .postgres_transfer import TransferMixin
 
@@ -137,10 +145,13 @@ class PostgresStore(
         """One transaction; with `user_id`, row-level security lets it see that user's rows only."""
         if self._pool is None:
             raise RuntimeError("the store is not open")
-        async with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
-            if user_id is not None:
-                await self._as_user(cur, user_id)
-            yield cur
+        try:
+            async with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+                if user_id is not None:
+                    await self._as_user(cur, user_id)
+                yield cur
+        except psycopg.errors.DiskFull as exc:
+            raise StorageFull("the database's disk is full: nothing was stored") from exc
 
     @staticmethod
     async def _as_user(cur: psycopg.AsyncCursor, user_id: str) -> None:
@@ -177,7 +188,7 @@ class PostgresStore(
                 f"SELECT {FACT_COLUMNS} FROM facts f WHERE {visible} AND ({where}) {tail}",
                 {**vparams, **params},
             )
-            return [fact_from(r) for r in await cur.fetchall()]
+            return [fact for _, fact in readable(await cur.fetchall(), fact_from, "memory", 1)]
 
     async def get_fact(self, scope: Scope, fact_id: str) -> Fact:
         found = await self._facts(scope, "f.id = %(id)s", {"id": fact_id})
@@ -199,8 +210,15 @@ class PostgresStore(
         tail = "ORDER BY f.created_at DESC, f.rowid DESC LIMIT %(limit)s OFFSET %(offset)s"
         return await self._facts(scope, where, params, tail)
 
-    async def find_by_hash(self, scope: Scope, text_hash: str) -> list[Fact]:
-        return await self._facts(scope, "f.text_hash = %(hash)s AND f.status = 'active'", {"hash": text_hash})
+    async def find_by_hash(
+        self, scope: Scope, text_hash: str, *, statuses: Sequence[Status] = (Status.ACTIVE,)
+    ) -> list[Fact]:
+        return await self._facts(
+            scope,
+            "f.text_hash = %(hash)s AND f.status = ANY (%(statuses)s)",
+            {"hash": text_hash, "statuses": [str(s) for s in statuses]},
+            "ORDER BY f.rowid",
+        )
 
     async def recent(self, scope: Scope, since: datetime, k: int) -> list[Fact]:
         return await self._facts(
@@ -227,5 +245,5 @@ class PostgresStore(
             params.append(fact_id)
         async with self._tx(user_id) as cur:
             await cur.execute(sql + " ORDER BY seq", params)
-            events = [event_from(r) for r in await cur.fetchall()]
+            events = [e for _, e in readable(await cur.fetchall(), event_from, "event", 0)]
         return [e for e in events if until is None or e.at <= until]

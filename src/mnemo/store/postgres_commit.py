@@ -18,9 +18,10 @@ import numpy as np
 import psycopg
 
 from .. import audit
-from ..domain import Action, BackfillMark, Change, Claim, Conflict, Event, Fact, InvalidInput, Status
+from ..domain import BackfillMark, Change, Claim, Conflict, Duplicate, Event, Fact, Status
+from . import batch
 from .migrations.postgres import LOCK_NAMESPACE
-from .sqlite_rows import dump, load
+from .postgres_events import redact_events
 
 _WRITE_COLUMNS = (
     "id, user_id, agent_id, text, text_hash, category, status, confidence, created_at,"
@@ -65,11 +66,7 @@ class CommitMixin:
         if not changes and finish is None and mark is None:
             return []
         changes = list(changes)
-        for change in changes:
-            if change.fact.user_id != user_id:
-                raise InvalidInput("a change names another user's fact")
-            if change.before is None and change.action != Action.CREATE:
-                raise InvalidInput(f"{change.action} needs the fact as it was")
+        batch.check(user_id, changes)
         async with self._tx(user_id) as cur:
             # one writer per user at a time: the chain's head is read and extended under this lock
             await cur.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (LOCK_NAMESPACE, user_id))
@@ -94,6 +91,7 @@ class CommitMixin:
             counts: dict[str, int] = {}
             for i, answers in enumerate(sent):
                 events[i] = await self._check(answers, events[i], counts)
+            await _check_unique(cur, user_id, changes)
             await self._count(cur, user_id, changes, counts)
         return events
 
@@ -128,13 +126,13 @@ class CommitMixin:
             await fact_cur.execute(_UPDATE, (*values, fact.id, fact.user_id, change.before.version))
         vector_cur, delta = await self._send_vector(conn, change)
         if change.redact:
-            await self._redact_events(conn, user_id, fact.id)
+            prev = await redact_events(conn, user_id, fact.id) or prev
         event = audit.seal(change, user_id, at, prev)
         event_cur = conn.cursor()
         await event_cur.execute(
             "INSERT INTO fact_events"
-            " (at, user_id, fact_id, action, actor, reason, before, after, digest, prev_hash, hash)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING seq",
+            " (at, user_id, fact_id, action, actor, reason, before, after, digest, prev_hash, hash, salt)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING seq",
             audit.event_row(event),
         )
         return event, _Sent(change, fact_cur, event_cur, vector_cur, delta)
@@ -216,18 +214,24 @@ class CommitMixin:
         (seq,) = await sent.event.fetchone()
         return replace(event, seq=seq)
 
-    async def _redact_events(self, conn: psycopg.AsyncConnection, user_id: str, fact_id: str) -> None:
-        cur = conn.cursor()
-        await cur.execute(
-            "SELECT seq, before, after FROM fact_events WHERE user_id = %s AND fact_id = %s",
-            (user_id, fact_id),
-        )
-        for seq, before, after in await cur.fetchall():
-            await cur.execute(
-                "UPDATE fact_events SET before = %s, after = %s, redacted = true"
-                " WHERE user_id = %s AND seq = %s",
-                (dump(audit.redact(load(before))), dump(audit.redact(load(after))), user_id, seq),
-            )
+
+async def _check_unique(cur: psycopg.AsyncCursor, user_id: str, changes: list[Change]) -> None:
+    """Duplicate when the batch left two facts of one agent with the same text and status; the
+    user's advisory lock makes their other writers wait for this one, so none slips in between."""
+    keys = batch.unique_keys(changes)
+    if not keys:
+        return
+    await cur.execute(
+        "SELECT COALESCE(agent_id, ''), text_hash, status, array_agg(id ORDER BY rowid) FROM facts"
+        " WHERE user_id = %s AND text_hash = ANY (%s) AND status = ANY (%s)"
+        " GROUP BY 1, 2, 3 HAVING count(*) > 1",
+        (user_id, [k[1] for k in keys], [k[2] for k in keys]),
+    )
+    ours = {c.fact.id for c in changes}
+    for agent, text_hash, status, twins in await cur.fetchall():
+        if (agent, text_hash, status) in keys:
+            other = next((i for i in twins if i not in ours), twins[0])
+            raise Duplicate(f"memory {other} already says this", other)
 
 
 def _active(f: Fact | None) -> bool:

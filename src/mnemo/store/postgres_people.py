@@ -15,6 +15,7 @@ import psycopg
 from ..domain import (
     Agent,
     ApiKey,
+    Conflict,
     InvalidInput,
     Message,
     NameTaken,
@@ -212,29 +213,43 @@ class PeopleMixin:
         messages: Sequence[Message],
         at: datetime,
     ) -> list[Message]:
-        # Another user's conversation (or message) with this id is invisible here:
-        # the insert does nothing and the read finds no row of ours.
-        await cur.execute(
-            "INSERT INTO conversations VALUES (%s, %s, %s, %s) ON CONFLICT (id) DO NOTHING",
-            (conversation_id, scope.user_id, scope.agent_id, at),
-        )
-        await cur.execute(
-            "SELECT 1 FROM conversations WHERE user_id = %s AND id = %s", (scope.user_id, conversation_id)
-        )
-        if await cur.fetchone() is None:
-            raise NotFound(f"no conversation {conversation_id}")
+        await self._add_conversation(cur, scope.user_id, conversation_id, scope.agent_id, at)
         saved = []
         for m in messages:
             m = Message(m.role, m.content, m.id or new_id())
-            await cur.execute(
-                "INSERT INTO messages VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING",
-                (m.id, conversation_id, scope.user_id, m.role, m.content, at),
-            )
-            await cur.execute("SELECT 1 FROM messages WHERE user_id = %s AND id = %s", (scope.user_id, m.id))
-            if await cur.fetchone() is None:
-                raise NotFound(f"no message {m.id}")
+            await self._add_message(cur, scope.user_id, conversation_id, m, at)
             saved.append(m)
         return saved
+
+    # ids are each user's own (keys are (user_id, id)): another user's are never in the way
+
+    @staticmethod
+    async def _add_conversation(
+        cur: psycopg.AsyncCursor, user_id: str, conversation_id: str, agent_id: str | None, at: datetime
+    ) -> None:
+        await cur.execute(
+            "INSERT INTO conversations VALUES (%s, %s, %s, %s) ON CONFLICT (user_id, id) DO NOTHING",
+            (conversation_id, user_id, agent_id, at),
+        )
+
+    @staticmethod
+    async def _add_message(
+        cur: psycopg.AsyncCursor, user_id: str, conversation_id: str, m: Message, at: datetime
+    ) -> bool:
+        """Whether the message is new; one the user has already must be this conversation's."""
+        await cur.execute(
+            "INSERT INTO messages VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (user_id, id) DO NOTHING",
+            (m.id, conversation_id, user_id, m.role, m.content, at),
+        )
+        if cur.rowcount == 1:
+            return True
+        await cur.execute(
+            "SELECT 1 FROM messages WHERE user_id = %s AND id = %s AND conversation_id = %s",
+            (user_id, m.id, conversation_id),
+        )
+        if await cur.fetchone() is None:
+            raise Conflict(f"message id {m.id} belongs to another of your conversations")
+        return False
 
     async def conversation_messages(self, user_id: str, conversation_id: str) -> list[Message]:
         async with self._tx(user_id) as cur:

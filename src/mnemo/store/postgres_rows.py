@@ -4,7 +4,17 @@ times as datetimes (which `parse_time` takes as they are)."""
 
 from __future__ import annotations
 
-from .sqlite_rows import agent_from, event_from, fact_from, job_from, key_from, load, user_from
+from .sqlite_rows import (
+    EVENT_COLUMNS,
+    agent_from,
+    event_from,
+    fact_from,
+    job_from,
+    key_from,
+    load,
+    readable,
+    user_from,
+)
 
 __all__ = [
     "AGENT_COLUMNS",
@@ -19,6 +29,7 @@ __all__ = [
     "job_from",
     "key_from",
     "load",
+    "readable",
     "user_from",
 ]
 
@@ -32,9 +43,6 @@ FACT_COLUMNS = ", ".join(
         " retired_at, valid_from, valid_to, supersedes, superseded_by, version, source::text,"
         " embedding_model, pinned, mentions, last_seen_at, purged"
     ).split(", ")
-)
-EVENT_COLUMNS = (
-    "seq, at, user_id, fact_id, action, actor, reason, before, after, digest, prev_hash, hash, redacted"
 )
 JOB_COLUMNS = (
     "id, user_id, agent_id, conversation_id, message_ids::text, automation, turn_at, status, attempts,"

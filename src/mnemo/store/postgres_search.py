@@ -38,7 +38,7 @@ from ..domain import Scope
 from .base import ScoredFact
 from .fulltext import COMMON_TERM_SHARE, SMALL_STORE, query_words
 from .migrations.postgres import LOCK_NAMESPACE
-from .postgres_rows import FACT_COLUMNS, fact_from
+from .postgres_rows import FACT_COLUMNS, fact_from, readable
 
 EXACT_BELOW = 20_000
 MIN_SHARE = 0.02
@@ -159,7 +159,7 @@ class SearchMixin:
             params = {"user": scope.user_id, "agents": keys, "query": query, "model": model, "k": k}
             await cur.execute(nearest_sql(dims, by_index=use_index, all_agents=keys is None), params)
             rows = await cur.fetchall()
-        return [ScoredFact(fact_from(r[:-1]), 1.0 - float(r[-1])) for r in rows]
+        return [ScoredFact(f, 1.0 - float(r[-1])) for r, f in readable(rows, fact_from, "memory", 1)]
 
     async def lexical(self, scope: Scope, query: str, k: int) -> list[ScoredFact]:
         words = query_words(query)
@@ -176,7 +176,7 @@ class SearchMixin:
                 {"words": words, "agents": agents, "k": k, "common": common, "user": scope.user_id},
             )
             rows = await cur.fetchall()
-        return [ScoredFact(fact_from(r[:-1]), float(r[-1])) for r in rows]
+        return [ScoredFact(f, float(r[-1])) for r, f in readable(rows, fact_from, "memory", 1)]
 
     async def _common_words(self, cur: psycopg.AsyncCursor) -> list[str]:
         """The words too common to search by (see fulltext.py), read from the planner's

@@ -22,7 +22,8 @@ from .postgres_rows import AGENT_COLUMNS
 
 
 class TransferMixin:
-    """Part of PostgresStore (it supplies `_tx`, `_clock`, `_user_row`, `_send_vector` and `_count`)."""
+    """Part of PostgresStore (it supplies `_tx`, `_clock`, `_user_row`, `_send_vector`, `_count`,
+    `_add_conversation` and `_add_message`)."""
 
     async def list_conversations(
         self, user_id: str, *, after: tuple[datetime, str] | None = None, limit: int = 100
@@ -52,30 +53,10 @@ class TransferMixin:
     async def import_conversation(self, conversation: Conversation) -> int:
         c = conversation
         async with self._tx(c.user_id) as cur:
-            # another user's conversation (or message) with this id is invisible here:
-            # the insert does nothing and the read finds no row of ours
-            await cur.execute(
-                "INSERT INTO conversations VALUES (%s, %s, %s, %s) ON CONFLICT (id) DO NOTHING",
-                (c.id, c.user_id, c.agent_id, c.created_at),
-            )
-            await cur.execute("SELECT 1 FROM conversations WHERE user_id = %s AND id = %s", (c.user_id, c.id))
-            if await cur.fetchone() is None:
-                raise Conflict(f"conversation id {c.id} belongs to another user")
+            await self._add_conversation(cur, c.user_id, c.id, c.agent_id, c.created_at)
             added = 0
             for m in c.messages:
-                await cur.execute(
-                    "INSERT INTO messages VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING",
-                    (m.id, c.id, c.user_id, m.role, m.content, m.at or c.created_at),
-                )
-                if cur.rowcount == 1:
-                    added += 1
-                    continue
-                await cur.execute(
-                    "SELECT 1 FROM messages WHERE user_id = %s AND id = %s AND conversation_id = %s",
-                    (c.user_id, m.id, c.id),
-                )
-                if await cur.fetchone() is None:
-                    raise Conflict(f"message id {m.id} belongs to another conversation")
+                added += await self._add_message(cur, c.user_id, c.id, m, m.at or c.created_at)
             for mark in c.marks:  # a mark already here is kept
                 await self._advance_mark(cur, c.user_id, mark, mark.processed_at or mark.said_at)
         return added
@@ -157,8 +138,8 @@ class TransferMixin:
                 for e in events:
                     await cur.execute(
                         "INSERT INTO fact_events (at, user_id, fact_id, action, actor, reason, before,"
-                        " after, digest, prev_hash, hash, redacted)"
-                        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                        " after, digest, prev_hash, hash, salt, redacted)"
+                        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                         (*audit.event_row(e), e.redacted),
                     )
             await self._count(cur, user_id, changes, vectors)

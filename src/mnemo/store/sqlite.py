@@ -12,6 +12,7 @@ import asyncio
 import dataclasses
 import functools
 import json
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -23,33 +24,45 @@ import sqlean
 
 from .. import audit
 from ..domain import (
-    Action,
     BackfillMark,
     Change,
     Claim,
     Conflict,
+    Duplicate,
     Event,
     Fact,
-    InvalidInput,
     NotFound,
     Scope,
     Status,
+    StorageFull,
     readable_agent_keys,
     utcnow,
 )
+from . import batch
 from .base import ScoredFact
 from .fulltext import COMMON_TERM_SHARE, SMALL_STORE, owner_token, query_words
 from .migrate import pending
 from .migrations.sqlite import MIGRATIONS
 from .sqlite_backfill import BackfillMixin
+from .sqlite_events import redact_events
 from .sqlite_jobs import JobsMixin
 from .sqlite_people import PeopleMixin
 from .sqlite_reindex import ReindexMixin
-from .sqlite_rows import AGENT_COLUMNS, agent_from, dump, event_from, fact_from, load, ts
+from .sqlite_rows import (
+    AGENT_COLUMNS,
+    EVENT_COLUMNS,
+    agent_from,
+    event_from,
+    fact_from,
+    readable,
+    ts,
+)
 from .sqlite_transfer import TransferMixin
 from .vectors import Columns, Row, VectorCache
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
+_SQLITE_FULL = 13  # "database or disk is full"
 
 _FACT_COLUMNS = (
     "rowid, id, user_id, agent_id, text, category, status, confidence, created_at, recorded_at,"
@@ -83,7 +96,12 @@ class SQLiteStore(PeopleMixin, JobsMixin, BackfillMixin, TransferMixin, ReindexM
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         def locked() -> T:
             with self._lock:
-                return fn(*args)
+                try:
+                    return fn(*args)
+                except sqlean.OperationalError as exc:
+                    if getattr(exc, "sqlite_errorcode", None) == _SQLITE_FULL:
+                        raise StorageFull("the database's disk is full: nothing was stored") from exc
+                    raise
 
         return await asyncio.to_thread(locked)
 
@@ -94,7 +112,10 @@ class SQLiteStore(PeopleMixin, JobsMixin, BackfillMixin, TransferMixin, ReindexM
         try:
             result = fn(cur, *args)
         except BaseException:
-            cur.execute("ROLLBACK")
+            # SQLite may have rolled back already (a full disk, an I/O error): then the error
+            # is what the caller must hear, not that there was nothing left to roll back
+            if self._conn.in_transaction:
+                cur.execute("ROLLBACK")
             raise
         cur.execute("COMMIT")
         return result
@@ -110,6 +131,8 @@ class SQLiteStore(PeopleMixin, JobsMixin, BackfillMixin, TransferMixin, ReindexM
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA busy_timeout = 5000")
+        # erased text must not linger in free pages or in the full-text index's old segments
+        conn.execute("PRAGMA secure_delete = ON")
         self._conn = conn
         # a scratch index that tokenizes query words exactly as facts_fts does
         conn.execute("CREATE VIRTUAL TABLE temp.query_terms USING fts5 (text, tokenize = 'porter unicode61')")
@@ -169,7 +192,8 @@ class SQLiteStore(PeopleMixin, JobsMixin, BackfillMixin, TransferMixin, ReindexM
     ) -> list[tuple[int, Fact]]:
         visible, vparams = self._visible(scope, by_key=by_key)
         sql = f"SELECT {_FACT_SELECT} FROM facts f WHERE {visible} AND ({where}) {tail}"
-        return [(r[0], fact_from(r)) for r in self._conn.execute(sql, (*vparams, *params))]
+        rows = self._conn.execute(sql, (*vparams, *params))
+        return [(r[0], fact) for r, fact in readable(rows, fact_from, "memory", 1)]
 
     def _select(
         self, scope: Scope, where: str, params: Sequence[Any], tail: str = "", *, by_key: bool = False
@@ -197,8 +221,17 @@ class SQLiteStore(PeopleMixin, JobsMixin, BackfillMixin, TransferMixin, ReindexM
         tail = "ORDER BY f.created_at DESC, f.rowid DESC LIMIT ? OFFSET ?"
         return await self._run(self._select, scope, where, [*params, limit, offset], tail)
 
-    async def find_by_hash(self, scope: Scope, text_hash: str) -> list[Fact]:
-        return await self._run(self._select, scope, "f.text_hash = ? AND f.status = 'active'", (text_hash,))
+    async def find_by_hash(
+        self, scope: Scope, text_hash: str, *, statuses: Sequence[Status] = (Status.ACTIVE,)
+    ) -> list[Fact]:
+        marks = ", ".join("?" * len(statuses))
+        return await self._run(
+            self._select,
+            scope,
+            f"f.text_hash = ? AND f.status IN ({marks})",
+            (text_hash, *map(str, statuses)),
+            "ORDER BY f.rowid",
+        )
 
     async def recent(self, scope: Scope, since: datetime, k: int) -> list[Fact]:
         return await self._run(
@@ -296,7 +329,7 @@ class SQLiteStore(PeopleMixin, JobsMixin, BackfillMixin, TransferMixin, ReindexM
             owner = owner_token(scope.user_id)
             rows = self._conn.execute(sql, (f"owner:{owner} AND text:({match})", *params, k))
             # bm25() is lower-is-better and negative; report a positive score
-            return [ScoredFact(fact_from(r[:-1]), -r[-1]) for r in rows]
+            return [ScoredFact(fact, -r[-1]) for r, fact in readable(rows, fact_from, "memory", 1)]
 
         return await self._run(search)
 
@@ -346,7 +379,18 @@ class SQLiteStore(PeopleMixin, JobsMixin, BackfillMixin, TransferMixin, ReindexM
         events, generation = self._tx(self._commit, user_id, changes, at, cache_rows, finish, mark)
         for model, rows in cache_rows.items():
             self._cache.apply((user_id, model), generation - 1, generation, rows)
+        if any(c.redact for c in changes):
+            self._checkpoint()
         return events
+
+    def _checkpoint(self) -> None:
+        """After a purge: copy the write-ahead log into the database and empty it, so that the
+        erased text's old pages leave the log file (secure_delete has zeroed them in the
+        database). A reader in another process can hold the log back; then the next
+        checkpoint takes it."""
+        busy, _, _ = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if busy:
+            log.warning("the log still holds a purged text's old pages: another process is reading")
 
     def _commit(
         self,
@@ -367,26 +411,26 @@ class SQLiteStore(PeopleMixin, JobsMixin, BackfillMixin, TransferMixin, ReindexM
             "SELECT hash FROM fact_events WHERE user_id = ? ORDER BY seq DESC LIMIT 1", (user_id,)
         ).fetchone()
         prev = row[0] if row else audit.GENESIS
+        batch.check(user_id, changes)
         events = []
         for change in changes:
             fact = change.fact
-            if fact.user_id != user_id:
-                raise InvalidInput("a change names another user's fact")
             rowid = self._write_fact(cur, change)
             indexed = self._index(cur, rowid, change)
             if indexed is not None:
                 cache_rows.setdefault(indexed[0], []).append(indexed[1])
             if change.redact:
-                self._redact_events(cur, user_id, fact.id)
+                prev = redact_events(cur, user_id, fact.id) or prev
             event = audit.seal(change, user_id, at, prev)
             cur.execute(
                 "INSERT INTO fact_events"
-                " (at, user_id, fact_id, action, actor, reason, before, after, digest, prev_hash, hash)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " (at, user_id, fact_id, action, actor, reason, before, after, digest, prev_hash, hash, salt)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 audit.event_row(event),
             )
             events.append(dataclasses.replace(event, seq=cur.lastrowid))
             prev = event.hash
+        self._check_unique(cur, user_id, changes)
         generation = self._generation(user_id)
         if cache_rows:
             generation += 1
@@ -396,6 +440,23 @@ class SQLiteStore(PeopleMixin, JobsMixin, BackfillMixin, TransferMixin, ReindexM
                 (user_id, generation),
             )
         return events, generation
+
+    def _check_unique(self, cur, user_id: str, changes: list[Change]) -> None:
+        """Duplicate when the batch left two facts of one agent with the same text and status;
+        BEGIN IMMEDIATE makes every writer wait for this one, so none can slip in between."""
+        ours = {c.fact.id for c in changes}
+        for agent, text_hash, status in batch.unique_keys(changes):
+            twins = [
+                r[0]
+                for r in cur.execute(
+                    "SELECT id FROM facts WHERE user_id = ? AND text_hash = ? AND status = ?"
+                    " AND COALESCE(agent_id, '') = ? ORDER BY rowid",
+                    (user_id, text_hash, status, agent),
+                )
+            ]
+            if len(twins) > 1:
+                other = next((i for i in twins if i not in ours), twins[0])
+                raise Duplicate(f"memory {other} already says this", other)
 
     def _write_fact(self, cur, change: Change) -> int:
         f = change.fact
@@ -425,8 +486,6 @@ class SQLiteStore(PeopleMixin, JobsMixin, BackfillMixin, TransferMixin, ReindexM
         )
         columns = _WRITE_COLUMNS
         if change.before is None:
-            if change.action != Action.CREATE:
-                raise InvalidInput(f"{change.action} needs the fact as it was")
             cur.execute(f"INSERT INTO facts ({columns}) VALUES ({', '.join('?' * len(values))})", values)
             return cur.lastrowid
         assignments = ", ".join(f"{c.strip()} = ?" for c in columns.split(","))
@@ -471,32 +530,17 @@ class SQLiteStore(PeopleMixin, JobsMixin, BackfillMixin, TransferMixin, ReindexM
             return model, Row(rowid, vector, active, agent)
         return model, Row(rowid, None, active, agent)
 
-    def _redact_events(self, cur, user_id: str, fact_id: str) -> None:
-        rows = cur.execute(
-            "SELECT seq, before, after FROM fact_events WHERE user_id = ? AND fact_id = ?",
-            (user_id, fact_id),
-        ).fetchall()
-        for seq, before, after in rows:
-            cur.execute(
-                "UPDATE fact_events SET before = ?, after = ?, redacted = 1 WHERE seq = ?",
-                (
-                    dump(audit.redact(load(before))),
-                    dump(audit.redact(load(after))),
-                    seq,
-                ),
-            )
-
     async def events(
         self, user_id: str, *, fact_id: str | None = None, until: datetime | None = None
     ) -> list[Event]:
         def select():
-            sql = "SELECT * FROM fact_events WHERE user_id = ?"
+            sql = f"SELECT {EVENT_COLUMNS} FROM fact_events WHERE user_id = ?"
             params: list[Any] = [user_id]
             if fact_id is not None:
                 sql += " AND fact_id = ?"
                 params.append(fact_id)
             rows = self._conn.execute(sql + " ORDER BY seq", params).fetchall()
-            events = [event_from(r) for r in rows]
+            events = [e for _, e in readable(rows, event_from, "event", 0)]
             return [e for e in events if until is None or e.at <= until]
 
         return await self._run(select)

@@ -25,7 +25,7 @@ class BackfillMixin:
         def select():
             rows = self._conn.execute(
                 "SELECT m.conversation_id, c.agent_id, MIN(m.created_at) AS first"
-                " FROM messages m JOIN conversations c ON c.id = m.conversation_id"
+                " FROM messages m JOIN conversations c ON c.user_id = m.user_id AND c.id = m.conversation_id"
                 " WHERE m.user_id = ? AND m.created_at >= ?"
                 " GROUP BY m.conversation_id, c.agent_id ORDER BY first, m.conversation_id",
                 (user_id, ts(since) if since else ""),

@@ -8,6 +8,7 @@ from datetime import datetime
 from ..domain import (
     Agent,
     ApiKey,
+    Conflict,
     InvalidInput,
     Message,
     NameTaken,
@@ -196,26 +197,41 @@ class PeopleMixin:
     def _save_messages(
         self, cur, scope: Scope, conversation_id: str, messages: Sequence[Message], at: datetime
     ) -> list[Message]:
-        row = cur.execute("SELECT user_id FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
-        if row is None:
-            cur.execute(
-                "INSERT INTO conversations VALUES (?, ?, ?, ?)",
-                (conversation_id, scope.user_id, scope.agent_id, ts(at)),
-            )
-        elif row[0] != scope.user_id:
-            raise NotFound(f"no conversation {conversation_id}")
+        self._add_conversation(cur, scope.user_id, conversation_id, scope.agent_id, at)
         saved = []
         for m in messages:
             m = Message(m.role, m.content, m.id or new_id())
-            cur.execute(
-                "INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
-                (m.id, conversation_id, scope.user_id, m.role, m.content, ts(at)),
-            )
-            owner = cur.execute("SELECT user_id FROM messages WHERE id = ?", (m.id,)).fetchone()[0]
-            if owner != scope.user_id:
-                raise NotFound(f"no message {m.id}")
+            self._add_message(cur, scope.user_id, conversation_id, m, at)
             saved.append(m)
         return saved
+
+    # ids are each user's own (keys are (user_id, id)): another user's are never in the way
+
+    @staticmethod
+    def _add_conversation(
+        cur, user_id: str, conversation_id: str, agent_id: str | None, at: datetime
+    ) -> None:
+        cur.execute(
+            "INSERT INTO conversations VALUES (?, ?, ?, ?) ON CONFLICT (user_id, id) DO NOTHING",
+            (conversation_id, user_id, agent_id, ts(at)),
+        )
+
+    @staticmethod
+    def _add_message(cur, user_id: str, conversation_id: str, m: Message, at: datetime) -> bool:
+        """Whether the message is new; one the user has already must be this conversation's."""
+        cur.execute(
+            "INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, id) DO NOTHING",
+            (m.id, conversation_id, user_id, m.role, m.content, ts(at)),
+        )
+        if cur.rowcount == 1:
+            return True
+        found = cur.execute(
+            "SELECT 1 FROM messages WHERE user_id = ? AND id = ? AND conversation_id = ?",
+            (user_id, m.id, conversation_id),
+        ).fetchone()
+        if found is None:
+            raise Conflict(f"message id {m.id} belongs to another of your conversations")
+        return False
 
     async def conversation_messages(self, user_id: str, conversation_id: str) -> list[Message]:
         def select():

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
-from typing import Any
+import logging
+from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime
+from typing import Any, TypeVar
 
 from ..domain import (
     Action,
@@ -19,15 +21,33 @@ from ..domain import (
     Source,
     Status,
     User,
+    as_utc,
     parse_time,
 )
 
+log = logging.getLogger(__name__)
+
+R = TypeVar("R")
+T = TypeVar("T")
+
+
+def readable(rows: Iterable[R], convert: Callable[[R], T], what: str, key: int) -> Iterator[tuple[R, T]]:
+    """Each row with what it converts to. A row that cannot be read (a time no store should
+    hold, broken JSON) is left out and logged by its id (`row[key]`), never its text: one bad
+    row must not take a whole list, search, export or learning job down with it."""
+    for row in rows:
+        try:
+            yield row, convert(row)
+        except (ValueError, TypeError, KeyError) as exc:  # JSON and time errors are ValueErrors
+            log.error("%s %s cannot be read and is left out: %s", what, row[key], exc)  # type: ignore[index]
+
 
 def ts(value: datetime | None) -> str | None:
-    """Times are stored as fixed-width UTC strings, so that text order is time order."""
+    """Times are stored as fixed-width UTC strings, so that text order is time order: four-digit
+    years (strftime's %Y writes the year 874 as "874"), and always the microseconds."""
     if value is None:
         return None
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return as_utc(value).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def dump(value: Any) -> str | None:
@@ -85,6 +105,11 @@ def fact_from(r) -> Fact:
     )
 
 
+EVENT_COLUMNS = (
+    "seq, at, user_id, fact_id, action, actor, reason, before, after, digest, prev_hash, hash, redacted, salt"
+)
+
+
 def event_from(r) -> Event:
     return Event(
         seq=r[0],
@@ -100,6 +125,7 @@ def event_from(r) -> Event:
         prev_hash=r[10],
         hash=r[11],
         redacted=bool(r[12]),
+        salt=r[13],
     )
 
 

@@ -31,7 +31,8 @@ from .sqlite_rows import AGENT_COLUMNS, ts, user_from
 
 
 class TransferMixin:
-    """Part of SQLiteStore (it supplies `_run`, `_tx`, `_conn`, `_clock`, `_write_fact` and `_index`)."""
+    """Part of SQLiteStore (it supplies `_run`, `_tx`, `_conn`, `_clock`, `_write_fact`, `_index`,
+    `_add_conversation` and `_add_message`)."""
 
     async def list_conversations(
         self, user_id: str, *, after: tuple[datetime, str] | None = None, limit: int = 100
@@ -65,28 +66,10 @@ class TransferMixin:
         return await self._run(self._tx, self._import_conversation, conversation)
 
     def _import_conversation(self, cur, c: Conversation) -> int:
-        row = cur.execute("SELECT user_id FROM conversations WHERE id = ?", (c.id,)).fetchone()
-        if row is None:
-            cur.execute(
-                "INSERT INTO conversations VALUES (?, ?, ?, ?)",
-                (c.id, c.user_id, c.agent_id, ts(c.created_at)),
-            )
-        elif row[0] != c.user_id:
-            raise Conflict(f"conversation id {c.id} belongs to another user")
+        self._add_conversation(cur, c.user_id, c.id, c.agent_id, c.created_at)
         added = 0
         for m in c.messages:
-            cur.execute(
-                "INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
-                (m.id, c.id, c.user_id, m.role, m.content, ts(m.at or c.created_at)),
-            )
-            if cur.rowcount == 1:
-                added += 1
-                continue
-            owner = cur.execute(
-                "SELECT user_id, conversation_id FROM messages WHERE id = ?", (m.id,)
-            ).fetchone()
-            if tuple(owner) != (c.user_id, c.id):
-                raise Conflict(f"message id {m.id} belongs to another conversation")
+            added += self._add_message(cur, c.user_id, c.id, m, m.at or c.created_at)
         for mark in c.marks:  # a mark already here is kept
             self._advance_mark(cur, c.user_id, mark, mark.processed_at or mark.said_at)
         return added
@@ -178,7 +161,7 @@ class TransferMixin:
         for e in events:
             cur.execute(
                 "INSERT INTO fact_events (at, user_id, fact_id, action, actor, reason, before, after,"
-                " digest, prev_hash, hash, redacted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " digest, prev_hash, hash, salt, redacted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (*audit.event_row(e), int(e.redacted)),
             )
         if vectors:

@@ -26,7 +26,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from ..domain import Category, InvalidInput, parse_time
+from ..domain import Category, InvalidInput, as_utc, parse_time
 from ..write.changes import clean_text
 
 
@@ -119,7 +119,8 @@ def _time(value: Any, where: str) -> datetime | None:
         if isinstance(value, int | float) and not isinstance(value, bool):
             return datetime.fromtimestamp(value, UTC)
         if isinstance(value, str):
-            return parse_time(value)
+            parsed = parse_time(value)
+            return as_utc(parsed) if parsed else None
     except (ValueError, OverflowError, OSError):
         pass
     raise InvalidInput(f"{where}: {value!r} is not a time (Unix seconds or ISO 8601)")

@@ -30,6 +30,7 @@ from ..domain import (
     SourceKind,
     User,
     find_agent,
+    shift,
     text_hash,
 )
 from ..memory import Memory
@@ -105,9 +106,9 @@ def conversation_of(item: ConversationItem, user_id: str, agent_id: str | None, 
     messages = []
     previous: datetime | None = None
     for i, (role, content, at) in enumerate(item.messages):
-        at = at or (previous + _TICK if previous else created)
+        at = at or (shift(previous, _TICK) if previous else created)
         if previous is not None and at <= previous:  # the stored order is the order of times
-            at = previous + _TICK
+            at = shift(previous, _TICK)
         messages.append(Message(role, content, str(uuid.uuid5(NAMESPACE, f"{cid}/{i}")), at))
         previous = at
     return Conversation(cid, user_id, agent_id, created, tuple(messages))

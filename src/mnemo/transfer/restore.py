@@ -152,6 +152,7 @@ def _event(r: dict[str, Any], user_id: str, fact_id: str, where: str) -> Event:
         prev_hash=str(r["prev_hash"]),
         hash=str(r["hash"]),
         redacted=bool(r.get("redacted")),
+        salt=r.get("salt"),  # files before format 3 have none: their digests cover the content alone
     )
 
 

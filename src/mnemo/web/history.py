@@ -21,6 +21,7 @@ _ACTIONS = {
     Action.REJECT: "Rejected",
     Action.REINFORCE: "Stated again",
     Action.PIN: "Pinned",
+    Action.UNPIN: "Unpinned",
     Action.PURGE: "Erased",
 }
 
@@ -91,7 +92,7 @@ def _text(snapshot: dict[str, Any] | None) -> str | None:
 def entry(event: Event, messages: dict[str, Message]) -> Entry:
     before, after = event.before or {}, event.after or {}
     label = _ACTIONS.get(event.action, str(event.action))
-    if event.action == Action.PIN and not after.get("pinned"):
+    if event.action == Action.PIN and not after.get("pinned"):  # logged before "unpin" existed
         label = "Unpinned"
     item = Entry(event, label, actor_label(event.actor))
     if event.action == Action.CREATE:

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import base64
 import json
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse
 
+from ..domain import as_utc
 from .history import source_label
 
 FLASH_COOKIE = "mnemo_flash"
@@ -39,13 +40,12 @@ def when(value: datetime | str | None) -> str:
         return "—"
     if isinstance(value, str):
         value = datetime.fromisoformat(value)
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    # isoformat, not strftime: the year 874 is "0874" (strftime's %Y writes "874")
+    return as_utc(value).isoformat(sep=" ", timespec="minutes")[:16] + " UTC"
 
 
 def iso(value: datetime | None) -> str:
-    return value.astimezone(UTC).isoformat() if value else ""
+    return as_utc(value).isoformat() if value else ""
 
 
 def percent(value: float | None) -> str:

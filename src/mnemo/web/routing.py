@@ -17,7 +17,7 @@ from fastapi.routing import APIRoute
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from ..domain import Conflict, InvalidInput, NotFound
+from ..domain import Conflict, InvalidInput, NotFound, StorageFull
 from .render import HEADERS, page
 from .session import Refused, SignInNeeded
 
@@ -51,6 +51,9 @@ class WebRoute(APIRoute):
                 return error_page(request, 409, "Changed meanwhile", f"{exc}. Reload the page and try again.")
             except InvalidInput as exc:
                 return error_page(request, 400, "Cannot do that", str(exc))
+            except StorageFull as exc:
+                message = f"Nothing was changed: {exc}. Free some disk space and try again."
+                return error_page(request, 507, "Storage is full", message)
             except Exception:  # a bug: the log has the traceback, the person a plain page
                 log.exception("the page %s %s failed", request.method, request.url.path)
                 message = "Something went wrong on the server. Reload the page to see where things stand."

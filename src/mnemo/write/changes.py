@@ -24,9 +24,20 @@ from ..domain import (
 MAX_TEXT = 2000
 
 
+# Explicit directional formatting (embeddings, overrides, isolates): with them a text can
+# display as something other than what it stores ("Trojan Source"). The marks LRM, RLM and
+# ALM stay: they only place neutral characters, and right-to-left writing needs them.
+_BIDI_CONTROLS = dict.fromkeys(map(ord, "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"))
+
+
 def clean_text(text: str) -> str:
-    # NUL cannot be stored in PostgreSQL text and means nothing in a sentence
-    text = " ".join(text.replace("\x00", " ").split())
+    """A fact's text as stored: valid Unicode, its spacing collapsed, no NUL (PostgreSQL cannot
+    store it and it means nothing in a sentence) and no directional overrides."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput("a memory must be valid Unicode (it holds a lone surrogate)") from None
+    text = " ".join(text.replace("\x00", " ").translate(_BIDI_CONTROLS).split())
     if not text:
         raise InvalidInput("a memory needs some text")
     if len(text) > MAX_TEXT:
@@ -153,16 +164,30 @@ def reject(fact: Fact, *, now: datetime, actor: str, reason: str | None = None) 
     return Change(after, Action.REJECT, actor, before=fact, reason=reason)
 
 
-def reinforce(fact: Fact, *, now: datetime, actor: str, reason: str | None = None) -> Change:
-    """The fact was stated again: count it and refresh it rather than add a row."""
-    _require(fact, Status.ACTIVE, doing="reinforce")
-    after = _bump(fact, mentions=fact.mentions + 1, last_seen_at=now)
+def reinforce(
+    fact: Fact, *, now: datetime, actor: str, reason: str | None = None, mentions: int = 1
+) -> Change:
+    """The fact was stated again (`mentions` times): count it and refresh it rather than add a
+    row. A candidate waiting for review is reinforced the same way."""
+    _require(fact, Status.ACTIVE, Status.CANDIDATE, doing="reinforce")
+    after = _bump(fact, mentions=fact.mentions + mentions, last_seen_at=now)
     return Change(after, Action.REINFORCE, actor, before=fact, reason=reason)
+
+
+def merge(candidate: Fact, into: Fact, *, now: datetime, actor: str) -> Change:
+    """Approving a candidate whose text is already `into`, an active fact: the candidate is
+    closed as superseded by it (the caller reinforces `into`), so no text is active twice."""
+    _require(candidate, Status.CANDIDATE, doing="approve")
+    after = _bump(candidate, status=Status.SUPERSEDED, superseded_by=into.id, retired_at=now)
+    reason = f"approved: memory {into.id} says the same and was reinforced"
+    return Change(after, Action.APPROVE, actor, before=candidate, reason=reason)
 
 
 def pin(fact: Fact, pinned: bool, *, actor: str) -> Change:
     _require(fact, Status.ACTIVE, Status.CANDIDATE, doing="pin")
-    return Change(_bump(fact, pinned=pinned), Action.PIN, actor, before=fact)
+    if fact.pinned == pinned:
+        raise InvalidInput(f"memory {fact.id} is {'pinned' if pinned else 'not pinned'} already")
+    return Change(_bump(fact, pinned=pinned), Action.PIN if pinned else Action.UNPIN, actor, before=fact)
 
 
 def purge(fact: Fact, *, now: datetime, actor: str, reason: str | None = None) -> Change:

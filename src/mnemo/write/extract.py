@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Protocol
 
-from ..domain import Category, Message, Source, SourceKind, parse_time
+from ..domain import Category, Message, Source, SourceKind, as_utc, parse_time
 from ..providers.base import ChatModel
 from . import extract_prompt
 from .parse import parse_items
@@ -110,11 +110,11 @@ def _speaker(claimed: str, message: Message | None) -> str:
 
 
 def _valid_from(value: str) -> datetime:
-    """An ISO 8601 time every store can hold: in UTC (so within the years 1 to 9999)."""
+    """An ISO 8601 time every store can hold: in UTC, within the years 1 to 9999 there."""
     parsed = parse_time(value)
     if parsed is None:
         raise ValueError("no time")
-    return parsed.astimezone(UTC)
+    return as_utc(parsed)
 
 
 _REQUEST = re.compile(

@@ -44,7 +44,7 @@ async def reconcile(chat: ChatModel, items: list[tuple[Proposal, list[Fact]]]) -
                 alias_of[fact.id] = len(aliases) + 1
                 aliases[alias_of[fact.id]] = fact
     existing = [
-        (alias, fact.text, f"{(fact.valid_from or fact.created_at):%Y-%m-%d}")
+        (alias, fact.text, (fact.valid_from or fact.created_at).date().isoformat())
         for alias, fact in aliases.items()
     ]
     raw = await chat.complete_json(

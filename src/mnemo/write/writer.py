@@ -16,6 +16,7 @@ from ..domain import (
     Change,
     Claim,
     Conflict,
+    Duplicate,
     Event,
     Fact,
     InvalidInput,
@@ -38,6 +39,8 @@ from .policy import Ruled, rule
 from .reconcile import Op, reconcile
 
 log = logging.getLogger(__name__)
+
+_PLANS = 3  # a turn is planned again when a concurrent write made one of its facts first
 
 
 @dataclass
@@ -119,19 +122,28 @@ class Writer:
         """Learn from stored messages. With a claim, the job is finished in the same
         transaction as the facts, unless the report asks for a retry; with a backfill
         mark, likewise the mark moves on, unless the turn was skipped (memory off)."""
-        report, planned = await self.plan(
-            scope, messages, conversation_id, at, server_mode, actor=actor, said_at=said_at
-        )
-        marks = mark is not None and report.skipped is None
-        if not report.retry and (planned or claim is not None or marks):
+        for tries in range(1, _PLANS + 1):
+            report, planned = await self.plan(
+                scope, messages, conversation_id, at, server_mode, actor=actor, said_at=said_at
+            )
+            marks = mark is not None and report.skipped is None
+            if report.retry or not (planned or claim is not None or marks):
+                break
             finish = (claim, report.summary()) if claim is not None else None
             try:
                 report.events = await self.store.commit(
                     scope.user_id, planned, at, finish=finish, mark=mark if marks else None
                 )
+            except Duplicate:
+                # another write made one of these facts meanwhile: planned again, it is reinforced
+                if tries < _PLANS:
+                    continue
+                report.problems.append("not applied: memory kept changing meanwhile")
+                report.retry = True
             except Conflict as exc:
                 report.problems.append(f"not applied, memory changed meanwhile: {exc}")
                 report.retry = True
+            break
         if report.problems:
             # the problems quote what the model said about the person: counts only
             # at warning level, the details at debug level
@@ -213,6 +225,12 @@ class Writer:
             same = await self.store.find_by_hash(scope, text_hash(proposal.text))
             if same:
                 ops.append(Op("reinforce", proposal, same[0], "restated"))
+                continue
+            waiting = await self.store.find_by_hash(
+                scope, text_hash(proposal.text), statuses=(Status.CANDIDATE,)
+            )
+            if waiting:  # said again while the first saying waits for review: one candidate
+                ops.append(Op("reinforce", proposal, waiting[0], "restated while waiting for review"))
                 continue
             near = await self.store.nearest(scope, vector, model, k)
             if (

@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx2
 
-from ...domain import User
+from ...domain import StorageFull, User
 from ...jobs import Worker
 from ...memory import Memory
 from ...settings import Settings
@@ -36,11 +36,13 @@ class Forwarded:
 
 @dataclass(frozen=True)
 class Completed:
-    """A finished, non-streamed turn: the upstream's reply, its text, and what was recalled for it."""
+    """A finished, non-streamed turn: the upstream's reply, its text, what was recalled for it,
+    and whether the turn was stored."""
 
     prepared: Prepared
     reply: httpx2.Response
     text: str
+    stored: Stored
 
 
 async def forward(
@@ -65,18 +67,39 @@ async def forward(
     return Forwarded(prepared, await upstream.chat(prepared.body, stream=stream))
 
 
-async def remember(memory: Memory, worker: Worker | None, prepared: Prepared, reply: str) -> None:
-    """Store the turn and queue its learning; a failure here is logged, never the client's problem."""
+@dataclass(frozen=True)
+class Stored:
+    """Whether a turn was stored to learn from, and if not, why (X-Mnemo-Stored and its reason)."""
+
+    stored: bool
+    reason: str | None = None
+
+    def headers(self) -> dict[str, str]:
+        out = {"x-mnemo-stored": "true" if self.stored else "false"}
+        if self.reason:
+            out["x-mnemo-stored-reason"] = self.reason
+        return out
+
+
+async def remember(memory: Memory, worker: Worker | None, prepared: Prepared, reply: str) -> Stored:
+    """Store the turn and queue its learning. A failure here is logged and reported as not
+    stored, never turned into an error: the client still gets the model's reply."""
     turn = prepared.turn(reply)
     if turn is None:
-        return
+        return Stored(False, "no new user message")
     try:
         job = await memory.submit(turn)  # None when memory is off or this is automation
+    except StorageFull:
+        log.error("a chat turn of user %s was not stored: the database's disk is full", turn.scope.user_id)
+        return Stored(False, "storage is full")
     except Exception:
-        log.exception("could not store a chat turn")
-        return
-    if job is not None and worker is not None:
+        log.exception("a chat turn of user %s was not stored", turn.scope.user_id)
+        return Stored(False, "could not store the turn")
+    if job is None:
+        return Stored(False, "automation" if turn.automation else "memory is off")
+    if worker is not None:
         worker.wake()
+    return Stored(True)
 
 
 async def complete(
@@ -92,5 +115,5 @@ async def complete(
     the reply, its turn is durable."""
     forwarded = await forward(memory, settings, upstream, user, body, headers)
     text = completion_text(forwarded.reply.content)
-    await remember(memory, worker, forwarded.prepared, text)
-    return Completed(forwarded.prepared, forwarded.reply, text)
+    stored = await remember(memory, worker, forwarded.prepared, text)
+    return Completed(forwarded.prepared, forwarded.reply, text, stored)

@@ -7,7 +7,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ...domain import Agent, Message, Scope, Turn, User, find_agent, new_id
+from ...domain import (
+    Agent,
+    InvalidValue,
+    Message,
+    Scope,
+    Turn,
+    User,
+    conversation_id,
+    find_agent,
+    new_id,
+)
 from ...memory import Memory
 from ...recall.fuse import Hit
 from ...recall.render import inject, render
@@ -49,9 +59,13 @@ class Prepared:
         return Turn(self.scope, messages, conversation_id=self.conversation_id, automation=self.automation)
 
 
+MAX_DEPTH = 64  # OpenAI's bodies nest a few levels; tool schemas a few more
+
+
 def check_body(body: Any) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise ChatError(400, "the request body must be a JSON object")
+    _check_json(body)
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
         raise ChatError(400, "'messages' must be a non-empty list of message objects", param="messages")
@@ -59,6 +73,48 @@ def check_body(body: Any) -> dict[str, Any]:
         if body.get(field) is not None and not isinstance(body[field], kind):
             raise ChatError(400, f"'{field}' must be {what}", param=field)
     return body
+
+
+def _check_json(body: dict[str, Any]) -> None:
+    """Every text of the body valid Unicode, and the body no deeper than MAX_DEPTH: JSON accepts
+    a lone surrogate ("\\ud800"), which no model, tokenizer or UTF-8 encoder takes, and a deep
+    body would exhaust the stack of whatever walks it next. Walked without recursion."""
+    pending: list[tuple[Any, int, str]] = [(body, 1, "body")]
+    while pending:
+        value, depth, where = pending.pop()
+        if isinstance(value, str):
+            if not _is_unicode(value):
+                raise ChatError(400, f"{where} is not valid Unicode (it holds a lone surrogate)", param=where)
+            continue
+        if not isinstance(value, dict | list):
+            continue
+        if depth > MAX_DEPTH:
+            raise ChatError(400, f"the request body nests more than {MAX_DEPTH} levels deep")
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, item in items:
+            if isinstance(key, str) and not _is_unicode(key):
+                raise ChatError(400, f"a key in {where} is not valid Unicode", param=where)
+            pending.append((item, depth + 1, f"{where}.{key}" if isinstance(key, str) else f"{where}[{key}]"))
+
+
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def conversation_of(headers: Mapping[str, str]) -> str:
+    """The conversation a turn belongs to: X-Mnemo-Conversation (as /v1/turns takes one), or a
+    new id."""
+    given = headers.get(CONVERSATION_HEADER) or ""
+    if not given.strip():
+        return new_id()
+    try:
+        return conversation_id(given)
+    except InvalidValue as exc:
+        raise ChatError(400, f"X-Mnemo-Conversation: {exc}", param=CONVERSATION_HEADER) from None
 
 
 async def prepare(
@@ -84,7 +140,7 @@ async def prepare(
         body={**body, "model": model, "messages": inject(messages, block)},
         scope=scope,
         hits=tuple(hits),
-        conversation_id=headers.get(CONVERSATION_HEADER) or new_id(),
+        conversation_id=conversation_of(headers),
         automation=(headers.get(AUTOMATION_HEADER) or "").strip().lower() in ("true", "1", "yes"),
         user_text=query if query.strip() and messages[-1].get("role") == "user" else None,
     )

@@ -17,7 +17,7 @@ from fastapi import APIRouter, FastAPI, Request, Response
 
 from ..deps import CurrentUser, MemoryDep, SettingsDep, WorkerDep
 from ..proxy.forward import complete, forward, remember
-from ..proxy.prepare import check_body
+from ..proxy.prepare import AGENT_HEADER, AUTOMATION_HEADER, CONVERSATION_HEADER, MAX_DEPTH, check_body
 from ..proxy.relay import StreamRelay
 from ..proxy.upstream import Upstream, relayed_headers
 from ..proxy.wire import ChatError, model_entry
@@ -88,12 +88,13 @@ async def chat_completions(
     upstream: Upstream | None = request.app.state.upstream
     try:
         body = check_body(await _json(request))
+        mnemo_headers = _mnemo_headers(request)
         stream = bool(body.get("stream"))
         if not stream:
-            done = await complete(memory, settings, upstream, worker, user, body, request.headers)
+            done = await complete(memory, settings, upstream, worker, user, body, mnemo_headers)
             prepared, reply = done.prepared, done.reply
         else:
-            forwarded = await forward(memory, settings, upstream, user, body, request.headers, stream=True)
+            forwarded = await forward(memory, settings, upstream, user, body, mnemo_headers, stream=True)
             prepared, reply = forwarded.prepared, forwarded.reply
     except ChatError as err:
         return err.response()
@@ -102,10 +103,14 @@ async def chat_completions(
         **relayed_headers(reply),
         "content-type": reply.headers.get("content-type", "application/json"),
         "x-mnemo-recalled": str(prepared.recalled),
-        "x-mnemo-conversation": prepared.conversation_id,
+        # the header carries UTF-8 bytes, as the client sent them (Starlette writes Latin-1)
+        "x-mnemo-conversation": prepared.conversation_id.encode().decode("latin-1"),
     }
     if not stream:
-        return Response(reply.content, status_code=reply.status_code, headers=headers)
+        # the turn was stored (or not) before this answer: it says which
+        return Response(
+            reply.content, status_code=reply.status_code, headers={**headers, **done.stored.headers()}
+        )
     headers["cache-control"] = "no-cache"
 
     async def finish(text: str) -> None:
@@ -131,3 +136,19 @@ async def _json(request: Request) -> object:
         return json.loads(await request.body())
     except ValueError as exc:
         raise ChatError(400, f"the request body is not valid JSON: {exc}") from exc
+    except RecursionError:
+        raise ChatError(400, f"the request body nests more than {MAX_DEPTH} levels deep") from None
+
+
+def _mnemo_headers(request: Request) -> dict[str, str]:
+    """mnemo's own request headers as text. HTTP carries bytes and Starlette reads them as
+    Latin-1; clients send UTF-8 ("été"), so the bytes are read again as UTF-8."""
+    out = {}
+    for name in (AGENT_HEADER, CONVERSATION_HEADER, AUTOMATION_HEADER):
+        value = request.headers.get(name)
+        if value is not None:
+            try:
+                out[name] = value.encode("latin-1").decode("utf-8")
+            except UnicodeDecodeError:
+                raise ChatError(400, f"{name} is not UTF-8 text", param=name) from None
+    return out

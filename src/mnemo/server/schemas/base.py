@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any, Generic, Self, TypeVar
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
+from ...domain import MAX_CONVERSATION_ID, as_utc, conversation_id
 from ...write.changes import MAX_TEXT
 
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
@@ -35,10 +36,9 @@ def _written_time(value: object) -> object:
 
 
 def _utc(value: datetime) -> datetime:
-    """A date-time without a zone is read as UTC; the years stay where date arithmetic works."""
-    if not 1000 <= value.year <= 9000:
-        raise ValueError("must be a date between the years 1000 and 9000")
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
+    """In UTC (a date-time without a zone is read as UTC), checked after the conversion: the
+    years 1 to 9999 there, as every store holds them."""
+    return as_utc(value)
 
 
 def _no_nul(value: str) -> str:
@@ -63,6 +63,14 @@ _NO_NUL = "^[^\\x00]*$"
 _SOME_TEXT = f"[^\\x00{_BLANK}]"  # some character besides white space and U+0000
 _NOT_BLANK = f"^[^\\x00]*[^\\x00{_BLANK}][^\\x00]*$"  # that, and no U+0000 anywhere
 NoNul = (AfterValidator(_no_nul), Field(json_schema_extra={"pattern": _NO_NUL}))
+_CONTROL = "\\x00-\\x1f\\x7f-\\x9f"  # Unicode's control characters (Cc)
+# what domain.conversation_id takes: some character besides spacing, none of them a control one
+ConversationId = Annotated[
+    str,
+    StringConstraints(max_length=MAX_CONVERSATION_ID),
+    AfterValidator(conversation_id),
+    Field(json_schema_extra={"pattern": f"^[^{_CONTROL}]*[^{_CONTROL}{_BLANK}][^{_CONTROL}]*$"}),
+]
 
 
 def stripped_text(max_length: int, *, nul: bool = False) -> Any:
@@ -84,7 +92,7 @@ UtcTime = Annotated[
     datetime,
     BeforeValidator(_written_time),
     AfterValidator(_utc),
-    Field(json_schema_extra={"pattern": "^([1-8][0-9]{3}|9000)-"}),  # the years _utc accepts
+    Field(json_schema_extra={"pattern": "^(?!0000)[0-9]{4}-"}),  # the years 1 to 9999
 ]
 FactText = stripped_text(MAX_TEXT, nul=True)
 QueryText = stripped_text(4000, nul=True)  # a search's words (U+0000 is no word: dropped)

@@ -11,7 +11,7 @@ from ...domain import (
     Job,
     JobStatus,
 )
-from .base import Id, NoNul, Request
+from .base import ConversationId, Id, NoNul, Request
 
 
 class MessageIn(Request):
@@ -21,9 +21,7 @@ class MessageIn(Request):
 
 class TurnCreate(Request):
     messages: list[MessageIn] = Field(min_length=1, max_length=200)
-    conversation_id: (
-        Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200), *NoNul] | None
-    ) = None
+    conversation_id: ConversationId | None = None
     agent_id: Id | None = None
     automation: StrictBool = Field(
         False, description="Turns of scheduled tasks and the like are never learnt from."

@@ -1,4 +1,5 @@
-"""Schema history of the PostgreSQL store: the same versions and names as SQLite's.
+"""Schema history of the PostgreSQL store: the same versions and names as SQLite's (a change
+that one store does not need is an empty migration there).
 
 Append new migrations; never edit applied ones. Each receives a psycopg
 (synchronous) cursor inside the transaction that also records it. Row-level
@@ -10,6 +11,7 @@ from __future__ import annotations
 from psycopg import sql
 
 from ..migrate import Migration
+from ..postgres_events import reseal
 from .postgres_security import (
     APP_ROLE,
     LOCK_NAMESPACE,
@@ -274,6 +276,39 @@ def _common_words(cur) -> None:
     common_words_functions(cur)
 
 
+def _user_conversations(cur) -> None:
+    """Conversation and message ids are each user's own: keyed by (user_id, id), so that an id
+    one person chose first can neither block another person's turns nor tell them it exists."""
+    cur.execute(
+        """
+        ALTER TABLE messages DROP CONSTRAINT messages_conversation_id_fkey;
+        ALTER TABLE conversations DROP CONSTRAINT conversations_pkey, ADD PRIMARY KEY (user_id, id);
+        ALTER TABLE messages DROP CONSTRAINT messages_pkey, ADD PRIMARY KEY (user_id, id),
+            ADD FOREIGN KEY (user_id, conversation_id) REFERENCES conversations (user_id, id);
+        """
+    )
+
+
+def _erasure(cur) -> None:
+    """Each event's digest covers a random salt of its own, which a purge erases with the text
+    (see mnemo.audit). The events already redacted have digests of their erased text: they get
+    random ones, and their users' logs are chained again from the first of them."""
+    cur.execute("ALTER TABLE fact_events ADD COLUMN salt text")
+    # user by user, as every statement on a per-user table is (a purged fact stays a fact)
+    for (user_id,) in cur.execute("SELECT * FROM mnemo_users_with_facts()").fetchall():
+        seqs = cur.execute(
+            "SELECT seq FROM fact_events WHERE user_id = %s AND redacted", (user_id,)
+        ).fetchall()
+        if seqs:
+            reseal(cur, user_id, {seq for (seq,) in seqs})
+
+
+def _four_digit_years(cur) -> None:
+    """SQLite's times before the year 1000 were written with fewer than four digits; PostgreSQL
+    keeps times as timestamptz, so nothing changes here. Kept, so that a version names the same
+    change on both stores."""
+
+
 MIGRATIONS = [
     Migration(1, "initial", _initial),
     Migration(2, "server", _server),
@@ -281,4 +316,7 @@ MIGRATIONS = [
     Migration(4, "backfill", _backfill),
     Migration(5, "vector_per_model", _vector_per_model),
     Migration(6, "common_words", _common_words),
+    Migration(7, "user_conversations", _user_conversations),
+    Migration(8, "erasure", _erasure),
+    Migration(9, "four_digit_years", _four_digit_years),
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlean
 
 from ..migrate import Migration
+from ..sqlite_events import reseal
 
 
 def _script(cur, sql: str) -> None:
@@ -216,10 +217,95 @@ def _vector_per_model(cur) -> None:
     )
 
 
+def _common_words(cur) -> None:
+    """PostgreSQL's lexical search began reading its common words once a while; SQLite reads
+    them from the index's own vocabulary, so nothing changes here. Kept, so that a version
+    names the same change on both stores."""
+
+
+def _user_conversations(cur) -> None:
+    """Conversation and message ids are each user's own: keyed by (user_id, id), so that an id
+    one person chose first can neither block another person's turns nor tell them it exists."""
+    _script(
+        cur,
+        """
+        CREATE TABLE conversations_new (
+            id TEXT NOT NULL,
+            user_id TEXT NOT NULL,
+            agent_id TEXT,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (user_id, id)
+        );
+        INSERT INTO conversations_new SELECT id, user_id, agent_id, created_at FROM conversations;
+        CREATE TABLE messages_new (
+            id TEXT NOT NULL,
+            conversation_id TEXT NOT NULL,
+            user_id TEXT NOT NULL,
+            role TEXT NOT NULL,
+            content TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (user_id, id),
+            FOREIGN KEY (user_id, conversation_id) REFERENCES conversations_new (user_id, id)
+        );
+        INSERT INTO messages_new SELECT id, conversation_id, user_id, role, content, created_at FROM messages;
+        DROP TABLE messages;
+        DROP TABLE conversations;
+        ALTER TABLE conversations_new RENAME TO conversations;
+        ALTER TABLE messages_new RENAME TO messages;
+        CREATE INDEX messages_conversation ON messages (user_id, conversation_id, created_at);
+        CREATE INDEX messages_said ON messages (user_id, created_at);
+        """,
+    )
+
+
+def _erasure(cur) -> None:
+    """Each event's digest covers a random salt of its own, which a purge erases with the text
+    (see mnemo.audit). The events already redacted have digests of their erased text: they get
+    random ones, and their users' logs are chained again from the first of them. And the
+    full-text index overwrites what it deletes (FTS5's secure-delete), as the database does
+    with `PRAGMA secure_delete`, so that an erased text leaves no copy in free space."""
+    cur.execute("INSERT INTO facts_fts (facts_fts, rank) VALUES ('secure-delete', 1)")
+    cur.execute("ALTER TABLE fact_events ADD COLUMN salt TEXT")
+    redacted: dict[str, set[int]] = {}
+    for user_id, seq in cur.execute("SELECT user_id, seq FROM fact_events WHERE redacted = 1").fetchall():
+        redacted.setdefault(user_id, set()).add(seq)
+    for user_id, seqs in redacted.items():
+        reseal(cur, user_id, seqs)
+
+
+# every column written by sqlite_rows.ts (event times are ISO text, four-digit already)
+_TIMES = {
+    "users": ("created_at",),
+    "agents": ("created_at", "deleted_at"),
+    "conversations": ("created_at",),
+    "messages": ("created_at",),
+    "facts": ("created_at", "recorded_at", "retired_at", "valid_from", "valid_to", "last_seen_at"),
+    "api_keys": ("created_at", "revoked_at"),
+    "jobs": ("turn_at", "next_attempt_at", "lease_until", "created_at", "finished_at"),
+    "backfill_progress": ("said_at", "processed_at"),
+}
+
+
+def _four_digit_years(cur) -> None:
+    """Times before the year 1000 were written with fewer than four digits ("874-06-01T…"),
+    which reads back as no time at all and sorts out of order: pad them to the width of the
+    rest ("0874-06-01T00:00:00.000000Z", 27 characters)."""
+    for table, columns in _TIMES.items():
+        for column in columns:
+            cur.execute(
+                f"UPDATE {table} SET {column} = substr('0000' || {column}, length({column}) - 22)"
+                f" WHERE {column} LIKE '%Z' AND length({column}) BETWEEN 24 AND 26"
+            )
+
+
 MIGRATIONS = [
     Migration(1, "initial", _initial),
     Migration(2, "server", _server),
     Migration(3, "turn_order", _turn_order),
     Migration(4, "backfill", _backfill),
     Migration(5, "vector_per_model", _vector_per_model),
+    Migration(6, "common_words", _common_words),
+    Migration(7, "user_conversations", _user_conversations),
+    Migration(8, "erasure", _erasure),
+    Migration(9, "four_digit_years", _four_digit_years),
 ]
