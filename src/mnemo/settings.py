@@ -6,13 +6,15 @@ environment at import time.
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import platformdirs
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
@@ -65,13 +67,16 @@ class JobSettings(BaseModel):
 
 
 class AuthLimitSettings(BaseModel):
-    """Failed authentications per client address (server/auth_limit.py). Counted in each server
-    process's own memory: processes behind a load balancer count apart, and a restart forgets."""
+    """Failed authentications per client address and per key id (server/auth_limit.py). Counted in
+    each server process's own memory: processes behind a load balancer count apart, and a restart
+    forgets."""
 
-    # this many wrong keys within the window block the address until the oldest ages out; 0: no limit
+    # past this many wrong keys within the window, a wrong key from that address or for that key id
+    # is answered 429 until the oldest ages out (a right key never is); 0: no limit
     failures: int = Field(default=20, ge=0)
     window_seconds: float = Field(default=60.0, gt=0)
-    max_addresses: int = Field(default=10_000, ge=1)  # tracked at once; the stalest go first
+    # addresses tracked at once, and as many key ids; the stalest go first
+    max_addresses: int = Field(default=10_000, ge=1)
 
 
 class Settings(BaseSettings):
@@ -106,6 +111,10 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = 8420
     admin_key: str | None = None
+    # Addresses or networks of the reverse proxies whose X-Forwarded-For (and -Proto) name the
+    # client; comma-separated in the environment. Empty: the headers are ignored, so no client
+    # can choose the address that its failed keys count against.
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
     max_body_bytes: int = 1_000_000
     worker: bool = True  # run the extraction worker inside the server
 
@@ -113,6 +122,23 @@ class Settings(BaseSettings):
     write: WriteSettings = Field(default_factory=WriteSettings)
     jobs: JobSettings = Field(default_factory=JobSettings)
     auth_limit: AuthLimitSettings = Field(default_factory=AuthLimitSettings)
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _proxy_list(cls, value: Any) -> Any:
+        return (
+            [part.strip() for part in value.split(",") if part.strip()] if isinstance(value, str) else value
+        )
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxy_addresses(cls, value: list[str]) -> list[str]:
+        for proxy in value:
+            try:
+                ipaddress.ip_network(proxy)
+            except ValueError as exc:
+                raise ValueError(f"{proxy!r} is not an IP address or network (such as 10.0.0.0/8)") from exc
+        return value
 
     @model_validator(mode="after")
     def _upstream_defaults(self) -> Settings:

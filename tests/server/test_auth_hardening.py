@@ -20,9 +20,9 @@ from mnemo.settings import AuthLimitSettings, Settings
 from tests.fakes.live_server import LiveServer
 from tests.server.api import client_for, ok
 from tests.server.conftest import ADMIN_KEY
-from tests.server.processes import ADMIN, environment, free_port, wait_until
+from tests.server.processes import ADMIN, Serve, environment, free_port, wait_until
 
-LIMIT = 5  # failed authentications that block an address, in the limited server below
+LIMIT = 5  # failed authentications after which a wrong key gets 429, in the limited servers below
 INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 1,
@@ -45,6 +45,8 @@ def _wrong(token: str) -> str:
 
 # --- the limiter itself, with a clock of our own ------------------------------------------
 
+ID = "0123456789abcdef"  # a key id
+
 
 class Clock:
     def __init__(self) -> None:
@@ -54,82 +56,128 @@ class Clock:
         return self.now
 
 
-def test_an_address_is_blocked_after_n_failures_until_the_oldest_is_a_window_old():
+def test_an_address_is_limited_after_n_failures_until_the_oldest_is_a_window_old():
     clock = Clock()
     limiter = AuthLimiter(failures=3, window=10, clock=clock)
-    limiter.failed("10.0.0.1")
+    limiter.failed("10.0.0.1", None)
     clock.now += 4
-    limiter.failed("10.0.0.1")
-    assert limiter.retry_after("10.0.0.1") is None  # two failures: not yet
+    limiter.failed("10.0.0.1", None)
+    assert limiter.retry_after("10.0.0.1", None) is None  # two failures: not yet
     clock.now += 1
-    limiter.failed("10.0.0.1")
-    assert limiter.retry_after("10.0.0.1") == pytest.approx(5.0)  # the first failure ages out in 5 s
+    assert limiter.failed("10.0.0.1", None) is None  # the failure that reaches the limit is not refused
+    assert limiter.retry_after("10.0.0.1", None) == pytest.approx(5.0)  # the first one ages out in 5 s
     clock.now += 4.5
-    assert limiter.retry_after("10.0.0.1") == pytest.approx(0.5)
+    assert limiter.retry_after("10.0.0.1", None) == pytest.approx(0.5)
     clock.now += 0.5
-    assert limiter.retry_after("10.0.0.1") is None  # one try is free again...
-    limiter.failed("10.0.0.1")
-    assert limiter.retry_after("10.0.0.1") == pytest.approx(4.0)  # ...and a wrong one blocks again
+    assert limiter.retry_after("10.0.0.1", None) is None  # one try is free again...
+    limiter.failed("10.0.0.1", None)
+    assert limiter.retry_after("10.0.0.1", None) == pytest.approx(4.0)  # ...and a wrong one limits again
+
+
+def test_a_failure_while_over_the_limit_is_answered_with_the_wait_and_counts_too():
+    clock = Clock()
+    limiter = AuthLimiter(failures=2, window=10, clock=clock)
+    assert limiter.failed("10.0.0.1", None) is None
+    clock.now += 1
+    assert limiter.failed("10.0.0.1", None) is None
+    clock.now += 1
+    assert limiter.failed("10.0.0.1", None) == pytest.approx(9.0)  # the oldest is now the second
+    clock.now += 8  # uncounted, the first failure would have aged out by now
+    assert limiter.retry_after("10.0.0.1", None) == pytest.approx(1.0)  # a guesser who keeps on stays limited
 
 
 def test_other_addresses_are_unaffected_and_count_on_their_own():
     clock = Clock()
     limiter = AuthLimiter(failures=2, window=60, clock=clock)
     for _ in range(2):
-        limiter.failed("203.0.113.7")
-    limiter.failed("2001:db8::1")
-    assert limiter.retry_after("203.0.113.7") is not None
-    assert limiter.retry_after("2001:db8::1") is None
-    assert limiter.retry_after("198.51.100.2") is None
-    limiter.failed("2001:db8::1")
-    assert limiter.retry_after("2001:db8::1") is not None
+        limiter.failed("203.0.113.7", None)
+    limiter.failed("2001:db8::1", None)
+    assert limiter.retry_after("203.0.113.7", None) is not None
+    assert limiter.retry_after("2001:db8::1", None) is None
+    assert limiter.retry_after("198.51.100.2", None) is None
+    limiter.failed("2001:db8::1", None)
+    assert limiter.retry_after("2001:db8::1", None) is not None
+
+
+def test_failures_count_per_address_and_per_key_id():
+    limiter = AuthLimiter(failures=3, window=60, clock=Clock())
+    for i in range(3):  # one key id guessed from three addresses
+        assert limiter.failed(f"10.0.0.{i}", ID) is None
+    assert limiter.retry_after("10.0.0.9", ID) is not None  # that key id, from anywhere
+    assert limiter.retry_after("10.0.0.9", None) is None  # the address itself is not limited
+    assert limiter.retry_after("10.0.0.9", "fedcba9876543210") is None  # nor another key id
+    assert limiter.failed("10.0.0.9", ID) is not None
 
 
 def test_memory_stays_bounded_by_expiry_and_by_the_cap():
     clock = Clock()
-    limiter = AuthLimiter(failures=3, window=60, max_addresses=100, clock=clock)
+    limiter = AuthLimiter(failures=3, window=60, max_tracked=100, clock=clock)
     for i in range(1000):
-        limiter.failed(f"10.1.{i // 256}.{i % 256}")
-    assert limiter.tracked() == 100  # the stalest went first
-    last = "10.1.3.231"  # the 1000th
+        limiter.failed(f"10.1.{i // 256}.{i % 256}", f"{i:016x}")
+    assert limiter.tracked() == (100, 100)  # addresses, key ids: the stalest went first
+    last, last_id = "10.1.3.231", f"{999:016x}"  # the 1000th
     for _ in range(2):
-        limiter.failed(last)
-    assert limiter.retry_after(last) is not None
-    assert limiter.retry_after("10.1.0.0") is None  # dropped: counting starts over
+        limiter.failed(last, None)
+        limiter.failed("10.9.9.9", last_id)
+    assert limiter.retry_after(last, None) is not None
+    assert limiter.retry_after("10.9.9.8", last_id) is not None
+    assert limiter.retry_after("10.1.0.0", f"{0:016x}") is None  # dropped: counting starts over
     clock.now += 61
-    assert limiter.tracked() == 0  # every failure aged out
+    assert limiter.tracked() == (0, 0)  # every failure aged out
 
 
 def test_zero_failures_means_no_limit():
     limiter = AuthLimiter(failures=0, window=60)
     for _ in range(100):
-        limiter.failed("10.0.0.1")
-    assert limiter.retry_after("10.0.0.1") is None and limiter.tracked() == 0
+        assert limiter.failed("10.0.0.1", ID) is None
+    assert limiter.retry_after("10.0.0.1", ID) is None and limiter.tracked() == (0, 0)
 
 
 # --- the limit on a real server -------------------------------------------------------------
 
 
-@pytest.fixture
-def limited(tmp_path, scripted_llm) -> Iterator[LiveServer]:
-    """A server that blocks an address after LIMIT failures. On SQLite only: the limiter keeps its
-    count in memory and never touches the store, so a second backend would test nothing more."""
+def _server_settings(tmp_path, scripted_llm, **changes) -> Settings:
+    """A test deployment on SQLite only: the limiter keeps its count in memory and never touches
+    the store, so a second backend would test nothing more."""
     scripted_llm.default_reply = "Hi!"
-    settings = Settings(
+    return Settings(
         data_dir=tmp_path,
         admin_key=ADMIN_KEY,
         llm_base_url=scripted_llm.base_url,
         llm_model="scripted-model",
         worker=False,  # no learning needed here
-        auth_limit=AuthLimitSettings(failures=LIMIT, window_seconds=120),
+        **changes,
     )
+
+
+@pytest.fixture
+def limited(tmp_path, scripted_llm) -> Iterator[LiveServer]:
+    """A server that limits an address or a key id after LIMIT failures."""
+    limit = AuthLimitSettings(failures=LIMIT, window_seconds=120)
+    with LiveServer(_server_settings(tmp_path, scripted_llm, auth_limit=limit)) as live:
+        yield live
+
+
+@pytest.fixture
+def defaults(tmp_path, scripted_llm) -> Iterator[LiveServer]:
+    """A server with the default limit (20 failures a minute)."""
+    with LiveServer(_server_settings(tmp_path, scripted_llm)) as live:
+        yield live
+
+
+@pytest.fixture
+def behind_a_proxy(tmp_path, scripted_llm) -> Iterator[LiveServer]:
+    """A limited server that takes the client's address from X-Forwarded-For, as from a proxy on
+    loopback: so one test can send from many addresses."""
+    limit = AuthLimitSettings(failures=LIMIT, window_seconds=120)
+    settings = _server_settings(tmp_path, scripted_llm, auth_limit=limit, trusted_proxies="127.0.0.1")
     with LiveServer(settings) as live:
         yield live
 
 
-def _attempt(server: LiveServer, surface: str, key: str) -> httpx2.Response:
+def _attempt(server: LiveServer, surface: str, key: str, **headers: str) -> httpx2.Response:
     """Present `key` once on one surface."""
-    url, bearer = server.base_url, {"Authorization": f"Bearer {key}"}
+    url, bearer = server.base_url, {"Authorization": f"Bearer {key}", **headers}
     if surface == "api":
         return httpx2.get(f"{url}/v1/me", headers=bearer, timeout=30)
     if surface == "chat":
@@ -137,41 +185,93 @@ def _attempt(server: LiveServer, surface: str, key: str) -> httpx2.Response:
     if surface == "mcp":
         return httpx2.post(f"{url}/mcp", json=INITIALIZE, headers={**bearer, **MCP_HEADERS}, timeout=30)
     assert surface == "web"
-    return httpx2.post(f"{url}/signin", data={"key": key}, timeout=30)
+    return httpx2.post(f"{url}/signin", data={"key": key}, headers=headers, timeout=30)
 
 
 SURFACES = ["api", "chat", "mcp", "web"]
 ACCEPTED = {"api": 200, "chat": 200, "mcp": 200, "web": 303}
 
 
-def _blocked(reply: httpx2.Response) -> int:
+def _limited(reply: httpx2.Response, limit: int = 120) -> int:
     assert reply.status_code == 429, reply.text
     wait = int(reply.headers["retry-after"])
-    assert 1 <= wait <= 120
+    assert 1 <= wait <= limit
     return wait
 
 
+def _works_everywhere(server: LiveServer, token: str, **headers: str) -> None:
+    """`token` is accepted on every surface, and so is the admin key."""
+    for surface in SURFACES:
+        reply = _attempt(server, surface, token, **headers)
+        assert reply.status_code == ACCEPTED[surface], (surface, reply.text)
+    assert "Hi!" in _attempt(server, "chat", token, **headers).text
+    listed = httpx2.post(
+        f"{server.base_url}/mcp",
+        json={"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "list_memories"}},
+        headers={"Authorization": f"Bearer {token}", **MCP_HEADERS, **headers},
+        timeout=30,
+    )
+    assert listed.status_code == 200 and not listed.json()["result"]["isError"], listed.text
+    page = httpx2.get(f"{server.base_url}/memories", cookies={"mnemo_session": token}, headers=headers)
+    assert page.status_code == 200, page.text  # a signed-in browser too
+    admin = {"Authorization": f"Bearer {ADMIN_KEY}", **headers}
+    assert httpx2.get(f"{server.base_url}/v1/admin/settings", headers=admin).status_code == 200
+
+
 @pytest.mark.parametrize("surface", SURFACES)
-def test_wrong_keys_on_any_surface_block_the_address_on_every_surface(limited, surface):
+def test_valid_key_is_never_refused_for_others_failures(defaults, surface):
+    token = defaults.token
+    with client_for(defaults, token) as me:  # a key revoked but left in someone's script
+        revoked = ok(me.post("/v1/me/keys", json={"name": "old script"}), 201)
+        ok(me.delete(f"/v1/me/keys/{revoked['id']}"))
+    wrong = [revoked["token"], "not-a-key-at-all"]
+    replies = [_attempt(defaults, surface, wrong[i % 2]).status_code for i in range(25)]
+    assert replies == [401] * 20 + [429] * 5  # the address is over the limit after 20
+    _works_everywhere(defaults, token)
+    for other in SURFACES:  # while a wrong key is told to wait, on every surface
+        _limited(_attempt(defaults, other, _wrong(token)), 60)
+    reply = _attempt(defaults, "api", "not-a-key-at-all")
+    assert "too many failed authentications" in reply.json()["error"]["message"]
+
+
+def test_failures_count_per_key_id(behind_a_proxy):
+    server, token = behind_a_proxy, behind_a_proxy.token
+    for i in range(LIMIT):  # one key id guessed from LIMIT addresses, once each
+        reply = _attempt(server, SURFACES[i % 4], _wrong(token), **{"X-Forwarded-For": f"198.51.100.{i}"})
+        assert reply.status_code == 401, reply.text
+    fresh = {"X-Forwarded-For": "198.51.100.77"}
+    for surface in SURFACES:  # that key id is limited from any address, on every surface...
+        _limited(_attempt(server, surface, _wrong(token), **fresh))
+    # ...but the key itself still works, from everywhere
+    _works_everywhere(server, token, **fresh)
+    _works_everywhere(server, token, **{"X-Forwarded-For": "198.51.100.0"})
+    # and the address that sent those guesses is not limited for another key id
+    assert _attempt(server, "api", "mnemo_0123456789abcdef_" + "W" * 43, **fresh).status_code == 401
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+def test_wrong_keys_on_any_surface_are_told_to_wait_on_every_surface(limited, surface):
     token = limited.token
     for _ in range(LIMIT):
         assert _attempt(limited, surface, _wrong(token)).status_code == 401
-    # Blocked: even the right key is refused (a right guess must not tell the attacker), on every
-    # surface, and so is the admin key.
+    # Over the limit: a wrong key gets 429 on every surface, the wrong admin key too...
     for other in SURFACES:
-        _blocked(_attempt(limited, other, token))
-    _blocked(
-        httpx2.get(f"{limited.base_url}/v1/admin/settings", headers={"Authorization": f"Bearer {ADMIN_KEY}"})
+        _limited(_attempt(limited, other, _wrong(token)))
+    _limited(
+        httpx2.get(f"{limited.base_url}/v1/admin/settings", headers={"Authorization": f"Bearer {ADMIN_KEY}x"})
     )
-    reply = httpx2.get(f"{limited.base_url}/v1/me", headers={"Authorization": f"Bearer {token}"})
+    reply = httpx2.get(f"{limited.base_url}/v1/me", headers={"Authorization": f"Bearer {_wrong(token)}"})
     assert "too many failed authentications" in reply.json()["error"]["message"]
-    # a signed-in browser is sent to the sign-in page, which says why and keeps the cookie
-    cookies = {"mnemo_session": token}
+    # ...while the right key, the admin key and a signed-in browser go on working
+    _works_everywhere(limited, token)
+    # a browser whose cookie holds a wrong key is sent to the sign-in page, which says why and drops it
+    cookies = {"mnemo_session": _wrong(token)}
     page = httpx2.get(f"{limited.base_url}/memories", cookies=cookies)
     assert page.status_code == 303 and page.headers["location"].startswith("/signin")
     signin = httpx2.get(f"{limited.base_url}/signin", cookies=cookies)
-    _blocked(signin)
-    assert "Too many wrong keys" in signin.text and "set-cookie" not in signin.headers
+    _limited(signin)
+    assert "Too many wrong keys" in signin.text
+    assert signin.headers["set-cookie"].startswith('mnemo_session="";')
 
 
 def test_successes_and_requests_without_a_key_count_nothing(limited):
@@ -187,12 +287,13 @@ def test_successes_and_requests_without_a_key_count_nothing(limited):
             == 401
         )
     assert _attempt(limited, "api", token).status_code == 200
-    # one failure short of the limit still lets the right key in
+    # one failure short of the limit a wrong key is still answered 401
     for _ in range(LIMIT - 1):
         assert _attempt(limited, "api", _wrong(token)).status_code == 401
     assert _attempt(limited, "api", token).status_code == 200
     assert _attempt(limited, "api", _wrong(token)).status_code == 401
-    _blocked(_attempt(limited, "api", token))
+    _limited(_attempt(limited, "api", _wrong(token)))
+    assert _attempt(limited, "api", token).status_code == 200
 
 
 def test_the_429_and_its_retry_after_are_in_the_api_schema(limited):
@@ -204,6 +305,50 @@ def test_the_429_and_its_retry_after_are_in_the_api_schema(limited):
             answer = operation["responses"].get("429")
             assert answer is not None, (method, path)
             assert "Retry-After" in answer["headers"], (method, path)
+
+
+# --- the client's address behind a reverse proxy -------------------------------------------
+
+
+@pytest.mark.parametrize("trusted", [False, True])
+def test_forwarded_for_is_ignored_unless_the_proxy_is_trusted(tmp_path, scripted_llm, trusted):
+    env = environment(tmp_path / "data", scripted_llm)
+    if trusted:
+        env["MNEMO_TRUSTED_PROXIES"] = "127.0.0.1"
+    else:
+        env["FORWARDED_ALLOW_IPS"] = "*"  # uvicorn's own setting must not widen mnemo's
+    served = Serve(env, tmp_path / "serve.log")
+    try:
+        url = f"{served.base_url}/v1/me"
+
+        def attempt(key: str, forwarded: str | None) -> int:
+            headers = {"Authorization": f"Bearer {key}"}
+            if forwarded is not None:
+                headers["X-Forwarded-For"] = forwarded
+            return httpx2.get(url, headers=headers, timeout=30).status_code
+
+        replies = [attempt(f"wrong-key-{i}", f"203.0.113.{i}") for i in range(25)]
+        if not trusted:  # all of them came from 127.0.0.1, whatever the header said
+            assert replies == [401] * 20 + [429] * 5
+            assert attempt("wrong-key", "203.0.113.99") == 429
+        else:  # each from the address its proxy forwarded
+            assert replies == [401] * 25
+            for _ in range(20):
+                assert attempt("wrong-key", "203.0.113.200") == 401
+            assert attempt("wrong-key", "203.0.113.200") == 429
+            assert attempt("wrong-key", "203.0.113.201") == 401
+            assert attempt("wrong-key", None) == 401  # the proxy's own address counts on its own
+        assert attempt(served.token, "203.0.113.200") == 200
+    finally:
+        served.stop()
+
+
+def test_trusted_proxies_are_addresses_or_networks():
+    settings = Settings(trusted_proxies=" 10.0.0.2, 172.16.0.0/12 ,::1")
+    assert settings.trusted_proxies == ["10.0.0.2", "172.16.0.0/12", "::1"]
+    assert Settings().trusted_proxies == []
+    with pytest.raises(ValueError, match=r"proxy\.example"):
+        Settings(trusted_proxies="proxy.example")
 
 
 # --- revocation on the surfaces the other tests leave out ----------------------------------

@@ -1,47 +1,86 @@
-"""A limit on failed authentications per client address, for every surface that takes a key.
+"""A limit on failed authentications, counted per client address and per key id.
 
-After `failures` wrong keys from one address within `window` seconds, that
-address is refused (429, with Retry-After) until the oldest of those failures
-is a window old, and its keys are not even checked: a right guess made while
-blocked is refused like a wrong one, so it tells an attacker nothing. A request
-without any key is no guess and counts nothing; successful requests count
-nothing and are never limited.
+A wrong key counts one failure against the address it came from and, when it is
+a well-formed token (`mnemo_<key id>_<secret>`), one against its key id. Once
+`failures` of them fall within `window` seconds, a wrong key from that address,
+or for that key id from anywhere, is answered 429 with Retry-After instead of
+401, until the oldest of those failures is a window old; failures keep counting
+while over the limit, so a guesser who does not wait stays limited.
 
-The count lives in this process's memory: each server process keeps its own,
-and a restart forgets it. Memory stays bounded: an address keeps at most
-`failures` timestamps, addresses whose failures have all aged out are dropped,
-and at most `max_addresses` are tracked (the one whose last failure is oldest
-goes first).
+A right key is accepted whatever the counts (server/callers.py checks every key):
+the people behind one address (a household, a NAT, a VPN) are not locked out
+by a wrong or revoked key that one of them, or an attacker, keeps sending.
+A request without any key is no guess and counts nothing.
+
+The counts live in this process's memory: each server process keeps its own,
+and a restart forgets them. Memory stays bounded: a name (an address, a key id)
+keeps at most `failures` timestamps, names whose failures have all aged out are
+dropped, and at most `max_tracked` addresses and as many key ids are tracked
+(the one whose last failure is oldest goes first).
 """
 
 from __future__ import annotations
 
-import math
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
 
-from fastapi import HTTPException, Request, status
-
 from ..settings import AuthLimitSettings
 
 
+class _Window:
+    """Recent failures per name in a sliding window, for one kind of name."""
+
+    def __init__(self, failures: int, window: float, max_tracked: int, clock: Callable[[], float]) -> None:
+        self.failures = failures
+        self.window = window
+        self.max_tracked = max_tracked
+        self._clock = clock
+        # name -> times of its recent failures, oldest first; ordered by last failure
+        self._seen: OrderedDict[str, deque[float]] = OrderedDict()
+
+    def retry_after(self, name: str) -> float | None:
+        self._expire()
+        times = self._seen.get(name)
+        if times is None or len(times) < self.failures:
+            return None
+        return max(times[0] + self.window - self._clock(), 0.0) or None
+
+    def failed(self, name: str) -> None:
+        times = self._seen.pop(name, None) or deque(maxlen=self.failures)
+        times.append(self._clock())
+        self._seen[name] = times  # now the most recent
+        self._expire()
+        while len(self._seen) > self.max_tracked:
+            self._seen.popitem(last=False)
+
+    def tracked(self) -> int:
+        self._expire()
+        return len(self._seen)
+
+    def _expire(self) -> None:
+        """Drop names whose every failure is older than the window (they sit at the front)."""
+        cutoff = self._clock() - self.window
+        while self._seen:
+            name, times = next(iter(self._seen.items()))
+            if times[-1] > cutoff:
+                break
+            del self._seen[name]
+
+
 class AuthLimiter:
-    """Failed authentications per address in a sliding window. Not thread-safe: one per event loop."""
+    """Failed authentications per address and per key id. Not thread-safe: one per event loop."""
 
     def __init__(
         self,
         failures: int = 20,
         window: float = 60.0,
-        max_addresses: int = 10_000,
+        max_tracked: int = 10_000,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.failures = failures
-        self.window = window
-        self.max_addresses = max_addresses
-        self._clock = clock
-        # address -> times of its recent failures, oldest first; ordered by last failure
-        self._seen: OrderedDict[str, deque[float]] = OrderedDict()
+        self._addresses = _Window(failures, window, max_tracked, clock)
+        self._key_ids = _Window(failures, window, max_tracked, clock)
 
     @classmethod
     def from_settings(cls, settings: AuthLimitSettings) -> AuthLimiter:
@@ -51,63 +90,27 @@ class AuthLimiter:
     def enabled(self) -> bool:
         return self.failures > 0
 
-    def retry_after(self, address: str) -> float | None:
-        """Seconds until `address` may try a key again, or None if it may now."""
+    def retry_after(self, address: str, key_id: str | None) -> float | None:
+        """Seconds until a wrong key from `address`, or for `key_id`, is answered 401 again;
+        None while neither is over the limit."""
         if not self.enabled:
             return None
-        self._expire()
-        times = self._seen.get(address)
-        if times is None or len(times) < self.failures:
-            return None
-        return max(times[0] + self.window - self._clock(), 0.0) or None
+        waits = [self._addresses.retry_after(address)]
+        if key_id is not None:
+            waits.append(self._key_ids.retry_after(key_id))
+        return max((wait for wait in waits if wait is not None), default=None)
 
-    def failed(self, address: str) -> None:
-        """Count one failed authentication from `address`."""
+    def failed(self, address: str, key_id: str | None) -> float | None:
+        """Count one wrong key from `address` (for `key_id`, if the token was well formed). The
+        seconds to wait if either was already over the limit (answer 429), else None (401)."""
         if not self.enabled:
-            return
-        now = self._clock()
-        times = self._seen.pop(address, None) or deque(maxlen=self.failures)
-        times.append(now)
-        self._seen[address] = times  # now the most recent
-        self._expire()
-        while len(self._seen) > self.max_addresses:
-            self._seen.popitem(last=False)
+            return None
+        limited = self.retry_after(address, key_id) is not None
+        self._addresses.failed(address)
+        if key_id is not None:
+            self._key_ids.failed(key_id)
+        return self.retry_after(address, key_id) if limited else None
 
-    def tracked(self) -> int:
-        """How many addresses are being counted now."""
-        self._expire()
-        return len(self._seen)
-
-    def _expire(self) -> None:
-        """Drop addresses whose every failure is older than the window (they sit at the front)."""
-        cutoff = self._clock() - self.window
-        while self._seen:
-            address, times = next(iter(self._seen.items()))
-            if times[-1] > cutoff:
-                break
-            del self._seen[address]
-
-
-def address_of(request: Request) -> str:
-    """The client's address as the server sees it (uvicorn rewrites it from X-Forwarded-For only
-    for the proxies it trusts: FORWARDED_ALLOW_IPS, by default 127.0.0.1 and ::1)."""
-    return request.client.host if request.client else "unknown"
-
-
-def limiter_of(request: Request) -> AuthLimiter:
-    return request.app.state.auth_limiter
-
-
-def refuse_if_blocked(request: Request) -> None:
-    """429 with Retry-After while the caller's address is blocked; its key is not looked at."""
-    wait = limiter_of(request).retry_after(address_of(request))
-    if wait is not None:
-        raise HTTPException(
-            status.HTTP_429_TOO_MANY_REQUESTS,
-            f"too many failed authentications from your address; try again in {math.ceil(wait)} s",
-            headers={"Retry-After": str(math.ceil(wait))},
-        )
-
-
-def count_failure(request: Request) -> None:
-    limiter_of(request).failed(address_of(request))
+    def tracked(self) -> tuple[int, int]:
+        """How many addresses and key ids are being counted now."""
+        return self._addresses.tracked(), self._key_ids.tracked()

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request, status
 
-from .. import keys
 from ..domain import User
 from ..jobs import Worker
 from ..memory import Memory
 from ..settings import Settings
-from .auth_limit import count_failure, refuse_if_blocked
+from .callers import Caller, KeyRefused, identify
 
 
 def get_memory(request: Request) -> Memory:
@@ -25,14 +23,6 @@ def get_settings(request: Request) -> Settings:
 
 def get_worker(request: Request) -> Worker | None:
     return request.app.state.worker
-
-
-@dataclass(frozen=True)
-class Caller:
-    """A user (by API key) or the administrator (by the admin key from settings)."""
-
-    user: User | None
-    admin: bool = False
 
 
 def _bearer(request: Request) -> str:
@@ -48,18 +38,19 @@ def _bearer(request: Request) -> str:
 
 
 async def get_caller(request: Request) -> Caller:
-    refuse_if_blocked(request)  # 429 while this address has failed too often; the key is not looked at
-    token = _bearer(request)
-    settings: Settings = request.app.state.settings
-    if settings.admin_key and keys.same_secret(token, settings.admin_key):
-        return Caller(None, admin=True)
-    user = await get_memory(request).authenticate(token)
-    if user is None:
-        count_failure(request)
+    try:
+        return await identify(request, _bearer(request))
+    except KeyRefused as refused:
+        if refused.wait is None:
+            raise HTTPException(
+                status.HTTP_401_UNAUTHORIZED, str(refused), headers={"WWW-Authenticate": "Bearer"}
+            ) from None
         raise HTTPException(
-            status.HTTP_401_UNAUTHORIZED, "unknown or revoked API key", headers={"WWW-Authenticate": "Bearer"}
-        )
-    return Caller(user)
+            status.HTTP_429_TOO_MANY_REQUESTS,
+            "too many failed authentications from your address or for this key id;"
+            f" try again in {refused.wait} s",
+            headers={"Retry-After": str(refused.wait)},
+        ) from None
 
 
 async def get_user(caller: Annotated[Caller, Depends(get_caller)]) -> User:

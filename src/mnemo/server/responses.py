@@ -36,7 +36,8 @@ _WHY = {
     409: "It changed meanwhile (a stale version), or the name is taken.",
     413: "The request body is over the server's limit.",
     422: "The request is not valid; `problems` says where and why.",
-    429: "Too many failed authentications from this address: wait `Retry-After` seconds.",
+    429: "A wrong key, after too many failed authentications from this address or for this key id:"
+    " wait `Retry-After` seconds. A right key is never refused.",
     502: "The upstream model failed or could not be reached.",
     503: "No upstream model is configured, or it is unavailable.",
     504: "The upstream model sent nothing in time.",
@@ -46,7 +47,7 @@ _HEADERS = {
     401: {"WWW-Authenticate": {"description": "Bearer", "schema": {"type": "string"}}},
     429: {
         "Retry-After": {
-            "description": "Seconds until this address may try again.",
+            "description": "Seconds until a wrong key from this address, or for this key id, gets 401 again.",
             "schema": {"type": "integer", "minimum": 1},
         }
     },

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import math
-
 from starlette.requests import Request
 from starlette.responses import Response
 
-from .. import keys
-from ..server.auth_limit import address_of, count_failure, limiter_of
+from ..server.callers import KeyRefused, identify
 from .forms import text
 from .render import local_path, page, redirect
 from .routing import web_router
-from .session import COOKIE, FormDep, Refused, cross_site, current, memory_of, sign_in, sign_out
+from .session import FormDep, Refused, cross_site, current, resume, sign_in, sign_out
 
 router = web_router()
 
@@ -26,15 +23,14 @@ async def home(request: Request) -> Response:
 
 @router.get("/signin")
 async def signin_form(request: Request) -> Response:
-    if (blocked := _blocked(request)) is not None:
-        return blocked  # the cookie stays: it may hold a good key, to be checked once the wait is over
-    if await current(request):
-        return redirect(local_path(request.query_params.get("next"), HOME))
-    ended = bool(request.cookies.get(COOKIE))  # a cookie whose key no longer works
-    response = _form(request, "", ended=ended)
-    if ended:
+    try:
+        if await resume(request):
+            return redirect(local_path(request.query_params.get("next"), HOME))
+    except KeyRefused as refused:  # the cookie's key no longer works: say so, and drop it
+        response = _form(request, "", ended=True) if refused.wait is None else _limited(request, refused)
         sign_out(response, request)
-    return response
+        return response
+    return _form(request, "")
 
 
 @router.post("/signin")
@@ -44,12 +40,15 @@ async def signin(request: Request) -> Response:
     form = await request.form()
     key = text(form, "key", 500)
     target = local_path(form.get("next"), HOME)
-    if (blocked := _blocked(request, target)) is not None:
-        return blocked
     if not key:
         return _form(request, "Enter your API key.", status=422, next=target)
-    settings = request.app.state.settings
-    if settings.admin_key and keys.same_secret(key, settings.admin_key):
+    try:
+        caller = await identify(request, key)
+    except KeyRefused as refused:
+        if refused.wait is None:
+            return _form(request, "That key is unknown or was revoked.", status=401, next=target)
+        return _limited(request, refused, target)
+    if caller.admin:
         return _form(
             request,
             "That is the server's admin key: it manages the server and is not a person."
@@ -57,9 +56,6 @@ async def signin(request: Request) -> Response:
             status=403,
             next=target,
         )
-    if await memory_of(request).authenticate(key) is None:
-        count_failure(request)
-        return _form(request, "That key is unknown or was revoked.", status=401, next=target)
     response = redirect(target)
     sign_in(response, request, key)
     return response
@@ -79,13 +75,12 @@ def _form(
     return page(request, "signin.html", status=status, error=error, ended=ended, next=target)
 
 
-def _blocked(request: Request, next: str = "") -> Response | None:
-    """The form, answering 429, while this address has failed to sign in too often."""
-    wait = limiter_of(request).retry_after(address_of(request))
-    if wait is None:
-        return None
-    seconds = math.ceil(wait)
-    message = f"Too many wrong keys were tried from your address. Try again in {seconds} seconds."
+def _limited(request: Request, refused: KeyRefused, next: str = "") -> Response:
+    """The form, answering 429, for a wrong key while its address or key id is over the limit."""
+    message = (
+        "Too many wrong keys were tried from your address or for this key."
+        f" Try again in {refused.wait} seconds."
+    )
     response = _form(request, message, status=429, next=next)
-    response.headers["Retry-After"] = str(seconds)
+    response.headers["Retry-After"] = str(refused.wait)
     return response

@@ -1,8 +1,9 @@
 """Who is signed in, and whether a form really came from our own page.
 
 The sign-in cookie holds the API key itself (httpOnly, SameSite=Strict, Secure
-over https): every request authenticates it again, so revoking the key signs
-its sessions out at once, and nothing about a session is kept on the server.
+over https): every request authenticates it again, by the same rule as a key
+sent to the API (server/callers.py), so revoking the key signs its sessions out
+at once, and nothing about a session is kept on the server.
 
 A state-changing form must carry a token, HMAC-SHA256(server secret, key),
 compared in constant time; and a request that says it comes from another site
@@ -23,7 +24,7 @@ from starlette.responses import Response
 
 from ..domain import Scope, User
 from ..memory import Memory
-from ..server.auth_limit import address_of, count_failure, limiter_of
+from ..server.callers import KeyRefused, identify
 
 COOKIE = "mnemo_session"
 CSRF_FIELD = "csrf"
@@ -59,21 +60,26 @@ async def csrf_token(memory: Memory, key: str) -> str:
     return hmac.new(secret.encode(), key.encode(), hashlib.sha256).hexdigest()
 
 
-async def current(request: Request) -> Session | None:
-    """The signed-in person, if the cookie holds a key that still works."""
+async def resume(request: Request) -> Session | None:
+    """The signed-in person; None without a cookie, KeyRefused if its key signs nobody in."""
     key = request.cookies.get(COOKIE)
     if not key:
         return None
-    if limiter_of(request).retry_after(address_of(request)) is not None:
-        return None  # while the address is blocked, no key is even looked at (server/auth_limit.py)
+    caller = await identify(request, key)  # a cookie is one more way to present a key: same counts
+    if caller.user is None:
+        raise KeyRefused(None)  # the admin key is nobody's: the page is a person's
     memory = memory_of(request)
-    user = await memory.authenticate(key)
-    if user is None:
-        count_failure(request)  # a cookie is one more way to present a key: guesses count here too
-        return None
-    session = Session(user, key, await csrf_token(memory, key))
+    session = Session(caller.user, key, await csrf_token(memory, key))
     request.state.session = session
     return session
+
+
+async def current(request: Request) -> Session | None:
+    """The signed-in person, if the cookie holds a key that still works."""
+    try:
+        return await resume(request)
+    except KeyRefused:
+        return None
 
 
 async def signed_in(request: Request) -> Session:
