@@ -16,7 +16,7 @@ from ..jobs import Worker
 from ..mcp.http import McpEndpoint
 from ..memory import Memory
 from ..settings import Settings
-from . import errors
+from . import docs, errors
 from .auth_limit import AuthLimiter
 from .routes import account, admin, agents, audit, chat, memories, review, turns
 
@@ -82,6 +82,9 @@ def create_app(settings: Settings, memory: Memory | None = None) -> FastAPI:
         version="0.1.0",
         summary="Long-term memory for personal AI assistants: learn, recall, correct, audit.",
         lifespan=lifespan,
+        docs_url=None,  # docs.install serves /docs under the site's CSP
+        redoc_url=None,
+        swagger_ui_oauth2_redirect_url=None,
     )
     app.state.settings = settings
     app.state.auth_limiter = AuthLimiter.from_settings(settings.auth_limit)
@@ -94,6 +97,7 @@ def create_app(settings: Settings, memory: Memory | None = None) -> FastAPI:
 
     for module in (memories, review, audit, account, admin, agents, turns, chat):
         app.include_router(module.router)
+    docs.install(app)
     web.install(app)  # the person's page at /, outside the API's schema
     app.add_route(mcp.path, mcp, include_in_schema=False)
     return app
