@@ -13,6 +13,7 @@ from types import TracebackType
 import uvicorn
 
 from mnemo.server.app import create_app
+from mnemo.server.timeouts import uvicorn_options
 from mnemo.settings import Settings
 
 
@@ -29,7 +30,14 @@ class LiveServer:
 
     def start(self) -> LiveServer:
         app = create_app(self.settings)
-        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+        config = uvicorn.Config(
+            app,
+            host="127.0.0.1",
+            port=0,
+            log_level="warning",
+            lifespan="on",
+            **uvicorn_options(self.settings),
+        )
         self._server = uvicorn.Server(config)
 
         def serve() -> None:

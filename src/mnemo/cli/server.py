@@ -50,13 +50,20 @@ def serve(
         import uvicorn
 
         from ..server.app import create_app
+        from ..server.timeouts import uvicorn_options
 
         try:
             check_database_url(settings)
         except ValueError as exc:
             raise CliFailure(str(exc), BAD_INPUT) from exc
         settings.data_dir.mkdir(parents=True, exist_ok=True)
-        uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")
+        uvicorn.run(
+            create_app(settings),
+            host=settings.host,
+            port=settings.port,
+            log_level="info",
+            **uvicorn_options(settings),
+        )
 
     guarded(
         options,

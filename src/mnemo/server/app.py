@@ -16,7 +16,7 @@ from ..jobs import Worker
 from ..mcp.http import McpEndpoint
 from ..memory import Memory
 from ..settings import Settings
-from . import docs, errors
+from . import docs, errors, timeouts
 from .auth_limit import AuthLimiter
 from .routes import account, admin, agents, audit, chat, memories, review, turns
 
@@ -90,6 +90,9 @@ def create_app(settings: Settings, memory: Memory | None = None) -> FastAPI:
     app.state.auth_limiter = AuthLimiter.from_settings(settings.auth_limit)
     errors.install(app)
     app.add_middleware(errors.BodyLimit, limit=settings.max_body_bytes)
+    app.add_middleware(
+        timeouts.BodyDeadline, gap=settings.read_timeout_seconds, total=settings.body_timeout_seconds
+    )
 
     @app.get("/healthz", tags=["health"])
     async def healthz() -> dict[str, str]:
