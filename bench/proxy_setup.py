@@ -51,10 +51,14 @@ def serve_mnemo(port: int) -> None:
     import uvicorn
 
     from mnemo.server.app import create_app
+    from mnemo.server.serving import uvicorn_options
     from mnemo.settings import Settings
 
-    app = create_app(Settings())
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+    settings = Settings()
+    app = create_app(settings)
+    uvicorn.run(
+        app, host="127.0.0.1", port=port, log_level="warning", access_log=False, **uvicorn_options(settings)
+    )
 
 
 def spawn(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen:

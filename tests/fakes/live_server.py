@@ -13,7 +13,7 @@ from types import TracebackType
 import uvicorn
 
 from mnemo.server.app import create_app
-from mnemo.server.client_address import forwarded_header_options
+from mnemo.server.serving import uvicorn_options
 from mnemo.settings import Settings
 
 
@@ -37,7 +37,7 @@ class LiveServer:
             port=0,
             log_level="warning",
             lifespan="on",
-            **forwarded_header_options(self.settings),
+            **uvicorn_options(self.settings),
         )
         self._server = uvicorn.Server(config)
 

@@ -50,7 +50,7 @@ def serve(
         import uvicorn
 
         from ..server.app import create_app
-        from ..server.client_address import forwarded_header_options
+        from ..server.serving import uvicorn_options
 
         try:
             check_database_url(settings)
@@ -62,7 +62,7 @@ def serve(
             host=settings.host,
             port=settings.port,
             log_level="info",
-            **forwarded_header_options(settings),
+            **uvicorn_options(settings),
         )
 
     guarded(

@@ -16,7 +16,7 @@ from ..jobs import Worker
 from ..mcp.http import McpEndpoint
 from ..memory import Memory
 from ..settings import Settings
-from . import errors
+from . import docs, errors, timeouts
 from .auth_limit import AuthLimiter
 from .routes import account, admin, agents, audit, chat, memories, review, turns
 
@@ -82,11 +82,17 @@ def create_app(settings: Settings, memory: Memory | None = None) -> FastAPI:
         version="0.1.0",
         summary="Long-term memory for personal AI assistants: learn, recall, correct, audit.",
         lifespan=lifespan,
+        docs_url=None,  # docs.install serves /docs under the site's CSP
+        redoc_url=None,
+        swagger_ui_oauth2_redirect_url=None,
     )
     app.state.settings = settings
     app.state.auth_limiter = AuthLimiter.from_settings(settings.auth_limit)
     errors.install(app)
     app.add_middleware(errors.BodyLimit, limit=settings.max_body_bytes)
+    app.add_middleware(
+        timeouts.BodyDeadline, gap=settings.read_timeout_seconds, total=settings.body_timeout_seconds
+    )
 
     @app.get("/healthz", tags=["health"])
     async def healthz() -> dict[str, str]:
@@ -94,6 +100,7 @@ def create_app(settings: Settings, memory: Memory | None = None) -> FastAPI:
 
     for module in (memories, review, audit, account, admin, agents, turns, chat):
         app.include_router(module.router)
+    docs.install(app)
     web.install(app)  # the person's page at /, outside the API's schema
     app.add_route(mcp.path, mcp, include_in_schema=False)
     return app

@@ -91,42 +91,55 @@ class BodyLimit:
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
             await _error(413, f"request body over {self.limit} bytes")(scope, receive, send)
             return
-        too_large = _Over(self.limit)
+        refusal = Refusal(413)
+        seen = 0
 
         async def limited() -> Message:
-            if too_large.hit:
-                return {"type": "http.disconnect"}
+            nonlocal seen
             message = await receive()
             if message["type"] == "http.request":
-                too_large.seen += len(message.get("body", b""))
-                if too_large.seen > self.limit:
-                    # The app sees the client leave; whatever it answers to that is
-                    # dropped (FastAPI would say 400) and the 413 goes out instead.
-                    too_large.hit = True
-                    return {"type": "http.disconnect"}
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    # FastAPI would answer the client's leaving with 400: the 413 goes out instead
+                    return refusal.refuse(f"request body over {self.limit} bytes")
             return message
 
+        await refusal.run(self.app, scope, limited, send)
+
+
+class Refusal:
+    """A middleware's refusal of a request the app is already handling: the app is told that the
+    client left, its answer is dropped, and the refusal goes out instead (unless the app's answer
+    had begun: then that one is cut short, and uvicorn closes the connection)."""
+
+    def __init__(self, status: int, headers: dict[str, str] | None = None) -> None:
+        self.status = status
+        self.headers = headers
+        self.reason = ""
+        self.started = False
+
+    def refuse(self, reason: str) -> Message:
+        """What the app's receive() gets instead of the request's next message."""
+        self.reason = reason
+        return {"type": "http.disconnect"}
+
+    async def run(self, app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
+        async def receiving() -> Message:
+            if self.reason:  # asked again after being told the client left
+                return {"type": "http.disconnect"}
+            return await receive()
+
         async def guarded(message: Message) -> None:
-            if too_large.hit:
+            if self.reason:
                 return
             if message["type"] == "http.response.start":
-                too_large.started = True
+                self.started = True
             await send(message)
 
         try:
-            await self.app(scope, limited, guarded)
+            await app(scope, receiving, guarded)
         except Exception:
-            if not too_large.hit:
+            if not self.reason:
                 raise
-        if too_large.hit and not too_large.started:
-            await _error(413, f"request body over {self.limit} bytes")(scope, receive, send)
-
-
-class _Over:
-    """How much of the body has arrived, and whether it went over the limit."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.seen = 0
-        self.hit = False
-        self.started = False
+        if self.reason and not self.started:
+            await _error(self.status, self.reason, headers=self.headers)(scope, receive, send)
