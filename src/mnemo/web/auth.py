@@ -12,7 +12,7 @@ from ..server.auth_limit import address_of, count_failure, limiter_of
 from .forms import text
 from .render import local_path, page, redirect
 from .routing import web_router
-from .session import COOKIE, FormDep, Refused, cross_site, current, memory_of, sign_in, sign_out
+from .session import COOKIE, FormDep, Refused, cross_site, current, memory_of, read_form, sign_in, sign_out
 
 router = web_router()
 
@@ -41,7 +41,7 @@ async def signin_form(request: Request) -> Response:
 async def signin(request: Request) -> Response:
     if cross_site(request):
         raise Refused("it came from another site")
-    form = await request.form()
+    form = await read_form(request)
     key = text(form, "key", 500)
     target = local_path(form.get("next"), HOME)
     if (blocked := _blocked(request, target)) is not None:
