@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from mnemo.cli.main import app
+from tests.helpers import in_store
 
 Invoke = Callable[..., Result]
 
@@ -240,6 +241,42 @@ def test_read_only_commands_do_not_create_the_database(mnemo_sqlite: Invoke, dat
     assert (data_dir / "mnemo.db").is_file()
 
 
+def test_read_only_commands_create_no_user(
+    mnemo: Invoke, data_dir: Path, tmp_path: Path, database_url: str | None, embedder
+) -> None:
+    source = invoker(tmp_path / "source", None)
+    add(source, "I keep bees", user="bob")
+    exported = tmp_path / "bob.jsonl"
+    ok(source("export", "--output", str(exported), user="bob"))
+
+    theirs = add(mnemo, "The database is there", user="alice")["id"]
+    reading = (
+        ["list"],
+        ["search", "bees"],
+        ["show", theirs],
+        ["history", theirs],
+        ["review"],
+        ["audit", "verify"],
+        ["settings", "show"],
+        ["agents", "list"],
+        ["export"],
+        ["export", "--output", str(tmp_path / "nothing.jsonl")],
+        ["purge", theirs],  # without --yes it only says what it would erase
+    )
+    # a change to one memory needs someone who has memories
+    changing = (["edit", theirs, "new text"], ["forget", theirs], ["pin", theirs], ["approve", theirs])
+    for args in (*reading, *changing):
+        result = mnemo(*args, user="bob")
+        assert result.exit_code == 1, args
+        assert result.stderr.strip() == "No user named 'bob'.", args
+    assert not (tmp_path / "nothing.jsonl").exists()
+    assert in_store(data_dir, embedder, lambda m: m.find_user("bob"), database_url) is None
+
+    report = as_json(mnemo("import", str(exported), "--json", user="bob"))
+    assert (report["user_created"], report["facts_added"], report["audit_ok"]) == (True, 1, True)
+    assert [f["text"] for f in as_json(mnemo("list", "--json", user="bob"))] == ["I keep bees"]
+
+
 def test_missing_config_file_is_a_usage_error(mnemo: Invoke, tmp_path: Path) -> None:
     result = mnemo("--config", str(tmp_path / "nope.toml"), "list")
     assert result.exit_code == 2 and "Config file not found" in result.stderr
@@ -262,7 +299,8 @@ def test_a_user_never_sees_another_users_memories(mnemo: Invoke) -> None:
     assert mnemo("forget", secret["id"], user="bob").exit_code == 1
 
     assert "X1234567" in ok(mnemo("search", "passport number", user="alice")).stdout
-    assert "X1234567" not in ok(mnemo("list")).stdout  # the default user, "local"
+    nobody = mnemo("list")  # the default user, "local", who was never created
+    assert nobody.exit_code == 1 and "X1234567" not in nobody.output
 
 
 def test_agents(mnemo: Invoke) -> None:

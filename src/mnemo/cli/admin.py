@@ -40,7 +40,7 @@ def agents_create(
     async def work(s: Session):
         return await s.memory.create_agent(s.user.id, name, private=private, reads_default=reads_default)
 
-    agent = run(ctx, work, needs_db=False, resolve_agent=False)
+    agent = run(ctx, work, resolve_agent=False, creates=True)
     if json:
         output.emit_json(output.agent_json(agent))
     else:
@@ -136,7 +136,7 @@ def settings_memory(
         await s.memory.set_user_switch(s.user.id, value)
         return await _state(s)
 
-    _show_state(run(ctx, work, needs_db=False, resolve_agent=False), json)
+    _show_state(run(ctx, work, resolve_agent=False, creates=True), json)
 
 
 @settings.command("policy")
@@ -154,7 +154,7 @@ def settings_policy(
         await s.memory.set_review_policy(s.user.id, policy)
         return await _state(s)
 
-    _show_state(run(ctx, work, needs_db=False, resolve_agent=False), json)
+    _show_state(run(ctx, work, resolve_agent=False, creates=True), json)
 
 
 @settings.command("server-mode")
@@ -170,7 +170,7 @@ def settings_server_mode(
         await s.memory.set_server_mode(value)
         return await _state(s)
 
-    _show_state(run(ctx, work, needs_db=False, resolve_agent=False), json)
+    _show_state(run(ctx, work, resolve_agent=False, creates=True), json)
 
 
 # -- audit ------------------------------------------------------------------------------

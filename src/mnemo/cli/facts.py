@@ -42,7 +42,7 @@ def add(
             fact = await s.memory.pin(s.scope, fact.id)
         return fact
 
-    fact = run(ctx, work, needs_db=False)
+    fact = run(ctx, work, creates=True)
     if json:
         output.emit_json(output.fact_json(fact))
         return
@@ -166,7 +166,7 @@ def remember(
         report = await s.memory.remember(Turn.of(s.scope, *pairs))
         return report, s.memory.chat is None
 
-    report, explicit_only = run(ctx, work, needs_db=False)
+    report, explicit_only = run(ctx, work, creates=True)
     if json:
         output.emit_json(
             {

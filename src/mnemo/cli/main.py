@@ -2,7 +2,7 @@
 
 Every command runs one coroutine over an open Memory (see `runtime.run`), which
 also turns mnemo's errors into messages and exit codes: 1 when the request
-failed (unknown id, conflict, no database yet), 2 when it cannot be applied as
+failed (unknown id or user, conflict, no database yet), 2 when it cannot be applied as
 given (empty text, bad option values).
 """
 

@@ -144,21 +144,23 @@ def run(
     ctx: typer.Context,
     work: Callable[[Session], Awaitable[T]],
     *,
-    needs_db: bool = True,
+    creates: bool = False,
     fact_id: str | None = None,
     resolve_agent: bool = True,
 ) -> T:
     """Run `work` in one event loop over an open Memory; mnemo's errors become exits.
 
-    `needs_db`: refuse (without creating it) when the database does not exist yet.
+    `creates`: the command adds something, and creates the database and the user on
+    first use. Any other command refuses, creating nothing, when either is missing: a
+    look around, or a typo in --user, leaves no user behind to get in an import's way.
     `fact_id`: the id the command acts on, for the "No memory with id" message.
     """
     options = ctx.find_object(Options) or Options()
 
     def start(settings: Settings) -> T:
-        return asyncio.run(_session(settings, options, work, resolve_agent))
+        return asyncio.run(_session(settings, options, work, resolve_agent, creates))
 
-    return guarded(options, start, needs_db=needs_db, fact_id=fact_id)
+    return guarded(options, start, needs_db=not creates, fact_id=fact_id)
 
 
 def run_memory(
@@ -227,11 +229,17 @@ async def _open(settings: Settings) -> Memory:
 
 
 async def _session(
-    settings: Settings, options: Options, work: Callable[[Session], Awaitable[T]], resolve_agent: bool
+    settings: Settings,
+    options: Options,
+    work: Callable[[Session], Awaitable[T]],
+    resolve_agent: bool,
+    creates: bool,
 ) -> T:
     memory = await _open(settings)
     try:
-        user = await memory.user(settings.user)
+        user = await (memory.user if creates else memory.find_user)(settings.user)
+        if user is None:
+            raise CliFailure(f"No user named {settings.user!r}.")
         agents = await memory.agents(user.id)
         agent = None
         if resolve_agent and options.agent is not None:

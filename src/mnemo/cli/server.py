@@ -14,6 +14,7 @@ from ..build import check_database_url
 from ..domain import Conflict
 from ..memory import Memory
 from ..settings import Settings
+from ..store.private_files import private_directory
 from . import output
 from .options import Json
 from .runtime import BAD_INPUT, FAILED, CliFailure, Options, guarded, run_memory
@@ -56,7 +57,7 @@ def serve(
             check_database_url(settings)
         except ValueError as exc:
             raise CliFailure(str(exc), BAD_INPUT) from exc
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        private_directory(settings.data_dir)
         uvicorn.run(
             create_app(settings),
             host=settings.host,

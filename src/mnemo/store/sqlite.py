@@ -43,6 +43,7 @@ from .base import ScoredFact
 from .fulltext import COMMON_TERM_SHARE, SMALL_STORE, owner_token, query_words
 from .migrate import pending
 from .migrations.sqlite import MIGRATIONS
+from .private_files import private_database
 from .sqlite_backfill import BackfillMixin
 from .sqlite_events import redact_events
 from .sqlite_jobs import JobsMixin
@@ -125,7 +126,7 @@ class SQLiteStore(PeopleMixin, JobsMixin, BackfillMixin, TransferMixin, ReindexM
 
     def _open(self) -> None:
         if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            private_database(Path(self.path))
         conn = sqlean.connect(self.path, isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")

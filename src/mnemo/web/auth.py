@@ -9,7 +9,7 @@ from ..server.callers import KeyRefused, identify
 from .forms import text
 from .render import local_path, page, redirect
 from .routing import web_router
-from .session import FormDep, Refused, cross_site, current, resume, sign_in, sign_out
+from .session import FormDep, Refused, cross_site, current, read_form, resume, sign_in, sign_out
 
 router = web_router()
 
@@ -37,7 +37,7 @@ async def signin_form(request: Request) -> Response:
 async def signin(request: Request) -> Response:
     if cross_site(request):
         raise Refused("it came from another site")
-    form = await request.form()
+    form = await read_form(request)
     key = text(form, "key", 500)
     target = local_path(form.get("next"), HOME)
     if not key:

@@ -21,12 +21,14 @@ from ..server.schemas import is_uuid
 from .forms import text
 from .render import page
 from .routing import web_router
-from .session import FormDep, Session, SessionDep, memory_of
+from .session import BadForm, FormDep, Session, SessionDep, memory_of
 
 router = web_router()
 
 MAX_MESSAGE = 8000
 MAX_TURNS = 20  # exchanges sent back as context; older ones drop off the front
+MAX_DEPTH = 4  # the transcript: a list of messages, each with a list of what was recalled
+TOO_DEEP = "the conversation sent back is nested deeper than a conversation is."
 _ARMS = {
     "pinned": "pinned",
     "semantic": "similar meaning",
@@ -37,11 +39,16 @@ _ARMS = {
 
 
 def _history(raw: str) -> list[dict[str, Any]]:
-    """The transcript the page sent back; anything malformed is dropped, not trusted."""
+    """The transcript the page sent back; anything malformed is dropped, not trusted, and
+    anything nested deeper than a transcript is refused."""
     try:
         items = json.loads(raw) if raw else []
+    except RecursionError as exc:  # deeper than the parser goes, so far deeper than a transcript
+        raise BadForm(TOO_DEEP) from exc
     except ValueError:
         return []
+    if _depth(items) > MAX_DEPTH:
+        raise BadForm(TOO_DEEP)
     kept = []
     for item in items if isinstance(items, list) else []:
         if not isinstance(item, dict) or item.get("role") not in ("user", "assistant"):
@@ -56,6 +63,19 @@ def _history(raw: str) -> list[dict[str, Any]]:
         ]
         kept.append({"role": item["role"], "content": item["content"][:MAX_MESSAGE], "recalled": recalled})
     return kept[-2 * MAX_TURNS :]
+
+
+def _depth(value: object) -> int:
+    """How many lists and objects deep `value` nests (walked without recursion)."""
+    deepest, waiting = 0, [(value, 1)]
+    while waiting:
+        item, level = waiting.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            deepest = max(deepest, level)
+            waiting.extend((inner, level + 1) for inner in item)
+    return deepest
 
 
 async def render_chat(

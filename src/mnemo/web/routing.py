@@ -2,7 +2,7 @@
 
 The API answers JSON errors (server/errors.py); a page answers a page: to the
 sign-in form when no one is signed in, a "not found" page for ids that are not
-theirs, a refusal page for a form that failed its checks.
+theirs, a refusal page for a form that failed its checks or that no page sends.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from starlette.responses import RedirectResponse, Response
 
 from ..domain import Conflict, InvalidInput, NotFound, StorageFull
 from .render import HEADERS, page
-from .session import Refused, SignInNeeded
+from .session import BadForm, Refused, SignInNeeded
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +43,8 @@ class WebRoute(APIRoute):
                 return RedirectResponse(target, status_code=303, headers=HEADERS)
             except Refused as exc:
                 return error_page(request, 403, "Refused", f"Nothing was changed: {exc}.")
+            except BadForm as exc:
+                return error_page(request, 400, "Form not accepted", f"Nothing was changed: {exc}")
             except NotFound:
                 return error_page(
                     request, 404, "Not found", "There is nothing here, or it is not yours to see."

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 from fastapi import Depends, Request
 from starlette.datastructures import FormData
+from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
 from ..domain import Scope, User
@@ -37,6 +38,10 @@ class SignInNeeded(Exception):
 
 class Refused(Exception):
     """A state-changing request that did not prove it came from our own page."""
+
+
+class BadForm(Exception):
+    """A form no page of ours sends: one that cannot be read, or shaped beyond what a page holds."""
 
 
 @dataclass(frozen=True)
@@ -104,11 +109,21 @@ async def checked_form(request: Request, session: Annotated[Session, Depends(sig
     """The form of a state-changing request, once it has proved it came from our page."""
     if cross_site(request):
         raise Refused("it came from another site")
-    form = await request.form()
+    form = await read_form(request)
     token = form.get(CSRF_FIELD)
     if not isinstance(token, str) or not hmac.compare_digest(token.encode(), session.csrf.encode()):
         raise Refused("its form token is missing or wrong (the page may be out of date: reload it)")
     return form
+
+
+async def read_form(request: Request) -> FormData:
+    """The request's form. Starlette refuses one it will not read (over 1,000 fields or
+    files, a field over 1 MB, broken multipart) with an HTTPException: a BadForm here, so
+    that the page answers 400 with its own error page."""
+    try:
+        return await request.form()
+    except HTTPException as exc:
+        raise BadForm(f"the form could not be read. {exc.detail}") from exc
 
 
 def sign_in(response: Response, request: Request, key: str) -> None:
