@@ -181,3 +181,30 @@ async def every_row(store) -> str:
     for (table,) in await raw_sql(store, tables):
         rows += await raw_sql(store, f'SELECT * FROM "{table}"')
     return repr(rows)
+
+
+def fill_the_disk(server, api):
+    """Make the running server's database refuse to grow, as on a full disk, then fill what room
+    is left with adds through `api` (a client of the server); returns the answer that found no
+    room. SQLite: a page limit on the server's own connection (SQLITE_FULL). PostgreSQL: its
+    disk_full error (53100), raised by triggers on the tables a write first fills."""
+    store = server.app.state.memory.store
+    if hasattr(store, "_conn"):
+        with store._lock:
+            (pages,) = store._conn.execute("PRAGMA page_count").fetchone()
+            store._conn.execute(f"PRAGMA max_page_count = {pages}")
+    else:
+        import psycopg
+
+        with psycopg.connect(store.url, autocommit=True) as conn:
+            conn.execute(
+                "CREATE FUNCTION disk_full() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION"
+                " 'could not extend file: No space left on device' USING ERRCODE = 'disk_full'; END $$"
+            )
+            for table in ("facts", "jobs"):
+                conn.execute(f"CREATE TRIGGER no_room BEFORE INSERT ON {table} EXECUTE FUNCTION disk_full()")
+    for n in range(500):  # the room left in the last pages goes first; then no add fits
+        reply = api.post("/v1/memories", json={"text": f"I keep diary {n}: " + "long days " * 190})
+        if reply.status_code != 201:
+            return reply
+    raise AssertionError("the database kept growing")

@@ -25,7 +25,13 @@ SLOTS = ("custom", "private")  # the two other agents each user may have at a ti
 VIEWS = (DEFAULT, *SLOTS)  # the assistants that act for a user
 OWN = "all"  # the person's own view of everything they own (Scope(all_agents=True))
 
-ACTIVE, RETRACTED = "active", "retracted"
+ACTIVE, RETRACTED, CANDIDATE, REJECTED, SUPERSEDED = (
+    "active",
+    "retracted",
+    "candidate",
+    "rejected",
+    "superseded",
+)
 
 
 def examples(default: int, long: int, *, steps: tuple[int, int] = (20, 30)) -> hypothesis_settings:
@@ -60,6 +66,7 @@ class FactRecord:
     text: str
     pinned: bool
     texts: set[str] = field(default_factory=set)  # every text it ever had (its history's)
+    purged: bool = False  # erased: no text left, in it or in its history
 
     def __post_init__(self) -> None:
         self.texts.add(self.text)
@@ -113,6 +120,32 @@ class World:
 
     def user_facts(self, user: int) -> list[FactRecord]:
         return [f for f in self.facts.values() if f.user == user]
+
+    def agent_deleted(self, fact: FactRecord) -> bool:
+        return fact.agent_id is not None and all(a.id != fact.agent_id for a in self.live_agents(fact.user))
+
+    def purge(self, fact: FactRecord) -> None:
+        """Erase a fact, and its agent's other facts that say the same (they go with it)."""
+        for f in self.facts.values():
+            if (f.user, f.agent_id, f.text) == (fact.user, fact.agent_id, fact.text) and not f.purged:
+                f.status = {ACTIVE: RETRACTED, CANDIDATE: REJECTED}.get(f.status, f.status)
+                f.purged = True
+        for f in self.facts.values():
+            if f.purged:
+                f.text = ""
+
+    def active_twin(self, fact: FactRecord) -> FactRecord | None:
+        """Another active fact of the same user and agent with the same text (one text is active
+        once per agent: restoring this fact would be refused, approving it merges into the twin)."""
+        return next(
+            (
+                f
+                for f in self.facts.values()
+                if f.id != fact.id
+                and (f.user, f.agent_id, f.text, f.status) == (fact.user, fact.agent_id, fact.text, ACTIVE)
+            ),
+            None,
+        )
 
     # -- texts ----------------------------------------------------------------
 

@@ -133,6 +133,24 @@ def resealed(events: Sequence[tuple[int, str, bool]], prev: str) -> list[tuple[i
     return out
 
 
+def texts_of(snapshots: Iterable[tuple[dict[str, Any] | None, dict[str, Any] | None]]) -> set[str]:
+    """Every text a fact had, from its events' (before, after) snapshots."""
+    return {t for pair in snapshots for s in pair if s and (t := s.get("text"))}
+
+
+def tells_of(reason: str, texts: Iterable[str], *, replaced_it: bool) -> bool:
+    """Whether another event's reason speaks of a purged fact: the creation of what replaced it
+    (its reason says what was replaced, in whatever words), or a reason that quotes one of its
+    texts (ignoring case)."""
+    folded = reason.casefold()
+    return replaced_it or any(t.casefold() in folded for t in texts)
+
+
+def like_escaped(text: str) -> str:
+    """`text` for a LIKE pattern with ESCAPE '\\': its own % and _ taken literally."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
 def redact(snapshot: dict[str, Any] | None) -> dict[str, Any] | None:
     """A snapshot with its text erased (purge)."""
     if snapshot is None:
@@ -158,6 +176,11 @@ def verify(events: Iterable[Event]) -> AuditReport:
                 problems.append(f"event {e.seq}: redacted, but still holds text")
             elif e.salt is not None:
                 problems.append(f"event {e.seq}: redacted, but still holds its salt")
+        elif e.redacted_for is not None:  # its reason told of a purged fact, and was erased
+            if e.redacted_for not in purged:
+                problems.append(f"event {e.seq}: its reason was erased, but no purge of {e.redacted_for}")
+            elif e.reason is not None or e.salt is not None:
+                problems.append(f"event {e.seq}: its reason was erased, but it still holds it or its salt")
         else:
             expected = content_digest(
                 at=e.at,

@@ -147,6 +147,16 @@ def normalise(text: str) -> str:
     return _TRAILING_PUNCT.sub("", text)
 
 
+def is_unicode(text: str) -> bool:
+    """Whether `text` is Unicode that UTF-8 (and so every store, tokenizer and model) takes:
+    JSON lets a lone surrogate ("\\ud800") through, which none of them does."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def text_hash(text: str) -> str:
     return hashlib.sha256(normalise(text).encode()).hexdigest()
 
@@ -357,6 +367,7 @@ class Event:
     hash: str
     redacted: bool = False
     salt: str | None = None  # random, per event; erased by a purge (see mnemo.audit)
+    redacted_for: str | None = None  # the purged fact this event's reason told of (erased with it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -507,6 +518,11 @@ class Change:
     reason: str | None = None
     vector: Any = None  # a float32 numpy vector when the text changed
     redact: bool = False  # purge: erase the text of this fact's past events
+
+    def __post_init__(self) -> None:
+        # a reason is free text from a person or a model: PostgreSQL cannot store U+0000 in it
+        if self.reason is not None and "\x00" in self.reason:
+            object.__setattr__(self, "reason", self.reason.replace("\x00", "\ufffd"))
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,6 +51,7 @@ def event_record(e: Event) -> dict[str, Any]:
         "redacted": e.redacted,
         "digest": e.digest,
         "salt": e.salt,
+        "redacted_for": e.redacted_for,
         "prev_hash": e.prev_hash,
         "hash": e.hash,
     }

@@ -138,27 +138,36 @@ class Memory:
 
     async def delete_agent(self, user_id: str, agent_id: str, *, actor: str = "user") -> tuple[Agent, int]:
         """Delete an agent, retract (not erase) its active facts and reject its candidates (no
-        assistant is left to recall them); returns how many facts went."""
-        await self.store.get_agent(user_id, agent_id)  # NotFound before anything changes
+        assistant is left to recall them); returns how many facts went.
+
+        The agent is deleted in the transaction that finds none of its facts left active: a
+        fact added for it meanwhile is swept too, and none can be added after."""
+        agent = await self.store.get_agent(user_id, agent_id)  # NotFound before anything changes
         scope = Scope(user_id, agent_id)
-        now = self.clock()
         reason = "its agent was deleted"
-        gone = skipped = 0
-        statuses = [Status.ACTIVE, Status.CANDIDATE]
-        # the agent may read the default agent's facts too: those are passed over, page by page
-        while page := await self.store.list_facts(scope, statuses=statuses, limit=500, offset=skipped):
-            own = [f for f in page if f.agent_id == agent_id]
-            skipped += len(page) - len(own)
-            batch = [
-                changes.retract(f, now=now, actor=actor, reason=reason)
-                if f.status == Status.ACTIVE
-                else changes.reject(f, now=now, actor=actor, reason=reason)
-                for f in own
-            ]
-            if batch:
-                await self._commit(scope, batch, now)
-            gone += len(own)
-        return await self.store.delete_agent(user_id, agent_id), gone
+        gone = 0
+
+        async def sweep() -> Agent:
+            nonlocal gone
+            now, skipped = self.clock(), 0
+            # the agent may read the default agent's facts too: those are passed over, page by page
+            statuses = [Status.ACTIVE, Status.CANDIDATE]
+            while page := await self.store.list_facts(scope, statuses=statuses, limit=500, offset=skipped):
+                own = [f for f in page if f.agent_id == agent_id]
+                skipped += len(page) - len(own)
+                batch = [
+                    changes.retract(f, now=now, actor=actor, reason=reason)
+                    if f.status == Status.ACTIVE
+                    else changes.reject(f, now=now, actor=actor, reason=reason)
+                    for f in own
+                ]
+                if batch:
+                    await self._commit(scope, batch, now)
+                gone += len(own)
+            await self.store.commit(user_id, [], now, retire=agent_id)
+            return agent
+
+        return await _settled(sweep), gone
 
     async def jobs(
         self, user_id: str, *, status: JobStatus | None = None, limit: int = 50, offset: int = 0
@@ -477,10 +486,25 @@ class Memory:
         reason: str | None = None,
         version: int | None = None,
     ) -> Fact:
-        """Erase a fact's text everywhere (the right to erasure); an event records that it happened."""
+        """Erase a fact's text everywhere (the right to erasure); an event records that it happened.
+
+        Its agent's other facts that say the same (a candidate merged into it, an earlier copy
+        retracted or superseded) are erased with it, and so are the reasons of other events
+        that told of it (see store/*_events.py)."""
         fact = await self._current(scope, fact_id, version)
         now = self.clock()
-        return await self._apply(scope, changes.purge(fact, now=now, actor=actor, reason=reason), now)
+        batch = [changes.purge(fact, now=now, actor=actor, reason=reason)]
+        copies = await self.store.find_by_hash(
+            Scope(fact.user_id, all_agents=True), fact.text_hash, statuses=tuple(Status)
+        )
+        why = f"said what memory {fact.id} said, which was erased"
+        batch += [
+            changes.purge(f, now=now, actor=actor, reason=why)
+            for f in copies
+            if f.id != fact.id and f.agent_id == fact.agent_id
+        ]
+        await self._commit(scope, batch, now)
+        return batch[0].fact
 
     # -- reading the record -----------------------------------------------------
 

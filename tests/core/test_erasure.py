@@ -6,8 +6,8 @@ from an export, and on SQLite not from the database's files either.
 from __future__ import annotations
 
 from mnemo import audit, export
-from mnemo.domain import Scope
-from tests.helpers import texts
+from mnemo.domain import Scope, Turn
+from tests.helpers import extraction, texts
 
 PIN = "My bank PIN is 4426"
 
@@ -57,3 +57,61 @@ async def test_a_purged_text_cannot_be_confirmed_from_the_log(memory, alice):
     lines = [export.line(r) async for r in export.records(memory, user)]
     assert not any("4426" in line for line in lines)
     assert texts(await memory.search("bank PIN", Scope(alice.user_id, all_agents=True))) == []
+
+
+async def test_purge_erases_the_reasons_that_tell_of_it(llm_memory, scripted_llm, alice):
+    """A model's reason quotes the fact it replaced, a person's the fact they retracted: once
+    that fact is purged, no event of the person holds its text, while the new fact stays."""
+    old = await llm_memory.add(alice, PIN)
+    scripted_llm.reply_json(extraction("My bank PIN is 9999"))
+    scripted_llm.reply_json(
+        {"decisions": [{"new": 1, "action": "supersede", "target": 1, "reason": "replaces: pin is 4426"}]}
+    )
+    await llm_memory.remember(Turn.of(alice, ("user", "New PIN: 9999."), ("assistant", "Noted.")))
+    other = await llm_memory.add(alice, "I keep my cards in a drawer")
+    await llm_memory.retract(alice, other.id, reason=f"moved; note it was '{PIN.upper()}'")
+    told = [e for e in await llm_memory.events(alice.user_id) if "4426" in (e.reason or "")]
+    assert {e.action for e in told} == {
+        "create",
+        "supersede",
+        "retract",
+    }  # the new fact's, the old's, the other's
+    await llm_memory.purge(alice, old.id)
+
+    events = await llm_memory.events(alice.user_id)
+    assert not any("4426" in repr((e.reason, e.before, e.after)) for e in events)
+    assert texts(await llm_memory.list(alice)) == ["My bank PIN is 9999"]
+    assert (await llm_memory.verify_audit(alice.user_id)).ok
+
+
+async def test_purge_erases_the_copies_of_its_text(memory, alice):
+    """A candidate merged into the fact, an earlier copy retracted: both say what the purged fact
+    said, and go with it; the same text in another agent's memory stays."""
+    everything = Scope(alice.user_id, all_agents=True)
+    earlier = await memory.add(alice, PIN)
+    await memory.retract(alice, earlier.id)
+    held = await memory.add(alice, PIN, held=True)
+    fact = await memory.add(alice, PIN)
+    assert (await memory.approve(alice, held.id)).id == fact.id  # merged
+    agent = await memory.create_agent(alice.user_id, "Bank")
+    elsewhere = await memory.add(Scope(alice.user_id, agent.id), PIN)
+
+    await memory.purge(alice, fact.id)
+    left = await memory.list(everything, statuses=None)
+    assert [f.id for f in left if "4426" in f.text] == [elsewhere.id]
+    assert {f.id for f in left if f.purged} == {earlier.id, held.id, fact.id}
+    assert not any(
+        "4426" in repr((e.before, e.after))
+        for e in await memory.events(alice.user_id)
+        if e.fact_id != elsewhere.id
+    )
+    assert (await memory.verify_audit(alice.user_id)).ok
+
+
+async def test_a_reason_with_a_nul_character_is_kept(memory, alice):
+    """PostgreSQL cannot store U+0000: a reason (a person's, or an assistant's through MCP)
+    keeps U+FFFD in its place on both stores, rather than failing."""
+    fact = await memory.add(alice, "I like tea")
+    await memory.retract(alice, fact.id, reason="changed\x00mind")
+    [_, retracted] = await memory.history(alice, fact.id)
+    assert retracted.reason == "changed\ufffdmind"

@@ -1,7 +1,8 @@
 """Isolation as a property, on both backends.
 
 Hypothesis interleaves writes, restatements, edits, retractions, restores,
-recalls and agent creation, change and deletion across 5 users, each with the
+purges, candidates held for review (approved, merged into an active twin, or
+rejected), recalls and agent creation, change and deletion across 5 users, each with the
 default agent, a custom agent and a private agent (changes are also tried with
 another user's id and through deleted agents, and must fail with NotFound).
 After every step, by the reference model in tests/isolation_model.py: every
@@ -11,6 +12,7 @@ the step touched, so do the recency and pinned arms and list `as_of`, while
 recall (live and `as_of`) and the person's search answer nothing else; their
 own view and export hold exactly their facts, and the history of each fact the
 step touched answers only the views that may read it, with only its own texts.
+A purged fact keeps no text, nor does its history.
 A leak fails with hypothesis's shortest sequence of steps that shows it, and
 the wrong text names the owner and agent it belongs to.
 
@@ -36,16 +38,19 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from mnemo.domain import InvalidInput, NotFound, Scope
+from mnemo.domain import Conflict, InvalidInput, NotFound, Scope
 from mnemo.export import records
 from mnemo.memory import Memory
 from mnemo.settings import Settings
 from tests.isolation_model import (
     ACTIVE,
+    CANDIDATE,
     DEFAULT,
     OWN,
+    REJECTED,
     RETRACTED,
     SLOTS,
+    SUPERSEDED,
     VIEWS,
     AgentRecord,
     FactRecord,
@@ -202,11 +207,13 @@ class Isolation(RuleBasedStateMachine):
             return
         user = place[0]
         agent = self.world.agents.pop(place)
-        _, retracted = self.run(self.memory.delete_agent(self.world.users[user], agent.id))
-        own = [f for f in self.world.facts.values() if f.agent_id == agent.id and f.status == ACTIVE]
-        assert retracted == len(own), f"deleting {agent.name} retracted {retracted}, not {len(own)}"
+        _, gone = self.run(self.memory.delete_agent(self.world.users[user], agent.id))
+        own = [
+            f for f in self.world.facts.values() if f.agent_id == agent.id and f.status in (ACTIVE, CANDIDATE)
+        ]
+        assert gone == len(own), f"deleting {agent.name} retracted or rejected {gone}, not {len(own)}"
         for f in own:
-            f.status = RETRACTED
+            f.status = RETRACTED if f.status == ACTIVE else REJECTED
         self.world.deleted.setdefault(place, []).append(agent)
         self._touch(user, agents=True)
 
@@ -228,17 +235,23 @@ class Isolation(RuleBasedStateMachine):
     def add(self, user, view, pinned):
         self._add(user, view, pinned)
 
-    def _add(self, user: int, view: str, pinned: bool) -> None:
+    @rule(user=users, view=views)
+    def hold(self, user, view):
+        """A new fact held for review: a candidate that only approval makes active."""
+        self._add(user, view, False, held=True)
+
+    def _add(self, user: int, view: str, pinned: bool, *, held: bool = False) -> None:
         scope = self.scope(user, view)
         if scope is None:
             return
         text = self.world.new_text(user, scope.agent_id)
         if not self.live(user, view):
-            self.refused(self.memory.add(scope, text))
+            self.refused(self.memory.add(scope, text, held=held))
             return
-        fact = self.run(self.memory.add(scope, text, pinned=pinned))
+        fact = self.run(self.memory.add(scope, text, pinned=pinned, held=held))
         assert fact.id not in self.world.facts, f"adding {text!r} touched an existing fact"
-        self.world.facts[fact.id] = FactRecord(fact.id, user, scope.agent_id, ACTIVE, text, pinned)
+        status = CANDIDATE if held else ACTIVE
+        self.world.facts[fact.id] = FactRecord(fact.id, user, scope.agent_id, status, text, pinned)
         self._touch(user, fact.id)
 
     @rule(user=users, view=views, pick=picks)
@@ -247,7 +260,7 @@ class Isolation(RuleBasedStateMachine):
         active note this assistant may read is reinforced; otherwise a new one is made."""
         said = self.pick(pick)
         scope = self.scope(user, view)
-        if said is None or scope is None:
+        if said is None or scope is None or said.purged:
             return
         if not self.live(user, view):
             self.refused(self.memory.add(scope, said.text))
@@ -265,10 +278,12 @@ class Isolation(RuleBasedStateMachine):
             self.world.facts[fact.id] = FactRecord(fact.id, user, scope.agent_id, ACTIVE, said.text, False)
         self._touch(user, fact.id)
 
-    def _change(self, pick, stranger, view, needs: str, call) -> FactRecord | None:
+    def _change(self, pick, stranger, view, needs: tuple[str, ...], call, *, revives: bool = False):
         """Try a change to a fact as a view of its owner or of another user: NotFound unless
-        the view may read the fact; InvalidInput unless it is in the status the change needs;
-        the fact if it went through."""
+        the view may read the fact; InvalidInput unless it is in a status the change needs
+        (and is not purged), or when it `revives` a deleted agent's fact; Conflict when a
+        restore would make a text active twice in its agent. The fact and the answer if it
+        went through."""
         fact = self.pick(pick)
         if fact is None:
             return None
@@ -281,12 +296,13 @@ class Isolation(RuleBasedStateMachine):
         if not self.live(actor, view) or not self.world.may_read(actor, view, fact):
             self.refused(call(scope, fact))
             return None
-        if fact.status != needs:
+        if fact.status not in needs or fact.purged or (revives and self.world.agent_deleted(fact)):
             self.refused(call(scope, fact), InvalidInput)
             return None
-        changed = self.run(call(scope, fact))
-        assert changed.id == fact.id
-        return fact
+        if revives and fact.status != CANDIDATE and self.world.active_twin(fact):
+            self.refused(call(scope, fact), Conflict)
+            return None
+        return fact, self.run(call(scope, fact))
 
     @rule(pick=picks, stranger=strangers, view=acting)
     def edit(self, pick, stranger, view):
@@ -294,19 +310,52 @@ class Isolation(RuleBasedStateMachine):
         if target is None:
             return
         text = self.world.new_text(target.user, target.agent_id)
-        if self._change(pick, stranger, view, ACTIVE, lambda s, f: self.memory.edit(s, f.id, text)):
+        edit = lambda s, f: self.memory.edit(s, f.id, text)  # noqa: E731
+        if self._change(pick, stranger, view, (ACTIVE, CANDIDATE), edit):
             target.text = text
             target.texts.add(text)
 
     @rule(pick=picks, stranger=strangers, view=acting)
     def retract(self, pick, stranger, view):
-        if fact := self._change(pick, stranger, view, ACTIVE, lambda s, f: self.memory.retract(s, f.id)):
-            fact.status = RETRACTED
+        if done := self._change(pick, stranger, view, (ACTIVE,), lambda s, f: self.memory.retract(s, f.id)):
+            done[0].status = RETRACTED
 
     @rule(pick=picks, stranger=strangers, view=acting)
     def restore(self, pick, stranger, view):
-        if fact := self._change(pick, stranger, view, RETRACTED, lambda s, f: self.memory.restore(s, f.id)):
-            fact.status = ACTIVE
+        restore = lambda s, f: self.memory.restore(s, f.id)  # noqa: E731
+        if done := self._change(
+            pick, stranger, view, (RETRACTED, REJECTED, SUPERSEDED), restore, revives=True
+        ):
+            done[0].status = ACTIVE
+
+    @rule(pick=picks, stranger=strangers, view=acting)
+    def approve(self, pick, stranger, view):
+        """A candidate becomes active; when its text is active already in its agent, the active
+        fact is reinforced instead and the candidate is closed as superseded by it."""
+        fact = self.pick(pick)
+        twin = self.world.active_twin(fact) if fact else None
+        approve = lambda s, f: self.memory.approve(s, f.id)  # noqa: E731
+        if done := self._change(pick, stranger, view, (CANDIDATE,), approve, revives=True):
+            fact, answer = done
+            if twin is not None:
+                assert answer.id == twin.id, f"approving {fact.text!r} answered {answer.id}, not its twin"
+                fact.status = SUPERSEDED
+            else:
+                assert answer.id == fact.id
+                fact.status = ACTIVE
+
+    @rule(pick=picks, stranger=strangers, view=acting)
+    def reject(self, pick, stranger, view):
+        if done := self._change(pick, stranger, view, (CANDIDATE,), lambda s, f: self.memory.reject(s, f.id)):
+            done[0].status = REJECTED
+
+    @rule(pick=picks, stranger=strangers, view=acting)
+    def purge(self, pick, stranger, view):
+        """Erase a fact's text everywhere; its owner still lists it, without text."""
+        statuses = (ACTIVE, CANDIDATE, RETRACTED, REJECTED, SUPERSEDED)
+        if done := self._change(pick, stranger, view, statuses, lambda s, f: self.memory.purge(s, f.id)):
+            self.world.purge(done[0])
+            self._touch(done[0].user, agents=True)  # its copies went with it
 
     @rule(user=users, view=views, pick=picks)
     def recall(self, user, view, pick):
@@ -314,7 +363,7 @@ class Isolation(RuleBasedStateMachine):
         lexical arms find it first wherever it is, unless the scope keeps them from it."""
         probe = self.pick(pick)
         scope = self.scope(user, view)
-        if probe is None or scope is None:
+        if probe is None or scope is None or probe.purged:
             return
         if not self.live(user, view):
             self.refused(self.memory.recall(probe.text, scope))
@@ -357,8 +406,11 @@ class Isolation(RuleBasedStateMachine):
                 if not thorough:
                     continue
                 pinned = {i: t for i, t in active.items() if w.facts[i].pinned}
+                waiting = {i: t for i, t in every.items() if w.facts[i].status == CANDIDATE}
+                review = memory.list(scope, statuses=[CANDIDATE], limit=FAR)
                 since = now - timedelta(days=3650)
                 reads += [
+                    (f"review queue {where}", review, waiting, "status"),
                     (f"recency arm {where}", store.recent(scope, since, FAR), active, "exact"),
                     (f"pinned arm {where}", store.pinned(scope), pinned, "exact"),
                     (
@@ -427,7 +479,8 @@ class Isolation(RuleBasedStateMachine):
 
     def only_its_own_history(self, where: str, fact_id: str, events) -> None:
         """Every event is the fact's own, and every text in it is one the fact had."""
-        allowed = self.world.facts[fact_id].texts
+        fact = self.world.facts[fact_id]
+        allowed = {""} if fact.purged else fact.texts  # a purge leaves no text, in it or in its past
         for e in events:
             e = e if isinstance(e, dict) else {"fact_id": e.fact_id, "before": e.before, "after": e.after}
             assert e["fact_id"] == fact_id, f"{where}: {fact_id}'s history holds an event of {e['fact_id']}"

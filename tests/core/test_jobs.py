@@ -166,3 +166,14 @@ async def test_shutdown_mid_job_gives_the_job_back(llm_memory, scripted_llm, ali
     await asyncio.gather(task, return_exceptions=True)
     back = await llm_memory.job(alice.user_id, job.id)
     assert back.status == JobStatus.PENDING and back.attempts == 0 and back.claimed_by is None
+
+
+async def test_a_turn_of_a_deleted_agent_is_skipped_not_failed(memory, alice, clock):
+    agent = await memory.create_agent(alice.user_id, "Chef")
+    job = await memory.submit(turn(Scope(alice.user_id, agent.id), "Remember that I cook on Sundays"))
+    await memory.delete_agent(alice.user_id, agent.id)
+    assert await worker(memory, clock).drain() == 1
+    done = await memory.job(alice.user_id, job.id)
+    assert done.status == JobStatus.DONE and done.attempts == 1
+    assert done.result["skipped"] == "its agent was deleted"
+    assert await memory.list(Scope(alice.user_id, all_agents=True), statuses=None) == []

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
 
-from mnemo.domain import Action, Conflict, InvalidInput, Scope, Status, Turn
+from mnemo.domain import Action, Conflict, InvalidInput, NotFound, Scope, Status, Turn
 from tests.helpers import bulk_add, every_row, extraction, raw_sql, texts, unrelated_facts
 
 
@@ -212,3 +213,28 @@ async def test_deleting_an_agent_that_reads_many_default_facts_retracts_all_its_
     _, gone = await memory.delete_agent(alice.user_id, agent.id)
     assert gone == 1
     assert (await memory.get(Scope(alice.user_id, all_agents=True), own.id)).status == Status.RETRACTED
+
+
+async def test_an_agent_deleted_while_facts_are_added_keeps_none_alive(memory, alice):
+    """Adds racing the deletion either land before it, and are retracted with the agent's other
+    facts, or find no agent: none stays active for an assistant that is gone."""
+    agent = await memory.create_agent(alice.user_id, "Chef")
+    chef = Scope(alice.user_id, agent.id)
+
+    async def add(n: int):
+        try:
+            return await memory.add(chef, f"I cook dish number {n} on Sundays")
+        except NotFound:
+            return None
+
+    *added, (_, gone) = await asyncio.gather(
+        *(add(n) for n in range(15)), memory.delete_agent(alice.user_id, agent.id)
+    )
+    everything = Scope(alice.user_id, all_agents=True)
+    alive = [
+        f for f in await memory.list(everything, statuses=[Status.ACTIVE, Status.CANDIDATE]) if f.agent_id
+    ]
+    assert alive == []
+    assert gone == len([f for f in added if f is not None])
+    with pytest.raises(NotFound):
+        await memory.add(chef, "I cook on Mondays")

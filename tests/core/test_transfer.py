@@ -206,6 +206,32 @@ async def test_a_cut_short_or_altered_export_is_refused_and_writes_nothing(memor
     assert await other.find_user("alice") is None
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "why"),
+    [
+        ("confidence", float("nan"), "confidence"),
+        ("mentions", -5, "out of range"),
+        ("version", 2**63, "out of range"),
+        ("agent_id", "0190c8e2-7b1d-7c3e-9a4f-2b6d8e1f0a3c", "not one of the file's agents"),
+        ("text", "I live in \ud800", "lone surrogate"),
+    ],
+)
+async def test_an_edited_export_a_store_cannot_hold_is_refused_before_anything_is_written(
+    memory, other, clock, tmp_path, field, value, why
+):
+    """Its digests are anyone's to compute again, so a file is checked for what mnemo could have
+    written: a refusal names the line, and no user is left behind."""
+    await _seed(memory, clock)
+    records = await _export(memory, "alice", tmp_path / "alice.jsonl")
+    fact = next(r for r in records if r["type"] == "fact")
+    fact[field] = value
+    edited = tmp_path / "edited.jsonl"
+    edited.write_text("".join(json.dumps(r) + "\n" for r in records))
+    with pytest.raises(InvalidInput, match=why):
+        await import_file(other, edited, user="alice")
+    assert await other.find_user("alice") is None
+
+
 # -- conversations ------------------------------------------------------------------------------
 
 

@@ -1,13 +1,16 @@
 """Isolation through the faces of a real server: the HTTP API and the MCP tools, on both backends.
 
 Hypothesis draws a sequence of steps — notes written over HTTP and through
-`remember`, edits, retractions (HTTP and `forget`), restores, recalls, agents
+`remember` (held for review under the review policy), edits, retractions (HTTP
+and `forget`), restores, purges, approvals and rejections, recalls, agents
 made, changed and deleted — for 3 users, each with their own key, the default
 agent, a custom and a private agent; steps are also tried with another user's
 key and through agents that are gone. After every step, each user's list (own
-view and each agent's, HTTP and `list_memories`), search (HTTP) and `recall`
-(per agent) answer only what the scope rule allows (tests/isolation_model.py),
-and the histories of the notes the step touched answer only their owner's views.
+view and each agent's, HTTP and `list_memories`), review queue, search (HTTP),
+`recall` (per agent) and the web page's export (signed in with the key) answer
+only what the scope rule allows (tests/isolation_model.py), and the histories of
+the notes the step touched answer only their owner's views (a purged note's
+without any text).
 The core property (tests/core/test_isolation_property.py) runs many more steps
 without the server; here the point is that the faces add no way around it.
 """
@@ -16,20 +19,24 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 from contextlib import AsyncExitStack
 from typing import Any
 
 import httpx2
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from tests.isolation_model import (
     ACTIVE,
+    CANDIDATE,
     DEFAULT,
     LONG,
     OWN,
+    REJECTED,
     RETRACTED,
     SLOTS,
+    SUPERSEDED,
     VIEWS,
     AgentRecord,
     FactRecord,
@@ -56,6 +63,10 @@ steps = st.one_of(
     st.tuples(st.just("retract over HTTP"), picks, strangers),
     st.tuples(st.just("forget"), picks, strangers, st.sampled_from((OWN, *SLOTS))),
     st.tuples(st.just("restore over HTTP"), picks, strangers),
+    st.tuples(st.just("purge over HTTP"), picks, strangers),
+    st.tuples(st.just("review policy"), users, st.booleans()),
+    st.tuples(st.just("approve over HTTP"), picks, strangers),
+    st.tuples(st.just("reject over HTTP"), picks, strangers),
     st.tuples(st.just("recall"), users, views, picks),
     st.tuples(st.just("create agent"), picks, st.booleans()),
     st.tuples(st.just("change agent"), picks, st.booleans(), st.booleans()),
@@ -81,6 +92,7 @@ class Faces:
         self.keys: list[str] = []
         self.mcp: list[Any] = []
         self.touched: set[str] = set()
+        self.reviewing: set[int] = set()  # users whose policy is "review": remember holds
 
     async def start(self) -> None:
         run = next(_RUNS)
@@ -171,10 +183,12 @@ class Faces:
         assert (await stranger.delete(f"/v1/agents/{agent.id}")).status_code == 404
         deleted = await self.http[user].delete(f"/v1/agents/{agent.id}")
         assert deleted.status_code == 200, deleted.text
-        own = [f for f in self.world.facts.values() if f.agent_id == agent.id and f.status == ACTIVE]
-        assert deleted.json()["retracted"] == len(own)
+        own = [
+            f for f in self.world.facts.values() if f.agent_id == agent.id and f.status in (ACTIVE, CANDIDATE)
+        ]
+        assert deleted.json()["retracted"] == len(own)  # its candidates are rejected, and counted
         for f in own:
-            f.status = RETRACTED
+            f.status = RETRACTED if f.status == ACTIVE else REJECTED
         self.world.deleted.setdefault(place, []).append(agent)
         self.touched |= {f.id for f in self.world.user_facts(user)}
 
@@ -204,25 +218,36 @@ class Faces:
             return
         assert ok, answer
         fact = answer["memory"]
+        status = CANDIDATE if user in self.reviewing else ACTIVE  # a restatement reinforces its like
         same = {
             f.id
             for f in self.world.facts.values()
-            if f.text == text and f.status == ACTIVE and self.world.may_read(user, view, f)
+            if f.text == text and f.status == status and self.world.may_read(user, view, f)
         }
         if fact["id"] in self.world.facts:
             assert fact["id"] in same, f"remember as {view} of user {user} reinforced {fact}"
         else:
             assert not same, f"remember as {view} of user {user} made a new note beside {same}"
-            self.world.facts[fact["id"]] = FactRecord(fact["id"], user, agent_id, ACTIVE, text, False)
+            self.world.facts[fact["id"]] = FactRecord(fact["id"], user, agent_id, status, text, False)
         self.touched.add(fact["id"])
 
     async def _restate_with_remember(self, user: int, view: str, pick: int) -> None:
-        if said := self.pick(pick):
+        if (said := self.pick(pick)) and not said.purged:
             await self._remember(user, view, said)
 
-    async def _over_http(self, pick: int, stranger: int, needs: str, request) -> FactRecord | None:
+    async def _review_policy(self, user: int, review: bool) -> None:
+        policy = "review" if review else "auto"
+        answer = await self.http[user].patch("/v1/me/settings", json={"review_policy": policy})
+        assert answer.status_code == 200, answer.text
+        (self.reviewing.add if review else self.reviewing.discard)(user)
+
+    async def _over_http(
+        self, pick: int, stranger: int, needs: tuple[str, ...], request, *, revives: bool = False
+    ) -> tuple[FactRecord, dict] | None:
         """A change with the owner's key (its own view) or another user's: 404 for another
-        user's; 422 unless the note is in the status the change needs."""
+        user's; 422 unless the note is in a status the change needs (and not purged), or when
+        it `revives` a deleted agent's note; 409 when a restore would make a text active twice
+        in its agent. The note and the answer if it went through."""
         fact = self.pick(pick)
         if fact is None:
             return None
@@ -232,11 +257,14 @@ class Faces:
         if actor != fact.user:
             assert answer.status_code == 404, answer.text
             return None
-        if fact.status != needs:
+        if fact.status not in needs or fact.purged or (revives and self.world.agent_deleted(fact)):
             assert answer.status_code == 422, answer.text
             return None
+        if revives and fact.status != CANDIDATE and self.world.active_twin(fact):
+            assert answer.status_code == 409, answer.text
+            return None
         assert answer.status_code == 200, answer.text
-        return fact
+        return fact, answer.json()
 
     async def _edit_over_http(self, pick: int, stranger: int) -> None:
         target = self.pick(pick)
@@ -246,21 +274,47 @@ class Faces:
         version = (await self.http[target.user].get(f"/v1/memories/{target.id}")).json()["version"]
         body = {"text": text, "version": version}
         if await self._over_http(
-            pick, stranger, ACTIVE, lambda c, f: c.patch(f"/v1/memories/{f.id}", json=body)
+            pick, stranger, (ACTIVE, CANDIDATE), lambda c, f: c.patch(f"/v1/memories/{f.id}", json=body)
         ):
             target.text = text
             target.texts.add(text)
 
     async def _retract_over_http(self, pick: int, stranger: int) -> None:
-        if fact := await self._over_http(
-            pick, stranger, ACTIVE, lambda c, f: c.delete(f"/v1/memories/{f.id}")
+        if done := await self._over_http(
+            pick, stranger, (ACTIVE,), lambda c, f: c.delete(f"/v1/memories/{f.id}")
         ):
-            fact.status = RETRACTED
+            done[0].status = RETRACTED
 
     async def _restore_over_http(self, pick: int, stranger: int) -> None:
         restore = lambda c, f: c.post(f"/v1/memories/{f.id}/restore")  # noqa: E731
-        if fact := await self._over_http(pick, stranger, RETRACTED, restore):
-            fact.status = ACTIVE
+        if done := await self._over_http(
+            pick, stranger, (RETRACTED, REJECTED, SUPERSEDED), restore, revives=True
+        ):
+            done[0].status = ACTIVE
+
+    async def _purge_over_http(self, pick: int, stranger: int) -> None:
+        purge = lambda c, f: c.delete(f"/v1/memories/{f.id}", params={"purge": "true"})  # noqa: E731
+        statuses = (ACTIVE, CANDIDATE, RETRACTED, REJECTED, SUPERSEDED)
+        if done := await self._over_http(pick, stranger, statuses, purge):
+            self.world.purge(done[0])
+            self.touched |= {f.id for f in self.world.user_facts(done[0].user)}  # its copies went with it
+
+    async def _approve_over_http(self, pick: int, stranger: int) -> None:
+        """A candidate becomes active, or, when its text is active already in its agent, the
+        active note is reinforced and answered, and the candidate closed as superseded by it."""
+        fact = self.pick(pick)
+        twin = self.world.active_twin(fact) if fact else None
+        approve = lambda c, f: c.post(f"/v1/review/{f.id}/approve")  # noqa: E731
+        if done := await self._over_http(pick, stranger, (CANDIDATE,), approve, revives=True):
+            fact, answer = done
+            assert answer["id"] == (twin.id if twin else fact.id), answer
+            fact.status = SUPERSEDED if twin else ACTIVE
+            self.touched |= {twin.id} if twin else set()
+
+    async def _reject_over_http(self, pick: int, stranger: int) -> None:
+        reject = lambda c, f: c.post(f"/v1/review/{f.id}/reject")  # noqa: E731
+        if done := await self._over_http(pick, stranger, (CANDIDATE,), reject):
+            done[0].status = REJECTED
 
     async def _forget(self, pick: int, stranger: int, view: str) -> None:
         """`forget` as the person's assistant (it sees all they own) or bound to one of their
@@ -278,6 +332,8 @@ class Faces:
             result = await session.call_tool("forget", {"id": fact.id, "reason": "property test"})
         if not self.world.may_read(actor, view, fact):
             assert result.is_error and result.content[0].text == f"No memory with id {fact.id}.", result
+        elif fact.purged:
+            assert result.is_error and "was purged" in result.content[0].text, result
         elif fact.status != ACTIVE:
             assert result.is_error and "cannot retract" in result.content[0].text, result
         else:
@@ -288,7 +344,7 @@ class Faces:
         """Recall with the words of some note, perhaps another user's."""
         agent_id, live = self.agent_ref(user, view)
         probe = self.pick(pick)
-        if probe is None or (view != DEFAULT and agent_id is None):
+        if probe is None or probe.purged or (view != DEFAULT and agent_id is None):
             return
         ok, answer = await self.tool(user, "recall", query=probe.text, agent=agent_id, limit=50)
         if not live:
@@ -309,9 +365,13 @@ class Faces:
         for user in range(USERS):
             http, tool = self.http[user], self.tool
             every = {i: f"{t} [{w.facts[i].status}]" for i, t in w.readable(user, OWN).items()}
+            waiting = {i: t for i, t in every.items() if w.facts[i].status == CANDIDATE}
             listing = {"status": "all", "limit": 200}
+            exported = http.get("/export.jsonl", headers={"Cookie": f"mnemo_session={self.keys[user]}"})
             reads += [
                 (f"GET /v1/memories of {user}", http.get("/v1/memories", params=listing), every, "all"),
+                (f"GET /v1/review of {user}", http.get("/v1/review", params={"limit": 200}), waiting, "all"),
+                (f"the web page's export of {user}", exported, every, "export"),
                 (
                     f"list_memories of {user}",
                     tool(user, "list_memories", status="all", limit=200),
@@ -344,7 +404,13 @@ class Faces:
                     ]
         answers = await asyncio.gather(*(r[1] for r in reads))
         for (what, _, allowed, how), answer in zip(reads, answers, strict=True):
-            if isinstance(answer, tuple):  # a tool call
+            if how == "export":  # JSON lines: the facts, with their events
+                assert answer.status_code == 200, f"{what}: {answer.text}"
+                items = [r for r in map(json.loads, answer.text.splitlines()) if r["type"] == "fact"]
+                for item in items:
+                    self.only_its_own_history(what, w.facts[item["id"]], item["events"])
+                how = "all"
+            elif isinstance(answer, tuple):  # a tool call
                 ok, answer = answer
                 assert ok, f"{what}: {answer}"
                 items = answer["memories"]
@@ -367,15 +433,20 @@ class Faces:
         key gets 404 over HTTP and 'No memory' from memory_history."""
         answer = await self.http[fact.user].get(f"/v1/memories/{fact.id}/history")
         assert answer.status_code == 200, answer.text
-        for event in answer.json():
-            assert event["fact_id"] == fact.id
-            for snapshot in (event["before"], event["after"]):
-                text = (snapshot or {}).get("text")
-                assert text is None or text in fact.texts, f"{fact.id}'s history holds {text!r}"
+        self.only_its_own_history("history", fact, answer.json())
         stranger = (fact.user + 1) % USERS
         assert (await self.http[stranger].get(f"/v1/memories/{fact.id}/history")).status_code == 404
         ok, answer = await self.tool(stranger, "memory_history", id=fact.id)
         assert not ok and answer == f"No memory with id {fact.id}.", answer
+
+    def only_its_own_history(self, where: str, fact: FactRecord, events: list[dict]) -> None:
+        """Every event is the note's own, and holds only texts it had: none at all once purged."""
+        allowed = {""} if fact.purged else fact.texts
+        for event in events:
+            assert event["fact_id"] == fact.id, f"{where}: {fact.id}'s history holds {event['fact_id']}'s"
+            for snapshot in (event["before"], event["after"]):
+                text = (snapshot or {}).get("text")
+                assert text is None or text in allowed, f"{where}: {fact.id}'s history holds {text!r}"
 
 
 async def run_example(server, plan) -> None:
@@ -394,8 +465,33 @@ async def run_example(server, plan) -> None:
         raise failed from None
 
 
+# Every step that changes a note's status, in an order that reaches each outcome at least once
+# (notes 0-8 are the seeded ones, three per user; the later ones are numbered as they come).
+REVIEWED = [
+    ("review policy", 0, True),
+    ("remember", 0, DEFAULT),  # note 9: a candidate
+    ("restate with remember", 0, DEFAULT, 9),  # reinforces it
+    ("review policy", 0, False),
+    ("add over HTTP", 0, DEFAULT),  # note 10: active
+    ("review policy", 0, True),
+    ("restate with remember", 0, DEFAULT, 10),  # note 11: a candidate saying what note 10 says
+    ("approve over HTTP", 11, 0),  # merged into note 10
+    ("restore over HTTP", 11, 0),  # 409: note 10 says it
+    ("approve over HTTP", 9, 0),
+    ("remember", 0, "custom"),  # note 12: a candidate of user 0's custom agent
+    ("reject over HTTP", 12, 0),
+    ("restore over HTTP", 12, 0),
+    ("purge over HTTP", 9, 1),  # 404: another user's
+    ("purge over HTTP", 9, 0),
+    ("restore over HTTP", 9, 0),  # 422: purged
+    ("delete agent", 0),  # user 0's custom agent: note 12 is retracted
+    ("restore over HTTP", 12, 0),  # 422: its agent is gone
+]
+
+
 def test_the_api_and_the_tools_answer_only_what_the_scope_rule_allows(server):
     @given(plan=st.lists(steps, min_size=6, max_size=20 if LONG else 10))
+    @example(plan=REVIEWED)
     @examples(3, 30)
     def interleaving(plan):
         asyncio.run(run_example(server, plan))

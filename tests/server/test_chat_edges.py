@@ -11,7 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx2
 import pytest
 
-from tests.server.test_chat_support import proxied
+from tests.helpers import fill_the_disk
+from tests.server.test_chat_support import proxied, view  # noqa: F401
 
 MODEL = "scripted-model"
 
@@ -111,36 +112,10 @@ def test_a_turn_not_stored_says_so(client, scripted_llm):
     assert reply.headers["x-mnemo-stored-reason"] == "memory is off"
 
 
-def _fill_the_disk(server) -> None:
-    """The database refuses to grow, as on a full disk: SQLite's page limit on the server's own
-    connection (SQLITE_FULL), PostgreSQL's disk_full error (53100) from a trigger."""
-    store = server.app.state.memory.store
-    if hasattr(store, "_conn"):
-        with store._lock:
-            (pages,) = store._conn.execute("PRAGMA page_count").fetchone()
-            store._conn.execute(f"PRAGMA max_page_count = {pages}")
-        return
-    import psycopg
-
-    with psycopg.connect(store.url, autocommit=True) as conn:
-        conn.execute(
-            "CREATE FUNCTION disk_full() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
-            " RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = 'disk_full';"
-            " END $$"
-        )
-        for table in ("facts", "jobs"):
-            conn.execute(f"CREATE TRIGGER no_room BEFORE INSERT ON {table} EXECUTE FUNCTION disk_full()")
-
-
 def test_a_full_disk_is_507_and_a_proxied_turn_is_not_answered_as_stored(client, server, scripted_llm):
     kept = client.post("/v1/memories", json={"text": "I like tea"})
     assert kept.status_code == 201
-    _fill_the_disk(server)
-    # the room left in the database's last pages goes first; then no add fits
-    for n in range(500):
-        reply = client.post("/v1/memories", json={"text": f"I keep diary {n}: " + "long days " * 190})
-        if reply.status_code != 201:
-            break
+    reply = fill_the_disk(server, client)
     assert reply.status_code == 507 and "disk is full" in reply.json()["error"]["message"], reply.text
     stored = len(client.get("/v1/memories?limit=200").json()["items"])
     long = "I keep a diary of " + "very long days " * 6000
@@ -155,3 +130,28 @@ def test_a_full_disk_is_507_and_a_proxied_turn_is_not_answered_as_stored(client,
     items = client.get("/v1/memories?limit=200").json()["items"]
     assert len(items) == stored and items[-1]["text"] == "I like tea"
     assert client.get("/v1/jobs").json()["items"] == []
+
+
+def test_a_reply_with_a_lone_surrogate_is_stored_with_a_replacement(client, scripted_llm, view):  # noqa: F811
+    """An upstream's reply may hold a lone surrogate; the client gets it as sent, and the turn
+    is stored with U+FFFD in its place rather than lost."""
+    scripted_llm.reply("Odd \ud800 reply")
+    reply = chat(client, said("Hi there"))
+    assert reply.status_code == 200 and reply.headers["x-mnemo-stored"] == "true"
+    assert reply.json()["choices"][0]["message"]["content"] == "Odd \ud800 reply"
+    [job] = view.jobs()
+    assert [m.content for m in view.messages(job)] == ["Hi there", "Odd \ufffd reply"]
+
+
+def test_a_streamed_turn_says_in_advance_when_it_will_not_be_stored(client, scripted_llm):
+    for headers, reason in (({"X-Mnemo-Automation": "true"}, "automation"), ({}, None)):
+        scripted_llm.reply("Streaming along")
+        body = {**said("Hello"), "stream": True}
+        with client.stream("POST", "/v1/chat/completions", json=body, headers=headers) as reply:
+            assert reply.status_code == 200
+            assert "data: [DONE]" in "".join(reply.iter_text())
+            if reason:
+                assert reply.headers["x-mnemo-stored"] == "false"
+                assert reply.headers["x-mnemo-stored-reason"] == reason
+            else:  # to be stored once the stream ends: no header can say so before
+                assert "x-mnemo-stored" not in reply.headers

@@ -105,3 +105,25 @@ def test_try_it_deeply_nested_history_is_400(signed_in: Connection, llm) -> None
     fine = '[{"role": "user", "content": "Hi", "recalled": []}]'
     reply = signed_in.send("POST", "/try", [("csrf", token), ("history", fine), ("message", "Hello")])
     assert reply.status == 200 and len(proxied(llm)) == 1
+
+
+def test_try_it_text_that_is_not_unicode_is_400(signed_in: Connection, llm) -> None:
+    """A lone surrogate is valid JSON but no text: in the history sent back (a message's words,
+    or what was recalled) it is refused, and nothing reaches the model."""
+    token = signed_in.csrf()
+    for history in (
+        '[{"role": "user", "content": "hi \\ud800"}]',
+        '[{"role": "assistant", "content": "x", "recalled": [{"id": "\\udc00"}]}]',
+    ):
+        fields = [("csrf", token), ("history", history), ("message", "Hello")]
+        refused(signed_in.send("POST", "/try", fields), "not valid Unicode")
+        assert signed_in.still_answers()
+    assert proxied(llm) == []
+
+
+def test_a_nul_in_a_form_field_is_left_out(signed_in: Connection, api) -> None:
+    """No page sends U+0000 and PostgreSQL cannot store it: a form's fields drop it."""
+    token = signed_in.csrf()
+    reply = signed_in.send("POST", "/settings/agents", [("csrf", token), ("name", "ag\x00x")])
+    assert reply.status == 303, reply.text
+    assert [a["name"] for a in api.get("/v1/agents").json()] == ["agx"]

@@ -7,6 +7,7 @@ import time
 from playwright.sync_api import Browser, Page, expect
 
 from tests.fakes.live_server import LiveServer
+from tests.helpers import fill_the_disk
 from tests.web.conftest import CHAT_REPLY, facts, ok, sign_in, web_settings
 
 
@@ -89,3 +90,14 @@ def test_without_an_upstream_model_the_page_says_so(browser: Browser, tmp_path, 
             shoot(page, "13-try-it-no-model")
         finally:
             context.close()
+
+
+def test_a_turn_not_stored_on_a_full_disk_says_so(signed_in: Page, api, server, llm):
+    """The reply still comes; the page says the turn was not stored to learn from."""
+    assert fill_the_disk(server, api).status_code == 507
+    page = signed_in
+    page.get_by_role("link", name="Try it").click()
+    send(page, "I keep a diary of long days. " * 250)
+    expect(page.locator("li.turn").nth(1).locator(".said")).to_have_text(CHAT_REPLY)
+    expect(page.get_by_role("alert")).to_contain_text("not stored to learn from: storage is full")
+    assert ok(api.get("/v1/jobs"))["items"] == []

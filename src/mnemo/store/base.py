@@ -83,9 +83,6 @@ class Store(Protocol):
     ) -> Agent: ...
     async def get_agent(self, user_id: str, agent_id: str) -> Agent: ...
     async def update_agent(self, user_id: str, agent_id: str, **fields: object) -> Agent: ...
-    async def delete_agent(self, user_id: str, agent_id: str) -> Agent:
-        """Soft-delete: the agent leaves every list and scope; its facts stay."""
-
     async def list_agents(self, user_id: str) -> list[Agent]: ...
 
     # API keys (only hashes of their secrets)
@@ -141,6 +138,7 @@ class Store(Protocol):
         *,
         finish: tuple[Claim, dict] | None = None,
         mark: BackfillMark | None = None,
+        retire: str | None = None,
     ) -> list[Event]:
         """Apply the changes and their events in one transaction.
 
@@ -150,6 +148,12 @@ class Store(Protocol):
         (Conflict if the claim was lost), so a turn is learnt from exactly once.
         With `mark`, the turn is marked as learnt by backfill in the same
         transaction (Conflict if its mark changed since `mark.replaces` was read).
+
+        Every fact the batch creates or makes active (or a candidate) must belong to a live
+        agent (NotFound otherwise). With `retire`, that agent of the user is deleted in the same
+        transaction, once the batch leaves it no active fact and no candidate (Conflict if one
+        is left: it came meanwhile); its facts stay. Duplicate when two facts of one agent
+        would say the same with the same status (active, or a candidate).
         """
 
     async def events(

@@ -17,9 +17,19 @@ def check(user_id: str, changes: Sequence[Change]) -> None:
             raise InvalidInput("a change names another user's fact")
         if change.before is None and change.action != Action.CREATE:
             raise InvalidInput(f"{change.action} needs the fact as it was")
-    if len(changes) > 1 and any(c.redact for c in changes):
-        # a purge may seal the log again (see mnemo.audit): nothing else is in flight beside it
-        raise InvalidInput("a purge is committed on its own")
+
+
+def living_agents(changes: Sequence[Change]) -> set[str]:
+    """The agents of the facts the batch creates or brings back (active, or held for review):
+    each must still be there when it is applied, or a deleted agent would hold a living fact
+    that no assistant recalls."""
+    return {
+        c.fact.agent_id
+        for c in changes
+        if c.fact.agent_id is not None
+        and c.fact.status in UNIQUE_STATUSES
+        and (c.before is None or c.before.status not in UNIQUE_STATUSES)
+    }
 
 
 def unique_keys(changes: Sequence[Change]) -> set[tuple[str, str, str]]:

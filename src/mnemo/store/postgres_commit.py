@@ -52,7 +52,8 @@ class _Sent:
 
 
 class CommitMixin:
-    """Part of PostgresStore (it supplies `_tx`, `_clock`, `_finish_job` and `_advance_mark`)."""
+    """Part of PostgresStore (it supplies `_tx`, `_clock`, `_finish_job`, `_advance_mark` and
+    `_agent_row`)."""
 
     async def commit(
         self,
@@ -62,8 +63,9 @@ class CommitMixin:
         *,
         finish: tuple[Claim, dict] | None = None,
         mark: BackfillMark | None = None,
+        retire: str | None = None,
     ) -> list[Event]:
-        if not changes and finish is None and mark is None:
+        if not changes and finish is None and mark is None and retire is None:
             return []
         changes = list(changes)
         batch.check(user_id, changes)
@@ -75,6 +77,9 @@ class CommitMixin:
                 await self._finish_job(cur, user_id, claim, {**result, "events": len(changes)}, self._clock())
             if mark is not None:
                 await self._advance_mark(cur, user_id, mark, self._clock())
+            for change in changes:  # first, as they may seal the log again (see mnemo.audit)
+                if change.redact:
+                    await redact_events(cur.connection, user_id, change.fact.id)
             await cur.execute(
                 "SELECT hash FROM fact_events WHERE user_id = %s ORDER BY seq DESC LIMIT 1", (user_id,)
             )
@@ -92,8 +97,27 @@ class CommitMixin:
             for i, answers in enumerate(sent):
                 events[i] = await self._check(answers, events[i], counts)
             await _check_unique(cur, user_id, changes)
+            for agent_id in batch.living_agents(changes):
+                await self._agent_row(cur, user_id, agent_id)  # NotFound for a deleted (or another's) agent
+            if retire is not None:
+                await self._retire_agent(cur, user_id, retire)
             await self._count(cur, user_id, changes, counts)
         return events
+
+    async def _retire_agent(self, cur: psycopg.AsyncCursor, user_id: str, agent_id: str) -> None:
+        await self._agent_row(cur, user_id, agent_id)
+        await cur.execute(
+            "SELECT id FROM facts WHERE user_id = %s AND agent_id = %s AND status IN ('active', 'candidate')"
+            " LIMIT 1",
+            (user_id, agent_id),
+        )
+        left = await cur.fetchone()
+        if left is not None:
+            raise Conflict(f"agent {agent_id} gained memory {left[0]} meanwhile")
+        await cur.execute(
+            "UPDATE agents SET deleted_at = %s WHERE id = %s AND user_id = %s",
+            (self._clock(), agent_id, user_id),
+        )
 
     async def _count(
         self, cur: psycopg.AsyncCursor, user_id: str, changes: list[Change], vectors: dict[str, int]
@@ -125,8 +149,6 @@ class CommitMixin:
         else:
             await fact_cur.execute(_UPDATE, (*values, fact.id, fact.user_id, change.before.version))
         vector_cur, delta = await self._send_vector(conn, change)
-        if change.redact:
-            prev = await redact_events(conn, user_id, fact.id) or prev
         event = audit.seal(change, user_id, at, prev)
         event_cur = conn.cursor()
         await event_cur.execute(

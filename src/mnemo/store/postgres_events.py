@@ -1,6 +1,6 @@
 """Erasing text from the PostgreSQL store's audit log: the store's purge (async, inside its
-commit) and the migration that salts the log (sync) run the same statements (see mnemo.audit
-for why a digest must not outlive its salt)."""
+commit) and the migration that salts the log (sync). See mnemo.audit for why a digest must not
+outlive its salt, and store/sqlite_events.py for the same on SQLite."""
 
 from __future__ import annotations
 
@@ -11,36 +11,59 @@ from .sqlite_rows import dump, load
 
 _EVENTS_OF_FACT = "SELECT seq, before, after, salt FROM fact_events WHERE user_id = %s AND fact_id = %s"
 _REDACT = (
-    "UPDATE fact_events SET before = %s, after = %s, redacted = true, salt = NULL"
+    "UPDATE fact_events SET before = %s, after = %s, reason = NULL, redacted = true, salt = NULL"
     " WHERE user_id = %s AND seq = %s"
+)
+_SUCCESSORS = "SELECT id FROM facts WHERE user_id = %s AND supersedes = %s"
+# the other events that may tell of a purged fact: the creation of what replaced it, and any
+# reason that quotes one of its texts (audit.tells_of decides)
+_TELLING = (
+    "SELECT seq, fact_id, action, reason, salt FROM fact_events"
+    " WHERE user_id = %(user)s AND fact_id <> %(fact)s AND reason IS NOT NULL"
+    " AND ((fact_id = ANY (%(successors)s) AND action = 'create') OR reason ILIKE ANY (%(patterns)s))"
+)
+_REDACT_REASON = (
+    "UPDATE fact_events SET reason = NULL, salt = NULL, redacted_for = %s WHERE user_id = %s AND seq = %s"
 )
 _HEAD_BEFORE = "SELECT hash FROM fact_events WHERE user_id = %s AND seq < %s ORDER BY seq DESC LIMIT 1"
 _CHAIN_FROM = "SELECT seq, digest FROM fact_events WHERE user_id = %s AND seq >= %s ORDER BY seq"
 _RESEAL = "UPDATE fact_events SET digest = %s, prev_hash = %s, hash = %s WHERE user_id = %s AND seq = %s"
 
 
-async def redact_events(conn: psycopg.AsyncConnection, user_id: str, fact_id: str) -> str | None:
-    """Erase the text and the salt of every event of the fact. Returns the chain's new head when
-    some of those events had no salt (written before salts) and the chain was sealed again."""
+async def redact_events(conn: psycopg.AsyncConnection, user_id: str, fact_id: str) -> None:
+    """Erase the text, reason and salt of every event of the fact, and the reason and salt of
+    the user's other events that tell of it; events written before salts had digests of what
+    is erased, so the log is sealed again from the first of them."""
     cur = conn.cursor()
     await cur.execute(_EVENTS_OF_FACT, (user_id, fact_id))
+    rows = await cur.fetchall()
+    texts = audit.texts_of([(load(before), load(after)) for _, before, after, _ in rows])
     unsalted = set()
-    for seq, before, after, salt in await cur.fetchall():
+    for seq, before, after, salt in rows:
         await cur.execute(
             _REDACT, (dump(audit.redact(load(before))), dump(audit.redact(load(after))), user_id, seq)
         )
         if salt is None:
             unsalted.add(seq)
+    await cur.execute(_SUCCESSORS, (user_id, fact_id))
+    successors = [r[0] for r in await cur.fetchall()]
+    patterns = [f"%{audit.like_escaped(t)}%" for t in texts]
+    await cur.execute(
+        _TELLING, {"user": user_id, "fact": fact_id, "successors": successors, "patterns": patterns}
+    )
+    for seq, other, action, reason, salt in await cur.fetchall():
+        if audit.tells_of(reason, texts, replaced_it=other in successors and action == "create"):
+            await cur.execute(_REDACT_REASON, (fact_id, user_id, seq))
+            if salt is None:
+                unsalted.add(seq)
     if not unsalted:
-        return None
+        return
     first = min(unsalted)
     await cur.execute(_HEAD_BEFORE, (user_id, first))
     row = await cur.fetchone()
     await cur.execute(_CHAIN_FROM, (user_id, first))
-    sealed = _sealed(await cur.fetchall(), unsalted, row)
-    for seq, digest, prev, hashed in sealed:
+    for seq, digest, prev, hashed in _sealed(await cur.fetchall(), unsalted, row):
         await cur.execute(_RESEAL, (digest, prev, hashed, user_id, seq))
-    return sealed[-1][3]
 
 
 def reseal(cur: psycopg.Cursor, user_id: str, replace: set[int]) -> None:
@@ -48,8 +71,9 @@ def reseal(cur: psycopg.Cursor, user_id: str, replace: set[int]) -> None:
     again from the first of them on (the migration that salts the log)."""
     first = min(replace)
     row = cur.execute(_HEAD_BEFORE, (user_id, first)).fetchone()
-    sealed = _sealed(cur.execute(_CHAIN_FROM, (user_id, first)).fetchall(), replace, row)
-    for seq, digest, prev, hashed in sealed:
+    for seq, digest, prev, hashed in _sealed(
+        cur.execute(_CHAIN_FROM, (user_id, first)).fetchall(), replace, row
+    ):
         cur.execute(_RESEAL, (digest, prev, hashed, user_id, seq))
 
 

@@ -145,16 +145,6 @@ class PeopleMixin:
                 )
             return await self._agent_row(cur, user_id, agent_id)
 
-    async def delete_agent(self, user_id: str, agent_id: str) -> Agent:
-        """Mark the agent deleted; its facts are the caller's to retract (in the same breath)."""
-        async with self._tx(user_id) as cur:
-            agent = await self._agent_row(cur, user_id, agent_id)
-            await cur.execute(
-                "UPDATE agents SET deleted_at = %s WHERE id = %s AND user_id = %s",
-                (self._clock(), agent_id, user_id),
-            )
-        return agent
-
     async def get_agent(self, user_id: str, agent_id: str) -> Agent:
         async with self._tx(user_id) as cur:
             return await self._agent_row(cur, user_id, agent_id)

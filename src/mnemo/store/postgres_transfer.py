@@ -138,8 +138,8 @@ class TransferMixin:
                 for e in events:
                     await cur.execute(
                         "INSERT INTO fact_events (at, user_id, fact_id, action, actor, reason, before,"
-                        " after, digest, prev_hash, hash, salt, redacted)"
-                        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                        (*audit.event_row(e), e.redacted),
+                        " after, digest, prev_hash, hash, salt, redacted, redacted_for)"
+                        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                        (*audit.event_row(e), e.redacted, e.redacted_for),
                     )
             await self._count(cur, user_id, changes, vectors)

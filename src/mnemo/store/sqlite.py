@@ -363,10 +363,11 @@ class SQLiteStore(PeopleMixin, JobsMixin, BackfillMixin, TransferMixin, ReindexM
         *,
         finish: tuple[Claim, dict] | None = None,
         mark: BackfillMark | None = None,
+        retire: str | None = None,
     ) -> list[Event]:
-        if not changes and finish is None and mark is None:
+        if not changes and finish is None and mark is None and retire is None:
             return []
-        return await self._run(self._commit_and_patch, user_id, list(changes), at, finish, mark)
+        return await self._run(self._commit_and_patch, user_id, list(changes), at, finish, mark, retire)
 
     def _commit_and_patch(
         self,
@@ -374,10 +375,11 @@ class SQLiteStore(PeopleMixin, JobsMixin, BackfillMixin, TransferMixin, ReindexM
         changes: list[Change],
         at: datetime,
         finish: tuple[Claim, dict] | None,
-        mark: BackfillMark | None = None,
+        mark: BackfillMark | None,
+        retire: str | None,
     ) -> list[Event]:
         cache_rows: dict[str, list[Row]] = {}
-        events, generation = self._tx(self._commit, user_id, changes, at, cache_rows, finish, mark)
+        events, generation = self._tx(self._commit, user_id, changes, at, cache_rows, finish, mark, retire)
         for model, rows in cache_rows.items():
             self._cache.apply((user_id, model), generation - 1, generation, rows)
         if any(c.redact for c in changes):
@@ -401,27 +403,28 @@ class SQLiteStore(PeopleMixin, JobsMixin, BackfillMixin, TransferMixin, ReindexM
         at: datetime,
         cache_rows: dict[str, list[Row]],
         finish: tuple[Claim, dict] | None,
-        mark: BackfillMark | None = None,
+        mark: BackfillMark | None,
+        retire: str | None,
     ) -> tuple[list[Event], int]:
+        batch.check(user_id, changes)
         if finish is not None:
             claim, result = finish
             self._finish_job(cur, claim, {**result, "events": len(changes)}, self._clock())
         if mark is not None:
             self._advance_mark(cur, user_id, mark, self._clock())
+        for change in changes:  # first, as they may seal the log again (see mnemo.audit)
+            if change.redact:
+                redact_events(cur, user_id, change.fact.id)
         row = cur.execute(
             "SELECT hash FROM fact_events WHERE user_id = ? ORDER BY seq DESC LIMIT 1", (user_id,)
         ).fetchone()
         prev = row[0] if row else audit.GENESIS
-        batch.check(user_id, changes)
         events = []
         for change in changes:
-            fact = change.fact
             rowid = self._write_fact(cur, change)
             indexed = self._index(cur, rowid, change)
             if indexed is not None:
                 cache_rows.setdefault(indexed[0], []).append(indexed[1])
-            if change.redact:
-                prev = redact_events(cur, user_id, fact.id) or prev
             event = audit.seal(change, user_id, at, prev)
             cur.execute(
                 "INSERT INTO fact_events"
@@ -432,6 +435,9 @@ class SQLiteStore(PeopleMixin, JobsMixin, BackfillMixin, TransferMixin, ReindexM
             events.append(dataclasses.replace(event, seq=cur.lastrowid))
             prev = event.hash
         self._check_unique(cur, user_id, changes)
+        self._check_agents(cur, user_id, changes)
+        if retire is not None:
+            self._retire_agent(cur, user_id, retire)
         generation = self._generation(user_id)
         if cache_rows:
             generation += 1
@@ -458,6 +464,24 @@ class SQLiteStore(PeopleMixin, JobsMixin, BackfillMixin, TransferMixin, ReindexM
             if len(twins) > 1:
                 other = next((i for i in twins if i not in ours), twins[0])
                 raise Duplicate(f"memory {other} already says this", other)
+
+    def _check_agents(self, cur, user_id: str, changes: list[Change]) -> None:
+        for agent_id in batch.living_agents(changes):
+            self._agent_row(cur, user_id, agent_id)  # NotFound for a deleted (or another's) agent
+
+    def _retire_agent(self, cur, user_id: str, agent_id: str) -> None:
+        self._agent_row(cur, user_id, agent_id)
+        left = cur.execute(
+            "SELECT id FROM facts WHERE user_id = ? AND agent_id = ? AND status IN ('active', 'candidate')"
+            " LIMIT 1",
+            (user_id, agent_id),
+        ).fetchone()
+        if left is not None:
+            raise Conflict(f"agent {agent_id} gained memory {left[0]} meanwhile")
+        cur.execute(
+            "UPDATE agents SET deleted_at = ? WHERE id = ? AND user_id = ?",
+            (ts(self._clock()), agent_id, user_id),
+        )
 
     def _write_fact(self, cur, change: Change) -> int:
         f = change.fact

@@ -1,5 +1,6 @@
 """Erasing text from the SQLite store's audit log: shared by the store's purge and by the
-migration that salts the log (see mnemo.audit for why a digest must not outlive its salt)."""
+migration that salts the log. See mnemo.audit for why a digest must not outlive its salt, and
+store/postgres_events.py for the same on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -7,27 +8,55 @@ from .. import audit
 from .sqlite_rows import dump, load
 
 
-def redact_events(cur, user_id: str, fact_id: str) -> str | None:
-    """Erase the text and the salt of every event of the fact. Returns the chain's new head when
-    some of those events had no salt (written before salts) and the chain was sealed again."""
+def redact_events(cur, user_id: str, fact_id: str) -> None:
+    """Erase the text, reason and salt of every event of the fact, and the reason and salt of
+    the user's other events that tell of it; events written before salts had digests of what
+    is erased, so the log is sealed again from the first of them."""
     rows = cur.execute(
         "SELECT seq, before, after, salt FROM fact_events WHERE user_id = ? AND fact_id = ?",
         (user_id, fact_id),
     ).fetchall()
+    texts = audit.texts_of([(load(before), load(after)) for _, before, after, _ in rows])
     unsalted = set()
     for seq, before, after, salt in rows:
         cur.execute(
-            "UPDATE fact_events SET before = ?, after = ?, redacted = 1, salt = NULL WHERE seq = ?",
+            "UPDATE fact_events SET before = ?, after = ?, reason = NULL, redacted = 1, salt = NULL"
+            " WHERE seq = ?",
             (dump(audit.redact(load(before))), dump(audit.redact(load(after))), seq),
         )
         if salt is None:
             unsalted.add(seq)
-    return reseal(cur, user_id, unsalted) if unsalted else None
+    # the other events that may tell of it: the creation of what replaced it, and any reason
+    # that quotes one of its texts (audit.tells_of decides)
+    successors = [
+        r[0]
+        for r in cur.execute("SELECT id FROM facts WHERE user_id = ? AND supersedes = ?", (user_id, fact_id))
+    ]
+    telling = (
+        [f"(fact_id IN ({', '.join('?' * len(successors))}) AND action = 'create')"] if successors else []
+    )
+    telling += ["reason LIKE ? ESCAPE '\\'"] * len(texts)
+    others = cur.execute(
+        "SELECT seq, fact_id, action, reason, salt FROM fact_events"
+        " WHERE user_id = ? AND fact_id <> ? AND reason IS NOT NULL"
+        f" AND ({' OR '.join(telling) or '0'})",
+        (user_id, fact_id, *successors, *(f"%{audit.like_escaped(t)}%" for t in texts)),
+    ).fetchall()
+    for seq, other, action, reason, salt in others:
+        if audit.tells_of(reason, texts, replaced_it=other in successors and action == "create"):
+            cur.execute(
+                "UPDATE fact_events SET reason = NULL, salt = NULL, redacted_for = ? WHERE seq = ?",
+                (fact_id, seq),
+            )
+            if salt is None:
+                unsalted.add(seq)
+    if unsalted:
+        reseal(cur, user_id, unsalted)
 
 
-def reseal(cur, user_id: str, replace: set[int]) -> str:
+def reseal(cur, user_id: str, replace: set[int]) -> None:
     """Give the events `replace` (seqs of the user's) random digests and chain the user's log
-    again from the first of them on; returns the new head."""
+    again from the first of them on."""
     first = min(replace)
     row = cur.execute(
         "SELECT hash FROM fact_events WHERE user_id = ? AND seq < ? ORDER BY seq DESC LIMIT 1",
@@ -43,4 +72,3 @@ def reseal(cur, user_id: str, replace: set[int]) -> str:
         "UPDATE fact_events SET digest = ?, prev_hash = ?, hash = ? WHERE seq = ?",
         [(digest, prev, hashed, seq) for seq, digest, prev, hashed in sealed],
     )
-    return sealed[-1][3]

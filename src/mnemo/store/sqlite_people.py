@@ -136,16 +136,6 @@ class PeopleMixin:
 
         return await self._run(self._tx, update)
 
-    async def delete_agent(self, user_id: str, agent_id: str) -> Agent:
-        """Mark the agent deleted; its facts are the caller's to retract (in the same breath)."""
-
-        def delete(cur):
-            agent = self._agent_row(cur, user_id, agent_id)
-            cur.execute("UPDATE agents SET deleted_at = ? WHERE id = ?", (ts(self._clock()), agent_id))
-            return agent
-
-        return await self._run(self._tx, delete)
-
     async def get_agent(self, user_id: str, agent_id: str) -> Agent:
         return await self._run(lambda: self._agent_row(self._conn, user_id, agent_id))
 

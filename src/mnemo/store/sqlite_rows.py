@@ -106,7 +106,8 @@ def fact_from(r) -> Fact:
 
 
 EVENT_COLUMNS = (
-    "seq, at, user_id, fact_id, action, actor, reason, before, after, digest, prev_hash, hash, redacted, salt"
+    "seq, at, user_id, fact_id, action, actor, reason, before, after, digest, prev_hash, hash, redacted,"
+    " salt, redacted_for"
 )
 
 
@@ -126,6 +127,7 @@ def event_from(r) -> Event:
         hash=r[11],
         redacted=bool(r[12]),
         salt=r[13],
+        redacted_for=r[14],
     )
 
 

@@ -161,8 +161,9 @@ class TransferMixin:
         for e in events:
             cur.execute(
                 "INSERT INTO fact_events (at, user_id, fact_id, action, actor, reason, before, after,"
-                " digest, prev_hash, hash, salt, redacted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (*audit.event_row(e), int(e.redacted)),
+                " digest, prev_hash, hash, salt, redacted, redacted_for)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (*audit.event_row(e), int(e.redacted), e.redacted_for),
             )
         if vectors:
             # other caches (this process's too) reload this user's vectors on their next search

@@ -19,6 +19,7 @@ other memories is refused: a history cannot be merged into another one.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ from ..domain import (
     ReviewPolicy,
     Scope,
     User,
+    is_unicode,
     parse_time,
 )
 from ..export import FORMAT
@@ -79,7 +81,7 @@ def read_export(path: Path) -> Export:
             elif kind == "agent":
                 export.agents.append(_agent(record, export.user.id))
             elif kind == "fact":
-                fact = Fact.from_snapshot(export.user.id, record)
+                fact = _checked(Fact.from_snapshot(export.user.id, record), {a.id for a in export.agents})
                 export.facts.append(fact)
                 export.events += [_event(e, export.user.id, fact.id, where) for e in record["events"]]
             elif kind == "conversation":
@@ -123,6 +125,23 @@ def _header(record: dict[str, Any], where: str) -> tuple[int, User]:
     return version, user
 
 
+_INT = 2**31  # what both stores' integer columns hold
+
+
+def _checked(fact: Fact, agents: set[str]) -> Fact:
+    """A fact as a store can hold it and mnemo could have written it; a ValueError says why not
+    (the audit log verifies only what the file's own digests cover, which anyone can compute)."""
+    if not (math.isfinite(fact.confidence) and 0.0 <= fact.confidence <= 1.0):
+        raise ValueError(f"fact {fact.id}: confidence {fact.confidence} is not between 0 and 1")
+    if not (1 <= fact.version < _INT and 1 <= fact.mentions < _INT):
+        raise ValueError(f"fact {fact.id}: version {fact.version} or mentions {fact.mentions} out of range")
+    if fact.agent_id is not None and fact.agent_id not in agents:
+        raise ValueError(f"fact {fact.id}: agent {fact.agent_id} is not one of the file's agents")
+    if "\x00" in fact.text or not is_unicode(fact.text):
+        raise ValueError(f"fact {fact.id}: its text holds U+0000 or a lone surrogate, which no store holds")
+    return fact
+
+
 def _agent(r: dict[str, Any], user_id: str) -> Agent:
     return Agent(
         str(r["id"]),
@@ -153,6 +172,7 @@ def _event(r: dict[str, Any], user_id: str, fact_id: str, where: str) -> Event:
         hash=str(r["hash"]),
         redacted=bool(r.get("redacted")),
         salt=r.get("salt"),  # files before format 3 have none: their digests cover the content alone
+        redacted_for=r.get("redacted_for"),
     )
 
 

@@ -13,9 +13,9 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..domain import new_id
+from ..domain import is_unicode, new_id
 from ..server.proxy.forward import complete
-from ..server.proxy.prepare import AGENT_HEADER, CONVERSATION_HEADER
+from ..server.proxy.prepare import AGENT_HEADER, CONVERSATION_HEADER, check_body
 from ..server.proxy.wire import ChatError
 from ..server.schemas import is_uuid
 from .forms import text
@@ -49,6 +49,8 @@ def _history(raw: str) -> list[dict[str, Any]]:
         return []
     if _depth(items) > MAX_DEPTH:
         raise BadForm(TOO_DEEP)
+    if not is_unicode(json.dumps(items, ensure_ascii=False)):  # it could not be sent on, nor shown
+        raise BadForm("the conversation sent back holds text that is not valid Unicode.")
     kept = []
     for item in items if isinstance(items, list) else []:
         if not isinstance(item, dict) or item.get("role") not in ("user", "assistant"):
@@ -132,6 +134,7 @@ async def say(request: Request, session: SessionDep, form: FormDep) -> Response:
     body = {"messages": [*messages, {"role": "user", "content": message}]}
     memory = memory_of(request)
     try:
+        check_body(body)  # as the proxy checks what a client sends it
         done = await complete(
             memory,
             request.app.state.settings,
@@ -151,4 +154,9 @@ async def say(request: Request, session: SessionDep, form: FormDep) -> Response:
         {"role": "user", "content": message, "recalled": []},
         {"role": "assistant", "content": done.text, "recalled": recalled},
     ]
-    return await render_chat(request, session, history=history, conversation=conversation, agent=agent)
+    problem = ""
+    if done.stored.failed:
+        problem = f"The reply came, but this turn was not stored to learn from: {done.stored.reason}."
+    return await render_chat(
+        request, session, history=history, conversation=conversation, agent=agent, error=problem
+    )

@@ -16,8 +16,10 @@ PAGE_SIZE = 25
 
 
 def text(data: Mapping[str, object], name: str, limit: int = 10_000) -> str:
+    """A form field's text, trimmed; U+0000, which no page sends and PostgreSQL cannot store,
+    left out."""
     value = data.get(name)
-    return value.strip()[:limit] if isinstance(value, str) else ""
+    return value.replace("\x00", "").strip()[:limit] if isinstance(value, str) else ""
 
 
 def flag(data: Mapping[str, object], name: str) -> bool:

@@ -18,6 +18,7 @@ from ..domain import (
     Scope,
     Source,
     Status,
+    is_unicode,
     new_id,
 )
 
@@ -33,10 +34,8 @@ _BIDI_CONTROLS = dict.fromkeys(map(ord, "\u202a\u202b\u202c\u202d\u202e\u2066\u2
 def clean_text(text: str) -> str:
     """A fact's text as stored: valid Unicode, its spacing collapsed, no NUL (PostgreSQL cannot
     store it and it means nothing in a sentence) and no directional overrides."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidInput("a memory must be valid Unicode (it holds a lone surrogate)") from None
+    if not is_unicode(text):
+        raise InvalidInput("a memory must be valid Unicode (it holds a lone surrogate)")
     text = " ".join(text.replace("\x00", " ").translate(_BIDI_CONTROLS).split())
     if not text:
         raise InvalidInput("a memory needs some text")

@@ -41,6 +41,7 @@ from .reconcile import Op, reconcile
 log = logging.getLogger(__name__)
 
 _PLANS = 3  # a turn is planned again when a concurrent write made one of its facts first
+AGENT_GONE = "its agent was deleted"
 
 
 @dataclass
@@ -91,6 +92,13 @@ class Writer:
         if user is None:
             raise NotFound(f"no user {scope.user_id}")
         return memory_enabled(server_mode, user.memory_enabled)
+
+    async def _agent_alive(self, scope: Scope) -> bool:
+        try:
+            await self.store.get_agent(scope.user_id, scope.agent_id or "")
+        except NotFound:
+            return False
+        return True
 
     async def remember(
         self, turn: Turn, server_mode: MemoryMode | None, *, actor: str = "extractor"
@@ -143,6 +151,10 @@ class Writer:
             except Conflict as exc:
                 report.problems.append(f"not applied, memory changed meanwhile: {exc}")
                 report.retry = True
+            except NotFound:
+                if scope.agent_id is None or tries == _PLANS or await self._agent_alive(scope):
+                    raise
+                continue  # its agent was deleted meanwhile: planned again, the turn is skipped
             break
         if report.problems:
             # the problems quote what the model said about the person: counts only
@@ -172,6 +184,8 @@ class Writer:
         report = WriteReport()
         if not await self._enabled(scope, server_mode):
             return WriteReport(skipped="memory is off for this user"), []
+        if scope.agent_id is not None and not await self._agent_alive(scope):
+            return WriteReport(skipped=AGENT_GONE), []
         try:
             extracted = await self.extractor.extract(messages, conversation_id, said_at or now)
         except ModelError as exc:

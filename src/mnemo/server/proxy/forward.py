@@ -73,12 +73,25 @@ class Stored:
 
     stored: bool
     reason: str | None = None
+    failed: bool = False  # not stored because storing failed (not by choice: memory off, automation)
 
     def headers(self) -> dict[str, str]:
         out = {"x-mnemo-stored": "true" if self.stored else "false"}
         if self.reason:
             out["x-mnemo-stored-reason"] = self.reason
         return out
+
+
+async def unstored(memory: Memory, prepared: Prepared) -> Stored | None:
+    """Why this turn will not be stored, known before the reply is (a streamed reply's headers
+    leave first); None when it is to be stored."""
+    if prepared.user_text is None:
+        return Stored(False, "no new user message")
+    if prepared.automation:
+        return Stored(False, "automation")
+    if not await memory.memory_enabled(prepared.scope.user_id):
+        return Stored(False, "memory is off")
+    return None
 
 
 async def remember(memory: Memory, worker: Worker | None, prepared: Prepared, reply: str) -> Stored:
@@ -91,10 +104,10 @@ async def remember(memory: Memory, worker: Worker | None, prepared: Prepared, re
         job = await memory.submit(turn)  # None when memory is off or this is automation
     except StorageFull:
         log.error("a chat turn of user %s was not stored: the database's disk is full", turn.scope.user_id)
-        return Stored(False, "storage is full")
+        return Stored(False, "storage is full", failed=True)
     except Exception:
         log.exception("a chat turn of user %s was not stored", turn.scope.user_id)
-        return Stored(False, "could not store the turn")
+        return Stored(False, "could not store the turn", failed=True)
     if job is None:
         return Stored(False, "automation" if turn.automation else "memory is off")
     if worker is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,7 @@ from ...domain import (
     User,
     conversation_id,
     find_agent,
+    is_unicode,
     new_id,
 )
 from ...memory import Memory
@@ -25,6 +27,8 @@ from ...settings import Settings
 from .wire import ChatError, content_text
 
 log = logging.getLogger(__name__)
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 AGENT_HEADER = "x-mnemo-agent"
 CONVERSATION_HEADER = "x-mnemo-conversation"
@@ -53,8 +57,9 @@ class Prepared:
     def turn(self, reply: str) -> Turn | None:
         if self.user_text is None:
             return None
-        # PostgreSQL cannot store NUL in text: kept as U+FFFD, so that the turn is not lost
-        user_text, reply = (t.replace("\x00", "\ufffd") for t in (self.user_text, reply))
+        # PostgreSQL cannot store NUL in text, nor can UTF-8 hold a lone surrogate (an upstream's
+        # reply may carry one): each is kept as U+FFFD, so that the turn is not lost
+        user_text, reply = (_UNSTORABLE.sub("\ufffd", t) for t in (self.user_text, reply))
         messages = (Message("user", user_text), Message("assistant", reply))
         return Turn(self.scope, messages, conversation_id=self.conversation_id, automation=self.automation)
 
@@ -83,7 +88,7 @@ def _check_json(body: dict[str, Any]) -> None:
     while pending:
         value, depth, where = pending.pop()
         if isinstance(value, str):
-            if not _is_unicode(value):
+            if not is_unicode(value):
                 raise ChatError(400, f"{where} is not valid Unicode (it holds a lone surrogate)", param=where)
             continue
         if not isinstance(value, dict | list):
@@ -92,17 +97,9 @@ def _check_json(body: dict[str, Any]) -> None:
             raise ChatError(400, f"the request body nests more than {MAX_DEPTH} levels deep")
         items = value.items() if isinstance(value, dict) else enumerate(value)
         for key, item in items:
-            if isinstance(key, str) and not _is_unicode(key):
+            if isinstance(key, str) and not is_unicode(key):
                 raise ChatError(400, f"a key in {where} is not valid Unicode", param=where)
             pending.append((item, depth + 1, f"{where}.{key}" if isinstance(key, str) else f"{where}[{key}]"))
-
-
-def _is_unicode(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def conversation_of(headers: Mapping[str, str]) -> str:

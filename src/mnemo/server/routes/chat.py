@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 from fastapi import APIRouter, FastAPI, Request, Response
 
 from ..deps import CurrentUser, MemoryDep, SettingsDep, WorkerDep
-from ..proxy.forward import complete, forward, remember
+from ..proxy.forward import complete, forward, remember, unstored
 from ..proxy.prepare import AGENT_HEADER, AUTOMATION_HEADER, CONVERSATION_HEADER, MAX_DEPTH, check_body
 from ..proxy.relay import StreamRelay
 from ..proxy.upstream import Upstream, relayed_headers
@@ -112,6 +112,9 @@ async def chat_completions(
             reply.content, status_code=reply.status_code, headers={**headers, **done.stored.headers()}
         )
     headers["cache-control"] = "no-cache"
+    # its turn is stored once the stream ends: the header can only say in advance when it won't be
+    if (known := await unstored(memory, prepared)) is not None:
+        headers.update(known.headers())
 
     async def finish(text: str) -> None:
         await remember(memory, worker, prepared, text)

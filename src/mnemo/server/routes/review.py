@@ -29,7 +29,10 @@ async def list_candidates(
 
 @router.post("/{fact_id}/approve")
 async def approve(memory: MemoryDep, user: CurrentUser, fact_id: FactIdPath) -> FactPublic:
-    """Accept a candidate; one proposed as a replacement supersedes the memory it replaces."""
+    """Accept a candidate; one proposed as a replacement supersedes the memory it replaces.
+    When an active memory of the same agent says the same already, that memory is reinforced
+    and answered instead, and the candidate is closed as superseded by it. 422 when the
+    candidate's agent was deleted."""
     return FactPublic.of(await memory.approve(Scope(user.id, all_agents=True), fact_id, actor="user"))
 
 

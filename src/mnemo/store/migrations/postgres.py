@@ -294,6 +294,8 @@ def _erasure(cur) -> None:
     (see mnemo.audit). The events already redacted have digests of their erased text: they get
     random ones, and their users' logs are chained again from the first of them."""
     cur.execute("ALTER TABLE fact_events ADD COLUMN salt text")
+    # the purged fact whose erasure took this event's reason (it told of that fact)
+    cur.execute("ALTER TABLE fact_events ADD COLUMN redacted_for text")
     # user by user, as every statement on a per-user table is (a purged fact stays a fact)
     for (user_id,) in cur.execute("SELECT * FROM mnemo_users_with_facts()").fetchall():
         seqs = cur.execute(

@@ -266,6 +266,8 @@ def _erasure(cur) -> None:
     with `PRAGMA secure_delete`, so that an erased text leaves no copy in free space."""
     cur.execute("INSERT INTO facts_fts (facts_fts, rank) VALUES ('secure-delete', 1)")
     cur.execute("ALTER TABLE fact_events ADD COLUMN salt TEXT")
+    # the purged fact whose erasure took this event's reason (it told of that fact)
+    cur.execute("ALTER TABLE fact_events ADD COLUMN redacted_for TEXT")
     redacted: dict[str, set[int]] = {}
     for user_id, seq in cur.execute("SELECT user_id, seq FROM fact_events WHERE redacted = 1").fetchall():
         redacted.setdefault(user_id, set()).add(seq)
