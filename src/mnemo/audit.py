@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import secrets
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from .domain import Action, AuditReport, Change, Event, Fact
+from .domain import Action, AuditReport, Change, Event, Fact, normalise
 
 GENESIS = "0" * 64
 
@@ -138,17 +139,26 @@ def texts_of(snapshots: Iterable[tuple[dict[str, Any] | None, dict[str, Any] | N
     return {t for pair in snapshots for s in pair if s and (t := s.get("text"))}
 
 
-def tells_of(reason: str, texts: Iterable[str], *, replaced_it: bool) -> bool:
-    """Whether another event's reason speaks of a purged fact: the creation of what replaced it
-    (its reason says what was replaced, in whatever words), or a reason that quotes one of its
-    texts (ignoring case)."""
-    folded = reason.casefold()
-    return replaced_it or any(t.casefold() in folded for t in texts)
+_WORD = re.compile(r"\w+")
 
 
-def like_escaped(text: str) -> str:
-    """`text` for a LIKE pattern with ESCAPE '\\': its own % and _ taken literally."""
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+def tells_of(reason: str, texts: Iterable[str]) -> bool:
+    """Whether an event's reason may speak of a fact that had these texts: it quotes one (case,
+    width and spacing aside), or shares a number or code of three characters or more with one,
+    or two of its words of four letters or more. Erring towards erasing: a reason is commentary,
+    and the purged text must not outlive the purge in it."""
+    said = normalise(reason)
+    words = set(_WORD.findall(said))
+    for text in texts:
+        own = normalise(text)
+        if own in said:
+            return True
+        tokens = set(_WORD.findall(own)) & words
+        if any(len(t) >= 3 and any(c.isdigit() for c in t) for t in tokens):
+            return True
+        if sum(1 for t in tokens if len(t) >= 4 and t.isalpha()) >= 2:
+            return True
+    return False
 
 
 def redact(snapshot: dict[str, Any] | None) -> dict[str, Any] | None:

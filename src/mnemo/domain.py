@@ -157,6 +157,15 @@ def is_unicode(text: str) -> bool:
     return True
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def as_unicode(text: str) -> str:
+    """`text` with each lone surrogate replaced by U+FFFD: for text mnemo did not choose (a
+    model's reply, an upstream's error) that it must still show, send on or store."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
 def text_hash(text: str) -> str:
     return hashlib.sha256(normalise(text).encode()).hexdigest()
 

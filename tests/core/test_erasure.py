@@ -115,3 +115,29 @@ async def test_a_reason_with_a_nul_character_is_kept(memory, alice):
     await memory.retract(alice, fact.id, reason="changed\x00mind")
     [_, retracted] = await memory.history(alice, fact.id)
     assert retracted.reason == "changed\ufffdmind"
+
+
+async def test_purging_a_replacement_erases_what_its_predecessor_says_of_it(llm_memory, scripted_llm, alice):
+    """The old fact's supersede event carries the reason too ("changed from 4426 to 7788"); a
+    purge of the new fact erases it there, and reasons that quote its text in other case,
+    width or spacing, or share its number."""
+    old = await llm_memory.add(alice, "My bank PIN is 4426")
+    scripted_llm.reply_json(extraction("My bank PIN is 7788"))
+    scripted_llm.reply_json(
+        {"decisions": [{"new": 1, "action": "supersede", "target": 1, "reason": "the PIN changed to 7788"}]}
+    )
+    await llm_memory.remember(Turn.of(alice, ("user", "New PIN: 7788."), ("assistant", "Noted.")))
+    [new] = await llm_memory.list(alice)
+    street = await llm_memory.add(alice, "Mój adres to Große Straße 12 w Łodzi")
+    for n, reason in enumerate(
+        ("MÓJ ADRES TO GROSSE STRASSE 12 W ŁODZI", "my  bank pin is 7788!", "PIN 7788 again")
+    ):
+        other = await llm_memory.add(alice, f"I keep note {n} in a drawer")
+        await llm_memory.retract(alice, other.id, reason=reason)
+    await llm_memory.purge(alice, new.id)
+    await llm_memory.purge(alice, street.id)
+
+    events = await llm_memory.events(alice.user_id)
+    assert not any(("7788" in repr(e.reason)) or ("GROSSE" in repr(e.reason)) for e in events)
+    assert any(e.fact_id == old.id and e.action == "supersede" and e.redacted_for == new.id for e in events)
+    assert (await llm_memory.verify_audit(alice.user_id)).ok

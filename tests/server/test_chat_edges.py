@@ -155,3 +155,12 @@ def test_a_streamed_turn_says_in_advance_when_it_will_not_be_stored(client, scri
                 assert reply.headers["x-mnemo-stored-reason"] == reason
             else:  # to be stored once the stream ends: no header can say so before
                 assert "x-mnemo-stored" not in reply.headers
+
+
+def test_an_upstream_error_holding_a_lone_surrogate_is_relayed_not_a_500(client, scripted_llm):
+    for stream in (False, True):
+        scripted_llm.fail(400, "cannot read \ud800 here")
+        reply = chat(client, {**said("Hello"), "stream": stream})
+        assert reply.status_code == 400, reply.text
+        assert reply.json()["error"]["message"].endswith("cannot read \ufffd here")
+        assert client.get("/v1/memories").status_code == 200

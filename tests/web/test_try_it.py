@@ -101,3 +101,16 @@ def test_a_turn_not_stored_on_a_full_disk_says_so(signed_in: Page, api, server, 
     expect(page.locator("li.turn").nth(1).locator(".said")).to_have_text(CHAT_REPLY)
     expect(page.get_by_role("alert")).to_contain_text("not stored to learn from: storage is full")
     assert ok(api.get("/v1/jobs"))["items"] == []
+
+
+def test_a_reply_holding_a_lone_surrogate_is_shown_and_stored(signed_in: Page, api, llm):
+    """What no page can hold is shown as U+FFFD; the turn was stored, and the page says nothing
+    went wrong."""
+    llm.reply("Odd \ud800 reply")
+    llm.reply_json({"facts": []})  # the turn's extraction
+    page = signed_in
+    page.get_by_role("link", name="Try it").click()
+    send(page, "Hello")
+    expect(page.locator("li.turn").nth(1).locator(".said")).to_have_text("Odd \ufffd reply")
+    expect(page.get_by_role("alert")).to_have_count(0)
+    assert len(settled_jobs(api, 1)) == 1

@@ -14,13 +14,15 @@ _REDACT = (
     "UPDATE fact_events SET before = %s, after = %s, reason = NULL, redacted = true, salt = NULL"
     " WHERE user_id = %s AND seq = %s"
 )
-_SUCCESSORS = "SELECT id FROM facts WHERE user_id = %s AND supersedes = %s"
-# the other events that may tell of a purged fact: the creation of what replaced it, and any
-# reason that quotes one of its texts (audit.tells_of decides)
-_TELLING = (
+# what replaced the purged fact (its creation says what it replaced) and what it replaced (that
+# fact's supersede event says what replaced it)
+_LINKED = (
+    "SELECT id, supersedes = %(fact)s FROM facts"
+    " WHERE user_id = %(user)s AND (supersedes = %(fact)s OR superseded_by = %(fact)s)"
+)
+_REASONS = (
     "SELECT seq, fact_id, action, reason, salt FROM fact_events"
-    " WHERE user_id = %(user)s AND fact_id <> %(fact)s AND reason IS NOT NULL"
-    " AND ((fact_id = ANY (%(successors)s) AND action = 'create') OR reason ILIKE ANY (%(patterns)s))"
+    " WHERE user_id = %s AND fact_id <> %s AND reason IS NOT NULL"
 )
 _REDACT_REASON = (
     "UPDATE fact_events SET reason = NULL, salt = NULL, redacted_for = %s WHERE user_id = %s AND seq = %s"
@@ -32,8 +34,9 @@ _RESEAL = "UPDATE fact_events SET digest = %s, prev_hash = %s, hash = %s WHERE u
 
 async def redact_events(conn: psycopg.AsyncConnection, user_id: str, fact_id: str) -> None:
     """Erase the text, reason and salt of every event of the fact, and the reason and salt of
-    the user's other events that tell of it; events written before salts had digests of what
-    is erased, so the log is sealed again from the first of them."""
+    the user's other events that tell of it (as store/sqlite_events.py says); events written
+    before salts had digests of what is erased, so the log is sealed again from the first of
+    them."""
     cur = conn.cursor()
     await cur.execute(_EVENTS_OF_FACT, (user_id, fact_id))
     rows = await cur.fetchall()
@@ -45,14 +48,13 @@ async def redact_events(conn: psycopg.AsyncConnection, user_id: str, fact_id: st
         )
         if salt is None:
             unsalted.add(seq)
-    await cur.execute(_SUCCESSORS, (user_id, fact_id))
-    successors = [r[0] for r in await cur.fetchall()]
-    patterns = [f"%{audit.like_escaped(t)}%" for t in texts]
-    await cur.execute(
-        _TELLING, {"user": user_id, "fact": fact_id, "successors": successors, "patterns": patterns}
-    )
+    await cur.execute(_LINKED, {"user": user_id, "fact": fact_id})
+    linked = {
+        (other, "create" if replaced_it else "supersede") for other, replaced_it in await cur.fetchall()
+    }
+    await cur.execute(_REASONS, (user_id, fact_id))
     for seq, other, action, reason, salt in await cur.fetchall():
-        if audit.tells_of(reason, texts, replaced_it=other in successors and action == "create"):
+        if (other, action) in linked or audit.tells_of(reason, texts):
             await cur.execute(_REDACT_REASON, (fact_id, user_id, seq))
             if salt is None:
                 unsalted.add(seq)

@@ -26,24 +26,24 @@ def redact_events(cur, user_id: str, fact_id: str) -> None:
         )
         if salt is None:
             unsalted.add(seq)
-    # the other events that may tell of it: the creation of what replaced it, and any reason
-    # that quotes one of its texts (audit.tells_of decides)
-    successors = [
-        r[0]
-        for r in cur.execute("SELECT id FROM facts WHERE user_id = ? AND supersedes = ?", (user_id, fact_id))
-    ]
-    telling = (
-        [f"(fact_id IN ({', '.join('?' * len(successors))}) AND action = 'create')"] if successors else []
-    )
-    telling += ["reason LIKE ? ESCAPE '\\'"] * len(texts)
+    # the other events that tell of it: the creation of what replaced it, the replacement of
+    # what it replaced (their reasons say what was replaced, in whatever words), and any
+    # reason that speaks of its texts (audit.tells_of)
+    linked = {
+        (other, "create" if replaced_it else "supersede")
+        for other, replaced_it in cur.execute(
+            "SELECT id, supersedes = ? FROM facts"
+            " WHERE user_id = ? AND (supersedes = ? OR superseded_by = ?)",
+            (fact_id, user_id, fact_id, fact_id),
+        )
+    }
     others = cur.execute(
         "SELECT seq, fact_id, action, reason, salt FROM fact_events"
-        " WHERE user_id = ? AND fact_id <> ? AND reason IS NOT NULL"
-        f" AND ({' OR '.join(telling) or '0'})",
-        (user_id, fact_id, *successors, *(f"%{audit.like_escaped(t)}%" for t in texts)),
+        " WHERE user_id = ? AND fact_id <> ? AND reason IS NOT NULL",
+        (user_id, fact_id),
     ).fetchall()
     for seq, other, action, reason, salt in others:
-        if audit.tells_of(reason, texts, replaced_it=other in successors and action == "create"):
+        if (other, action) in linked or audit.tells_of(reason, texts):
             cur.execute(
                 "UPDATE fact_events SET reason = NULL, salt = NULL, redacted_for = ? WHERE seq = ?",
                 (fact_id, seq),

@@ -13,7 +13,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..domain import is_unicode, new_id
+from ..domain import as_unicode, is_unicode, new_id
 from ..server.proxy.forward import complete
 from ..server.proxy.prepare import AGENT_HEADER, CONVERSATION_HEADER, check_body
 from ..server.proxy.wire import ChatError
@@ -152,7 +152,8 @@ async def say(request: Request, session: SessionDep, form: FormDep) -> Response:
     ]
     history += [
         {"role": "user", "content": message, "recalled": []},
-        {"role": "assistant", "content": done.text, "recalled": recalled},
+        # the model's words, shown as sent, but for what no page can hold (a lone surrogate)
+        {"role": "assistant", "content": as_unicode(done.text), "recalled": recalled},
     ]
     problem = ""
     if done.stored.failed:

@@ -181,11 +181,28 @@ class Writer:
         `now` stamps the changes; `said_at` (default `now`) is the date the extractor
         reads relative dates against, for messages said in the past (backfill).
         """
-        report = WriteReport()
         if not await self._enabled(scope, server_mode):
             return WriteReport(skipped="memory is off for this user"), []
-        if scope.agent_id is not None and not await self._agent_alive(scope):
-            return WriteReport(skipped=AGENT_GONE), []
+        try:
+            return await self._plan(scope, messages, conversation_id, now, server_mode, actor, said_at)
+        except NotFound:
+            if scope.agent_id is None or await self._agent_alive(scope):
+                raise
+            return WriteReport(skipped=AGENT_GONE), []  # deleted before, or while, the models thought
+
+    async def _plan(
+        self,
+        scope: Scope,
+        messages: list[Message],
+        conversation_id: str,
+        now: datetime,
+        server_mode: MemoryMode | None,
+        actor: str,
+        said_at: datetime | None,
+    ) -> tuple[WriteReport, list[Change]]:
+        report = WriteReport()
+        if scope.agent_id is not None:
+            await self.store.get_agent(scope.user_id, scope.agent_id)  # NotFound: it is gone
         try:
             extracted = await self.extractor.extract(messages, conversation_id, said_at or now)
         except ModelError as exc:

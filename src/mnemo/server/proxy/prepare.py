@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +14,7 @@ from ...domain import (
     Scope,
     Turn,
     User,
+    as_unicode,
     conversation_id,
     find_agent,
     is_unicode,
@@ -27,8 +27,6 @@ from ...settings import Settings
 from .wire import ChatError, content_text
 
 log = logging.getLogger(__name__)
-
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 AGENT_HEADER = "x-mnemo-agent"
 CONVERSATION_HEADER = "x-mnemo-conversation"
@@ -59,7 +57,7 @@ class Prepared:
             return None
         # PostgreSQL cannot store NUL in text, nor can UTF-8 hold a lone surrogate (an upstream's
         # reply may carry one): each is kept as U+FFFD, so that the turn is not lost
-        user_text, reply = (_UNSTORABLE.sub("\ufffd", t) for t in (self.user_text, reply))
+        user_text, reply = (as_unicode(t).replace("\x00", "\ufffd") for t in (self.user_text, reply))
         messages = (Message("user", user_text), Message("assistant", reply))
         return Turn(self.scope, messages, conversation_id=self.conversation_id, automation=self.automation)
 

@@ -12,6 +12,8 @@ from typing import Any
 
 from fastapi.responses import JSONResponse
 
+from ...domain import as_unicode
+
 
 class ChatError(Exception):
     """A request the proxy answers with an error, in OpenAI's error shape."""
@@ -26,6 +28,7 @@ class ChatError(Exception):
         param: str | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> None:
+        message = as_unicode(message)  # an upstream's error may quote what it could not read
         super().__init__(message)
         self.status, self.message, self.type, self.code = status, message, type, code
         self.param = param
