@@ -199,3 +199,28 @@ def test_a_value_of_the_wrong_json_type_is_refused_not_converted(client, body):
 def test_an_unknown_route_answers_in_the_same_shape(client):
     assert error(client.get("/v1/nothing-here"), 404)
     assert error(client.put("/v1/memories"), 405)
+
+
+def test_api_dates_are_checked_in_utc_and_read_back(client):
+    """The year 1000 at +14:00 is the year 999 in UTC: taken, and read back as such. The API
+    takes 0001-01-02 to 9999-12-30 with any offset (its schema's pattern can say no more)."""
+    made = ok(
+        client.post(
+            "/v1/memories",
+            json={"text": "I was born at the date line", "valid_from": "1000-01-01T00:00:00+14:00"},
+        ),
+        201,
+    )
+    assert made["valid_from"] == "0999-12-31T10:00:00Z"
+    first = ok(
+        client.post("/v1/memories", json={"text": "I am old", "valid_from": "0001-01-02T00:00:00+14:00"}), 201
+    )
+    assert first["valid_from"] == "0001-01-01T10:00:00Z"
+    assert {m["text"] for m in ok(client.get("/v1/memories"))["items"]} == {
+        "I was born at the date line",
+        "I am old",
+    }
+    assert ok(client.get("/v1/memories", params={"as_of": "0874-06-01"}))["items"] == []
+    assert ok(client.get("/v1/memories", params={"as_of": "9999-12-30T23:00:00-05:00"}))["items"]
+    for edge in ("0001-01-01T23:00:00+01:00", "9999-12-31T00:00:00Z"):
+        assert "0001-01-02 to 9999-12-30" in error(client.get("/v1/memories", params={"as_of": edge}), 422)

@@ -63,4 +63,6 @@ class AgentUpdate(Request):
 
 class AgentDeleted(BaseModel):
     agent: AgentPublic
-    retracted: int = Field(description="How many of its memories were retracted (not erased).")
+    retracted: int = Field(
+        description="How many of its memories were retracted, or rejected if held for review (none erased)."
+    )

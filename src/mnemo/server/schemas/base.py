@@ -25,20 +25,37 @@ def _uuid(value: str) -> str:
 
 
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+# The first and last days of the calendar are left out whatever the offset: in UTC, a time on
+# them may fall outside the years 1 to 9999, and a schema (a pattern) cannot say which do.
+_EDGE_DAYS = ("0001-01-01", "9999-12-31")
 
 
 def _written_time(value: object) -> object:
     """A date-time is written as an ISO 8601 string: a number, in a body or a query string,
     is no date (nor a Unix time)."""
+    if isinstance(value, str) and value.startswith(_EDGE_DAYS):
+        raise ValueError("must be a date from 0001-01-02 to 9999-12-30")
     if isinstance(value, datetime) or (isinstance(value, str) and _ISO_DATE.match(value)):
         return value
     raise ValueError("must be an ISO 8601 date-time, such as 2026-03-01T09:00:00Z")
 
 
 def _utc(value: datetime) -> datetime:
-    """In UTC (a date-time without a zone is read as UTC), checked after the conversion: the
-    years 1 to 9999 there, as every store holds them."""
+    """In UTC (a date-time without a zone is read as UTC); checked after the conversion as well,
+    as every path is."""
     return as_utc(value)
+
+
+def _json_integer(value: object) -> object:
+    """What JSON Schema calls an integer: a number with no fraction (3 or 3.0), never true
+    or "3", which pydantic's lax mode would take and its strict mode refuses all but 3 of."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("must be an integer")
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ValueError("must be an integer")
+        return int(value)
+    return value
 
 
 def _no_nul(value: str) -> str:
@@ -92,8 +109,17 @@ UtcTime = Annotated[
     datetime,
     BeforeValidator(_written_time),
     AfterValidator(_utc),
-    Field(json_schema_extra={"pattern": "^(?!0000)[0-9]{4}-"}),  # the years 1 to 9999
+    # from 0001-01-02 to 9999-12-30 (see _EDGE_DAYS), whatever the offset
+    Field(json_schema_extra={"pattern": "^(?!0000-|0001-01-01|9999-12-31)[0-9]{4}-"}),
 ]
+
+
+def json_int(**bounds: int) -> Any:
+    """An integer as JSON Schema has one, within `bounds` (ge, le). The bounds go before the
+    validator, so that the schema documents them as minimum and maximum."""
+    return Annotated[int, Field(**bounds), BeforeValidator(_json_integer)]
+
+
 FactText = stripped_text(MAX_TEXT, nul=True)
 QueryText = stripped_text(4000, nul=True)  # a search's words (U+0000 is no word: dropped)
 Name = stripped_text(100)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Self
 
-from pydantic import BaseModel, Field, StrictBool, StrictInt, StringConstraints, model_validator
+from pydantic import BaseModel, Field, StrictBool, StringConstraints, model_validator
 
 from ...domain import (
     AuditReport,
@@ -15,7 +15,7 @@ from ...domain import (
     Status,
 )
 from ...recall.fuse import Hit
-from .base import FactText, Id, NoNul, QueryText, Request, UtcTime
+from .base import FactText, Id, NoNul, QueryText, Request, UtcTime, json_int
 
 
 class SourcePublic(BaseModel):
@@ -64,7 +64,7 @@ class FactCreate(Request):
 
 
 class FactUpdate(Request):
-    version: StrictInt = Field(ge=1, description="The version you saw; a stale one answers 409.")
+    version: json_int(ge=1) = Field(description="The version you saw; a stale one answers 409.")
     text: FactText | None = None
     category: Category | None = None
     pinned: StrictBool | None = None
@@ -139,7 +139,7 @@ class HitPublic(BaseModel):
 class SearchRequest(Request):
     query: QueryText
     agent_id: Id | None = None
-    limit: int | None = Field(None, ge=1, le=100)
+    limit: json_int(ge=1, le=100) | None = None
     as_of: UtcTime | None = None
 
 
