@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
-from mnemo.store.sqlite_rows import ts
+from mnemo.store.rows import ts
 
 
 class KhojBaseline:

@@ -115,8 +115,8 @@ from mnemo.memory import Memory
 from mnemo.providers.embed import LocalEmbedder
 from mnemo.store.migrations.postgres import APP_ROLE
 from mnemo.store.postgres import PostgresStore
-from mnemo.store.postgres_rows import fact_from
 from mnemo.store.postgres_search import EXACT_BELOW, index_name, nearest_sql
+from mnemo.store.rows import fact_from
 from mnemo.store.sqlite import SQLiteStore
 
 BACKENDS = ("postgres", "sqlite")

@@ -34,7 +34,7 @@ from bench.recall import Vectors, machine, make_console
 from mnemo.providers.embed import LocalEmbedder
 from mnemo.store.fulltext import COMMON_TERM_SHARE, SMALL_STORE, query_words
 from mnemo.store.migrations.postgres_security import lexical_function
-from mnemo.store.postgres_rows import FACT_COLUMNS
+from mnemo.store.rows import FACT_COLUMNS
 
 QUESTIONS, WARMUP = 600, 50
 OLD = "mnemo_lexical(%(words)s, NULL, 20, %(share)s, %(small)s)"

@@ -55,25 +55,50 @@ STORE_DIR = Path(store_module.__file__).parent
 SRC_DIR = STORE_DIR.parent.parent
 
 
+# what a function calls to send SQL: a cursor's execute, or a transaction's (store/sql/tx.py)
+_SENDS = {"execute", "one", "all", "many"}
+# the executors: they pass statements on and are not their senders (the function that called
+# them is); every statement the store sends passes through one of them
+EXECUTORS = {"mnemo.store.sql.tx": None, "mnemo.store.postgres": {"execute", "one", "all", "many", "_answer"}}
+
+
+def _executor(module: str, function: str) -> bool:
+    return module in EXECUTORS and (EXECUTORS[module] is None or function in EXECUTORS[module])
+
+
+def _own_nodes(function: pyast.AST) -> Iterator[pyast.AST]:
+    """The nodes of a function's own body: a function defined inside it sends its own SQL."""
+    for node in pyast.iter_child_nodes(function):
+        if not isinstance(node, pyast.FunctionDef | pyast.AsyncFunctionDef | pyast.Lambda):
+            yield node
+            yield from _own_nodes(node)
+
+
 def _sends_sql(function: pyast.AST) -> bool:
     return any(
-        isinstance(call, pyast.Call)
-        and isinstance(call.func, pyast.Attribute)
-        and call.func.attr == "execute"
-        for call in pyast.walk(function)
+        isinstance(call, pyast.Call) and isinstance(call.func, pyast.Attribute) and call.func.attr in _SENDS
+        for call in _own_nodes(function)
     )
 
 
 def _sql_functions() -> dict[str, set[str]]:
-    """The PostgreSQL store's modules (store/postgres*.py, store/migrations/postgres*.py) and,
-    in each, the functions that call execute(); modules with none (the column lists) left out."""
+    """The PostgreSQL store's modules (store/postgres*.py, store/migrations/postgres*.py), the
+    SQL both stores share (store/sql/*.py) and, in each, the functions that send SQL (the
+    executors aside); modules with none (the column lists) left out."""
     found = {}
-    for path in sorted([*STORE_DIR.glob("postgres*.py"), *STORE_DIR.glob("migrations/postgres*.py")]):
+    paths = [
+        *STORE_DIR.glob("postgres*.py"),
+        *STORE_DIR.glob("sql/*.py"),
+        *STORE_DIR.glob("migrations/postgres*.py"),
+    ]
+    for path in sorted(paths):
         module = ".".join(path.relative_to(SRC_DIR).with_suffix("").parts)
         functions = {
             node.name
             for node in pyast.walk(pyast.parse(path.read_text()))
-            if isinstance(node, pyast.FunctionDef | pyast.AsyncFunctionDef) and _sends_sql(node)
+            if isinstance(node, pyast.FunctionDef | pyast.AsyncFunctionDef)
+            and _sends_sql(node)
+            and not _executor(module, node.name)
         }
         if functions:
             found[module] = functions
@@ -567,7 +592,7 @@ def _plpgsql_problems(name: str, body: str) -> list[str]:
 @dataclass
 class Sent:
     sql: str  # as the server parses it ($n parameters)
-    origin: str  # "mnemo/store/postgres_jobs.py:147 in _job": where the store first sent it
+    origin: str  # "mnemo/store/sql/jobs.py:24 in job": where the store first sent it
     functions: set[str] = field(default_factory=set)  # every "module.function" that sent it
 
 
@@ -583,7 +608,7 @@ class Recorder:
         frame = sys._getframe(2)
         while frame is not None:
             module = frame.f_globals.get("__name__", "")
-            if module in SQL_FUNCTIONS:
+            if module in SQL_FUNCTIONS and not _executor(module, frame.f_code.co_name):
                 sender = frame
                 break
             frame = frame.f_back

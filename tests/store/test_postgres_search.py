@@ -81,10 +81,11 @@ async def test_each_path_runs_the_plan_it_claims(seeded, alice, embedder):
 
 async def test_small_users_are_scanned_exactly_and_large_ones_walk_the_graph(seeded, alice, embedder):
     graph, exact, _ = seeded
-    async with graph.store._tx(alice.user_id) as cur:
-        assert await graph.store._use_index(cur, alice, embedder.model_name, 384) is True
-        assert await exact.store._use_index(cur, alice, embedder.model_name, 384) is False
-        assert await graph.store._use_index(cur, alice, "another-model", 384) is None
+    async with graph.store._tx(alice.user_id) as tx:
+        cur = tx.cursor
+        assert await graph.store.search.use_index(cur, alice, embedder.model_name, 384) is True
+        assert await exact.store.search.use_index(cur, alice, embedder.model_name, 384) is False
+        assert await graph.store.search.use_index(cur, alice, "another-model", 384) is None
 
 
 async def test_common_words_are_left_out_of_full_text_search_on_a_large_store(memory, alice):

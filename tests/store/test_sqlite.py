@@ -21,7 +21,7 @@ def backend() -> str:
 
 
 async def test_a_fresh_database_records_its_migrations(store):
-    assert store.schema_versions() == [m.version for m in sqlite_module.MIGRATIONS]
+    assert await store.schema_versions() == [m.version for m in sqlite_module.MIGRATIONS]
     assert store._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
@@ -43,7 +43,7 @@ async def test_an_older_database_upgrades_in_place(tmp_path, embedder, monkeypat
     monkeypatch.setattr(sqlite_module, "MIGRATIONS", newer)
     upgraded = Memory(SQLiteStore(path), embedder)
     await upgraded.open()
-    assert upgraded.store.schema_versions() == [m.version for m in newer]
+    assert await upgraded.store.schema_versions() == [m.version for m in newer]
     columns = [r[1] for r in upgraded.store._conn.execute("PRAGMA table_info(users)")]
     assert "nickname" in columns
     assert texts(await upgraded.recall("where do I live", alice)) == ["I live in Lisbon"]
@@ -64,7 +64,7 @@ async def test_a_first_version_database_with_data_upgrades_in_place(tmp_path, em
         )
     monkeypatch.undo()
     upgraded = await Memory(SQLiteStore(path), embedder).open()
-    assert upgraded.store.schema_versions() == [m.version for m in sqlite_module.MIGRATIONS]
+    assert await upgraded.store.schema_versions() == [m.version for m in sqlite_module.MIGRATIONS]
     (valid_from,) = upgraded.store._conn.execute(
         "SELECT valid_from FROM facts WHERE id = ?", (legacy.LISBON,)
     )
@@ -91,7 +91,7 @@ async def test_a_failing_migration_leaves_the_database_as_it_was(tmp_path, monke
     monkeypatch.undo()
     again = SQLiteStore(path)
     await again.open()
-    assert 99 not in again.schema_versions()
+    assert 99 not in await again.schema_versions()
     assert again._conn.execute("SELECT name FROM sqlite_master WHERE name = 'half_done'").fetchone() is None
     await again.close()
 

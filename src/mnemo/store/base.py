@@ -1,11 +1,18 @@
-"""The Store contract: every read and write takes the scope it acts for."""
+"""The Store contract, in roles: each consumer asks for the role it uses.
+
+A fact read takes the `Scope` it reads for, and sees what the scope's agent
+rule allows (`domain.readable_agent_keys`; `Scope(user, all_agents=True)` is
+the person's own full view). Everything else names its user by id, but for the
+few questions asked before a user is known (a name, an API key id, the next
+job, who has facts or conversations at all).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -47,19 +54,9 @@ class Unembedded:
     text: str
 
 
-class Store(Protocol):
-    """Persistence for facts, their events, and the people and agents they belong to.
+class AccountStore(Protocol):
+    """People, their agents, their API keys (only hashes of the secrets), server settings."""
 
-    Reads see what the scope's agent rule allows (see `mnemo.recall` for the rule);
-    `Scope(user, all_agents=True)` is the person's own full view.
-    """
-
-    async def open(self) -> None:
-        """Connect and bring the schema up to date (migrations)."""
-
-    async def close(self) -> None: ...
-
-    # people, agents, settings
     async def ensure_user(self, name: str) -> User: ...
     async def find_user(self, name: str) -> User | None: ...
     async def get_user(self, user_id: str) -> User | None: ...
@@ -85,7 +82,6 @@ class Store(Protocol):
     async def update_agent(self, user_id: str, agent_id: str, **fields: object) -> Agent: ...
     async def list_agents(self, user_id: str) -> list[Agent]: ...
 
-    # API keys (only hashes of their secrets)
     async def add_api_key(self, key: ApiKey) -> ApiKey: ...
     async def get_api_key(self, key_id: str) -> ApiKey | None: ...
     async def list_api_keys(self, user_id: str) -> list[ApiKey]: ...
@@ -93,14 +89,20 @@ class Store(Protocol):
     async def get_setting(self, key: str) -> str | None: ...
     async def set_setting(self, key: str, value: str | None) -> None: ...
 
-    # conversations, for provenance
+
+class ConversationStore(Protocol):
+    """What was said, kept for provenance."""
+
     async def save_messages(
         self, scope: Scope, conversation_id: str, messages: Sequence[Message], at: datetime
     ) -> list[Message]: ...
     async def conversation_messages(self, user_id: str, conversation_id: str) -> list[Message]:
         """The user's messages of that conversation, oldest first; none for another user's."""
 
-    # facts
+
+class FactStore(Protocol):
+    """Facts by id, hash and status, and the one way to change them (`commit`)."""
+
     async def get_fact(self, scope: Scope, fact_id: str) -> Fact:
         """Raises NotFound when the id is unknown or not visible to the scope."""
 
@@ -118,25 +120,13 @@ class Store(Protocol):
         """Facts in these statuses (active ones by default) whose normalised text hashes to
         `text_hash`, oldest first."""
 
-    async def nearest(self, scope: Scope, vector: np.ndarray, model: str, k: int) -> list[ScoredFact]:
-        """Active facts by cosine similarity (highest first)."""
-
-    async def lexical(self, scope: Scope, query: str, k: int) -> list[ScoredFact]:
-        """Active facts by full-text relevance (best first)."""
-
-    async def recent(self, scope: Scope, since: datetime, k: int) -> list[Fact]:
-        """Active facts last confirmed at or after `since`, newest first."""
-
-    async def pinned(self, scope: Scope) -> list[Fact]: ...
-    async def vectors(self, scope: Scope, fact_ids: Sequence[str], model: str) -> dict[str, np.ndarray]: ...
-
     async def commit(
         self,
         user_id: str,
         changes: Sequence[Change],
         at: datetime,
         *,
-        finish: tuple[Claim, dict] | None = None,
+        finish: tuple[Claim, dict[str, Any]] | None = None,
         mark: BackfillMark | None = None,
         retire: str | None = None,
     ) -> list[Event]:
@@ -156,11 +146,37 @@ class Store(Protocol):
         would say the same with the same status (active, or a candidate).
         """
 
+
+class SearchStore(Protocol):
+    """The recall arms: the scope's active facts by meaning, words, recency and pin."""
+
+    async def nearest(self, scope: Scope, vector: np.ndarray, model: str, k: int) -> list[ScoredFact]:
+        """Active facts by cosine similarity (highest first)."""
+
+    async def lexical(self, scope: Scope, query: str, k: int) -> list[ScoredFact]:
+        """Active facts by full-text relevance (best first)."""
+
+    async def recent(self, scope: Scope, since: datetime, k: int) -> list[Fact]:
+        """Active facts last confirmed at or after `since`, newest first."""
+
+    async def pinned(self, scope: Scope) -> list[Fact]: ...
+    async def vectors(self, scope: Scope, fact_ids: Sequence[str], model: str) -> dict[str, np.ndarray]: ...
+
+
+class AuditLog(Protocol):
+    """Each user's hash-chained events (see mnemo.audit)."""
+
     async def events(
         self, user_id: str, *, fact_id: str | None = None, until: datetime | None = None
     ) -> list[Event]: ...
 
-    # the durable queue of turns (see mnemo.jobs)
+    async def chain_head(self, user_id: str) -> str:
+        """The hash of the user's last event (audit.GENESIS when there is none)."""
+
+
+class JobQueue(Protocol):
+    """The durable queue of turns to learn from (see mnemo.jobs)."""
+
     async def enqueue_turn(
         self,
         scope: Scope,
@@ -181,7 +197,10 @@ class Store(Protocol):
     ) -> list[Job]: ...
     async def job_messages(self, job: Job) -> list[Message]: ...
 
-    # backfill: learning from stored conversations (see mnemo.backfill)
+
+class BackfillStore(Protocol):
+    """Learning from stored conversations (see mnemo.backfill)."""
+
     async def users_with_conversations(self) -> list[User]:
         """Every user with a stored conversation, by name (the one question across users)."""
 
@@ -198,7 +217,10 @@ class Store(Protocol):
     async def backfill_marks(self, user_id: str, conversation_ids: Sequence[str]) -> list[BackfillMark]:
         """The turns of these conversations that backfill has learnt from."""
 
-    # import and export, verbatim (see mnemo.transfer and store/*_transfer.py)
+
+class TransferStore(Protocol):
+    """Import and export, verbatim (see mnemo.transfer)."""
+
     async def list_conversations(
         self, user_id: str, *, after: tuple[datetime, str] | None = None, limit: int = 100
     ) -> list[Conversation]:
@@ -217,9 +239,6 @@ class Store(Protocol):
         """Create the agent with the given id (False: it is there already); Conflict when the
         id is another user's or the name is the user's for another agent."""
 
-    async def chain_head(self, user_id: str) -> str:
-        """The hash of the user's last event (audit.GENESIS when there is none)."""
-
     async def import_facts(
         self, user_id: str, facts: Sequence[tuple[Fact, np.ndarray | None]], events: Sequence[Event]
     ) -> None:
@@ -227,7 +246,9 @@ class Store(Protocol):
         events keep their time, digest and hashes, in the order given, and must continue the
         user's chain (Conflict otherwise); a fact already there is a Conflict."""
 
-    # -- reindex (see mnemo.reindex) -----------------------------------------------
+
+class ReindexStore(Protocol):
+    """Vectors of other embedding models (see mnemo.reindex)."""
 
     async def users_with_facts(self) -> list[User]:
         """Everyone with a fact, in name order."""
@@ -248,3 +269,23 @@ class Store(Protocol):
 
     async def drop_vectors(self, user_id: str, keep: str) -> int:
         """Remove the user's vectors of every model but `keep`; returns how many went."""
+
+
+class Store(
+    AccountStore,
+    ConversationStore,
+    FactStore,
+    SearchStore,
+    AuditLog,
+    JobQueue,
+    BackfillStore,
+    TransferStore,
+    ReindexStore,
+    Protocol,
+):
+    """Every role: what the wiring (mnemo.build) opens and hands out, one role to each consumer."""
+
+    async def open(self) -> None:
+        """Connect and bring the schema up to date (migrations)."""
+
+    async def close(self) -> None: ...

@@ -3,45 +3,45 @@
 psycopg 3, async, over a connection pool. Every pooled connection runs as
 APP_ROLE, which row-level security confines to the rows of the user named by
 the transaction's `mnemo.user_id` setting (see migrations/postgres_security.py);
-each method opens one transaction and names its user first. Writes to one user's
-facts are serialised by a per-user advisory lock, so that the user's event
-chain never forks, however many processes write.
+each store call is one transaction that enters its user first. Writes to one
+user's facts are serialised by a per-user advisory lock, so that the user's
+event chain never forks, however many processes write.
 
-Vectors, lexical search and the queue are in their own modules:
-postgres_search.py, postgres_commit.py, postgres_jobs.py, postgres_people.py.
+What is PostgreSQL's own: entering a user and the questions across users
+(`PgTx`), a commit's statements pipelined and the counts that choose the
+vector search (here), the search itself (postgres_search.py) and the job
+claim (mnemo_claim_job, FOR UPDATE SKIP LOCKED).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
+import numpy as np
 import psycopg
 from pgvector.psycopg import register_vector_async
+from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from ..domain import Event, Fact, NotFound, Scope, Status, StorageFull, readable_agent_keys, utcnow
-from .migrate import pending
+from .. import audit
+from ..domain import Change, Conflict, Event, Fact, Job, Scope, Status, StorageFull, utcnow
+from .base import ScoredFact, Unembedded
+from .fulltext import query_words
+from .migrate import APPLIED, RECORD, RECORDS, pending
 from .migrations.postgres import APP_ROLE, LOCK_NAMESPACE, MIGRATIONS
-from .postgres_backfill import BackfillMixin
-from .postgres_commit import CommitMixin
-from .postgres_jobs import JobsMixin
-from .postgres_people import PeopleMixin
-from .postgres_reindex import ReindexMixin
-from .postgres_rows import (
-    AGENT_COLUMNS,
-    EVENT_COLUMNS,
-    FACT_COLUMNS,
-    agent_from,
-    event_from,
-    fact_from,
-    readable,
-)
-from .postgres_search import EXACT_BELOW, MIN_SHARE, SearchMixin
-from .postgres_transfer import TransferMixin
+from .postgres_search import EXACT_BELOW, MIN_SHARE, Search
+from .sql import facts, jobs
+from .sql.store import P, SQLStore, T, TxFn
+from .sql.transfer import imported_event
+from .sql.tx import Params, Row, as_format
+
+Counts = dict[str, int]  # how a commit moved the user's vectors, per model
 
 
 def connection_url(url: str) -> str:
@@ -64,9 +64,93 @@ async def _configure(conn: psycopg.AsyncConnection) -> None:
     await register_vector_async(conn)
 
 
-class PostgresStore(
-    PeopleMixin, JobsMixin, SearchMixin, CommitMixin, BackfillMixin, TransferMixin, ReindexMixin
-):
+class PgTx:
+    """A transaction on a pooled connection, acting for the user it entered last."""
+
+    def __init__(self, cursor: psycopg.AsyncCursor) -> None:
+        self.cursor = cursor
+        self.committed: list[Callable[[], None]] = []
+
+    async def execute(self, sql: str, params: Params = ()) -> int:
+        await self.cursor.execute(as_format(sql), params)
+        return self.cursor.rowcount
+
+    async def one(self, sql: str, params: Params = ()) -> Row | None:
+        await self.cursor.execute(as_format(sql), params)
+        return await self.cursor.fetchone()
+
+    async def all(self, sql: str, params: Params = ()) -> list[Row]:
+        await self.cursor.execute(as_format(sql), params)
+        return await self.cursor.fetchall()
+
+    async def many(self, sql: str, rows: Sequence[Params]) -> None:
+        for params in rows:
+            await self.execute(sql, params)
+
+    def json(self, value: Any) -> Any:
+        return Jsonb(value)
+
+    def json_has(self, array: str, value: str) -> str:
+        return f"{array} @> to_jsonb({value})"
+
+    def by_key(self, column: str) -> str:
+        return column
+
+    def after_commit(self, then: Callable[[], None]) -> None:
+        self.committed.append(then)
+
+    async def enter(self, user_id: str) -> None:
+        await self.cursor.execute("SELECT set_config('mnemo.user_id', %s, true)", (user_id,))
+
+    async def lock_user(self, user_id: str) -> None:
+        await self.cursor.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (LOCK_NAMESPACE, user_id))
+
+    async def _answer(self, sql: str, params: Params) -> Any:
+        await self.cursor.execute(sql, params)
+        row = await self.cursor.fetchone()
+        return row[0] if row else None
+
+    async def user_named(self, name: str) -> str | None:
+        found: str | None = await self._answer("SELECT mnemo_user_named(%s)", (name,))
+        return found
+
+    async def key_owner(self, key_id: str) -> str | None:
+        return await self._entered(await self._answer("SELECT mnemo_key_owner(%s)", (key_id,)))
+
+    async def claimant(self, job_id: str, worker: str) -> str | None:
+        return await self._entered(await self._answer("SELECT mnemo_claimant(%s, %s)", (job_id, worker)))
+
+    async def _entered(self, user_id: str | None) -> str | None:
+        if user_id is not None:
+            await self.enter(user_id)
+        return user_id
+
+    async def any_user(self) -> bool:
+        return bool(await self._answer("SELECT mnemo_any_user()", ()))
+
+    async def users_with(self, table: str) -> list[str]:
+        function = {"facts": "mnemo_users_with_facts", "conversations": "mnemo_users_with_conversations"}[
+            table
+        ]
+        await self.cursor.execute(f"SELECT * FROM {function}()")
+        return [r[0] for r in await self.cursor.fetchall()]
+
+
+@dataclass
+class _Sent:
+    """The cursors holding one change's answers, read after the pipeline."""
+
+    change: Change
+    fact: psycopg.AsyncCursor
+    event: psycopg.AsyncCursor | None
+    vector: psycopg.AsyncCursor | None  # answers (the model, if it had a vector before; the models dropped)
+    vector_delta: int = 0  # -1: the fact's vector was removed
+
+
+_ROWID = "(SELECT rowid FROM facts WHERE user_id = %(user)s AND id = %(id)s)"
+
+
+class PostgresStore(SQLStore[PgTx, Counts]):
     """`url`: a libpq URL or conninfo string for the role that owns mnemo's schema.
     `min_size`/`max_size`: the connection pool's bounds. `exact_below`/`min_share`:
     when a user's vectors are searched exactly rather than through HNSW (see
@@ -82,18 +166,21 @@ class PostgresStore(
         exact_below: int = EXACT_BELOW,
         min_share: float = MIN_SHARE,
     ) -> None:
+        super().__init__(clock)
         self.url = connection_url(url)
-        self._clock = clock
         self._min_size = min_size
         self._max_size = max_size
-        self.exact_below = exact_below
-        self.min_share = min_share
+        self.search = Search(self.url, exact_below, min_share)
         self._pool: AsyncConnectionPool | None = None
-        self._valid_indexes: set[int] = set()  # dimensions whose HNSW index is ready
-        self._common: tuple[float | None, list[str]] = (None, [])  # (read at, the lexical common words)
-        self._index_builds: dict[int, asyncio.Task] = {}
 
-    # -- plumbing -------------------------------------------------------------
+    @property
+    def exact_below(self) -> int:
+        return self.search.exact_below
+
+    async def build_vector_index(self, dims: int) -> bool:
+        return await self.search.build_vector_index(dims)
+
+    # -- the executor --------------------------------------------------------------------------
 
     async def open(self) -> None:
         await asyncio.to_thread(self._migrate)
@@ -113,137 +200,273 @@ class PostgresStore(
         """Bring the schema up to date, one transaction per migration; one process at a time."""
         with psycopg.connect(self.url, autocommit=True) as conn:
             conn.execute("SELECT pg_advisory_lock(%s, 0)", (LOCK_NAMESPACE,))
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations"
-                " (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL)"
-            )
-            applied = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
+            conn.execute(RECORDS.format(time="timestamptz"))
+            applied = {r[0] for r in conn.execute(APPLIED)}
             for migration in pending(applied, MIGRATIONS):
                 with conn.transaction(), conn.cursor() as cur:
                     migration.apply(cur)
-                    cur.execute(
-                        "INSERT INTO schema_migrations VALUES (%s, %s, %s)",
-                        (migration.version, migration.name, utcnow()),
-                    )
+                    cur.execute(as_format(RECORD), (migration.version, migration.name, utcnow()))
             conn.execute("SELECT pg_advisory_unlock(%s, 0)", (LOCK_NAMESPACE,))
 
     async def close(self) -> None:
-        for task in list(self._index_builds.values()):
-            task.cancel()
-        await asyncio.gather(*self._index_builds.values(), return_exceptions=True)
+        await self.search.close()
         if self._pool is not None:
             await self._pool.close()
             self._pool = None
 
     async def schema_versions(self) -> list[int]:
-        async with self._tx() as cur:
-            await cur.execute("SELECT version FROM schema_migrations ORDER BY version")
-            return [r[0] for r in await cur.fetchall()]
+        async def select(tx: PgTx) -> list[int]:
+            return [r[0] for r in await tx.all(APPLIED)]
+
+        return await self._read(None, select)
 
     @asynccontextmanager
-    async def _tx(self, user_id: str | None = None) -> AsyncIterator[psycopg.AsyncCursor]:
+    async def _tx(self, user_id: str | None = None) -> AsyncIterator[PgTx]:
         """One transaction; with `user_id`, row-level security lets it see that user's rows only."""
         if self._pool is None:
             raise RuntimeError("the store is not open")
         try:
-            async with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
-                if user_id is not None:
-                    await self._as_user(cur, user_id)
-                yield cur
+            async with self._pool.connection() as conn:
+                async with conn.transaction(), conn.cursor() as cur:
+                    tx = PgTx(cur)
+                    if user_id is not None:
+                        await tx.enter(user_id)
+                    yield tx
+                for then in tx.committed:
+                    then()
         except psycopg.errors.DiskFull as exc:
             raise StorageFull("the database's disk is full: nothing was stored") from exc
 
+    async def _read(self, user_id: str | None, fn: TxFn[PgTx, P, T], *args: P.args, **kw: P.kwargs) -> T:
+        async with self._tx(user_id) as tx:
+            return await fn(tx, *args, **kw)
+
+    _write = _read  # every transaction may write
+
+    # -- search ----------------------------------------------------------------------------------
+
+    async def nearest(self, scope: Scope, vector: np.ndarray, model: str, k: int) -> list[ScoredFact]:
+        if k <= 0:
+            return []
+        return await self._read(scope.user_id, self.search.nearest, scope, vector, model, k)
+
+    async def lexical(self, scope: Scope, query: str, k: int) -> list[ScoredFact]:
+        words = query_words(query)
+        if not words or k <= 0:
+            return []
+        return await self._read(scope.user_id, self.search.lexical, scope, words, k)
+
+    async def vectors(self, scope: Scope, fact_ids: Sequence[str], model: str) -> dict[str, np.ndarray]:
+        if not fact_ids:
+            return {}
+        return await self._read(scope.user_id, self.search.vectors, scope, fact_ids, model)
+
+    # -- commit: pipelined, and the counts that choose the vector search ----------------------------
+    #
+    # The statements of a batch are sent without waiting for each answer: nothing
+    # in a change depends on the database's answer to the one before (the chain's
+    # hashes are computed here, and a vector finds its fact by id). The answers are
+    # read once all are sent; a stale version is a Conflict, raised before the
+    # transaction commits, so nothing of the batch is applied.
+
+    async def _apply(
+        self, tx: PgTx, user_id: str, changes: list[Change], at: datetime, prev: str
+    ) -> tuple[list[Event], Counts]:
+        conn = tx.cursor.connection
+        sent: list[_Sent] = []
+        events: list[Event] = []
+        async with conn.pipeline():
+            for change in changes:
+                event = audit.seal(change, user_id, at, prev)
+                sent.append(await self._send(tx, change, facts.INSERT_EVENT, audit.event_row(event)))
+                events.append(event)
+                prev = event.hash
+        counts: Counts = {}
+        for i, answers in enumerate(sent):
+            seq = await self._check(answers, counts)
+            assert seq is not None
+            events[i] = dataclasses.replace(events[i], seq=seq)
+        return events, counts
+
+    async def _import(self, tx: PgTx, user_id: str, changes: list[Change], events: list[Event]) -> Counts:
+        conn = tx.cursor.connection
+        counts: Counts = {}
+        async with conn.pipeline():
+            sent = [await self._send(tx, change) for change in changes]
+            cur = conn.cursor()
+            for e in events:
+                await cur.execute(as_format(facts.IMPORT_EVENT), imported_event(e))
+        for answers in sent:
+            await self._check(answers, counts)
+        return counts
+
+    async def _send(self, tx: PgTx, change: Change, event_sql: str = "", event_row: Params = ()) -> _Sent:
+        conn = tx.cursor.connection
+        fact_cur = conn.cursor()
+        sql, values = facts.write_fact(tx, change)
+        await fact_cur.execute(as_format(sql), values)
+        vector_cur, delta = await self._send_vector(conn, change)
+        event_cur = None
+        if event_sql:
+            event_cur = conn.cursor()
+            await event_cur.execute(as_format(event_sql), event_row)
+        return _Sent(change, fact_cur, event_cur, vector_cur, delta)
+
     @staticmethod
-    async def _as_user(cur: psycopg.AsyncCursor, user_id: str) -> None:
-        await cur.execute("SELECT set_config('mnemo.user_id', %s, true)", (user_id,))
-
-    # -- visibility ------------------------------------------------------------
-
-    async def _agent_keys(self, cur: psycopg.AsyncCursor, scope: Scope) -> list[str] | None:
-        if scope.all_agents:
-            return None
-        await cur.execute(
-            f"SELECT {AGENT_COLUMNS} FROM agents WHERE user_id = %s AND deleted_at IS NULL",
-            (scope.user_id,),
-        )
-        return readable_agent_keys(scope, [agent_from(r) for r in await cur.fetchall()])
-
-    async def _visible(self, cur: psycopg.AsyncCursor, scope: Scope) -> tuple[str, dict[str, Any]]:
-        """The WHERE clause of the agent rule over `facts f`, with named parameters."""
-        keys = await self._agent_keys(cur, scope)
-        if keys is None:
-            return "f.user_id = %(user)s", {"user": scope.user_id}
-        return (
-            "f.user_id = %(user)s AND COALESCE(f.agent_id, '') = ANY (%(agents)s)",
-            {"user": scope.user_id, "agents": keys},
-        )
-
-    # -- facts: reads ----------------------------------------------------------
-
-    async def _facts(self, scope: Scope, where: str, params: dict[str, Any], tail: str = "") -> list[Fact]:
-        """The scope's facts matching `where`, in the order and number `tail` says."""
-        async with self._tx(scope.user_id) as cur:
-            visible, vparams = await self._visible(cur, scope)
+    async def _send_vector(
+        conn: psycopg.AsyncConnection, change: Change
+    ) -> tuple[psycopg.AsyncCursor | None, int]:
+        """Keep the fact's vector row in step with it (the lexical index is a generated column)."""
+        f = change.fact
+        model = f.embedding_model or (change.before.embedding_model if change.before else None)
+        if model is None:
+            return None, 0
+        cur = conn.cursor()
+        params: dict[str, Any] = {
+            "id": f.id,
+            "user": f.user_id,
+            "active": _active(f),
+            "agent": f.agent_id or "",
+        }
+        if f.purged:
             await cur.execute(
-                f"SELECT {FACT_COLUMNS} FROM facts f WHERE {visible} AND ({where}) {tail}",
-                {**vparams, **params},
+                f"DELETE FROM fact_vectors WHERE user_id = %(user)s AND fact_rowid = {_ROWID} RETURNING"
+                " model",
+                params,
             )
-            return [fact for _, fact in readable(await cur.fetchall(), fact_from, "memory", 1)]
-
-    async def get_fact(self, scope: Scope, fact_id: str) -> Fact:
-        found = await self._facts(scope, "f.id = %(id)s", {"id": fact_id})
-        if not found:
-            raise NotFound(f"no memory {fact_id}")
-        return found[0]
-
-    async def list_facts(
-        self,
-        scope: Scope,
-        *,
-        statuses: Sequence[Status] | None = None,
-        limit: int = 50,
-        offset: int = 0,
-    ) -> list[Fact]:
-        where, params = "true", {"limit": limit, "offset": offset}
-        if statuses:
-            where, params["statuses"] = "f.status = ANY (%(statuses)s)", [str(s) for s in statuses]
-        tail = "ORDER BY f.created_at DESC, f.rowid DESC LIMIT %(limit)s OFFSET %(offset)s"
-        return await self._facts(scope, where, params, tail)
-
-    async def find_by_hash(
-        self, scope: Scope, text_hash: str, *, statuses: Sequence[Status] = (Status.ACTIVE,)
-    ) -> list[Fact]:
-        return await self._facts(
-            scope,
-            "f.text_hash = %(hash)s AND f.status = ANY (%(statuses)s)",
-            {"hash": text_hash, "statuses": [str(s) for s in statuses]},
-            "ORDER BY f.rowid",
+            return cur, -1
+        if change.vector is None:
+            await cur.execute(
+                "UPDATE fact_vectors SET active = %(active)s, agent_key = %(agent)s"
+                f" WHERE user_id = %(user)s AND fact_rowid = {_ROWID}"
+                " AND (active, agent_key) IS DISTINCT FROM (%(active)s, %(agent)s)",
+                params,
+            )
+            return None, 0
+        vector = np.asarray(change.vector, dtype=np.float32)
+        # `old` reads the row as it was before this statement: whether the model had one already.
+        # `gone`: when the text changed, other models' vectors (written by `mnemo reindex`)
+        # embed the old text, so they go; reindex embeds the fact again.
+        await cur.execute(
+            "WITH old AS (SELECT model FROM fact_vectors"
+            f" WHERE user_id = %(user)s AND fact_rowid = {_ROWID} AND model = %(model)s),"
+            " gone AS (DELETE FROM fact_vectors"
+            f" WHERE user_id = %(user)s AND fact_rowid = {_ROWID} AND model <> %(model)s AND %(stale)s"
+            " RETURNING model)"
+            " INSERT INTO fact_vectors (fact_rowid, user_id, model, dims, active, agent_key, embedding)"
+            " SELECT rowid, %(user)s, %(model)s, %(dims)s, %(active)s, %(agent)s, %(vector)b"
+            " FROM facts WHERE user_id = %(user)s AND id = %(id)s"
+            # the key is (fact_rowid, model) since migration 5; named, so that a database not yet
+            # migrated (key fact_rowid) is written to as before
+            " ON CONFLICT ON CONSTRAINT fact_vectors_pkey DO UPDATE SET model = excluded.model,"
+            " dims = excluded.dims,"
+            " active = excluded.active, agent_key = excluded.agent_key, embedding = excluded.embedding"
+            " RETURNING (SELECT model FROM old), ARRAY(SELECT model FROM gone)",
+            {
+                **params,
+                "model": model,
+                "dims": vector.shape[0],
+                "vector": vector,
+                "stale": change.before is not None and change.before.text != f.text,
+            },
         )
+        return cur, 0
 
-    async def recent(self, scope: Scope, since: datetime, k: int) -> list[Fact]:
-        return await self._facts(
-            scope,
-            "f.status = 'active' AND f.last_seen_at >= %(since)s",
-            {"since": since, "k": k},
-            "ORDER BY f.last_seen_at DESC, f.rowid DESC LIMIT %(k)s",
-        )
+    @staticmethod
+    async def _check(sent: _Sent, counts: Counts) -> int | None:
+        """Read one change's answers: its version held, how its vectors counted; its event's seq."""
+        change = sent.change
+        if await sent.fact.fetchone() is None:
+            raise Conflict(facts.stale(change))
+        if sent.vector is not None:
+            model = change.fact.embedding_model or (change.before.embedding_model if change.before else None)
+            assert model is not None
+            for old, *gone in await sent.vector.fetchall():
+                if sent.vector_delta < 0:
+                    counts[old] = counts.get(old, 0) - 1
+                    continue
+                if old is None:
+                    counts[model] = counts.get(model, 0) + 1
+                for other in gone[0]:
+                    counts[other] = counts.get(other, 0) - 1
+        if sent.event is None:
+            return None
+        row = await sent.event.fetchone()
+        return row[0] if row else None
 
-    async def pinned(self, scope: Scope) -> list[Fact]:
-        return await self._facts(
-            scope, "f.pinned AND f.status = 'active'", {}, "ORDER BY f.created_at, f.rowid"
-        )
+    async def _settle(self, tx: PgTx, user_id: str, changes: list[Change], counts: Counts) -> None:
+        """Move the user's counts of vectors (per model) and of active facts by this batch."""
+        for model, delta in counts.items():
+            if delta:
+                await tx.execute(
+                    "INSERT INTO vector_counts (user_id, model, n) VALUES (?, ?, ?) ON CONFLICT (user_id,"
+                    " model)"
+                    " DO UPDATE SET n = vector_counts.n + excluded.n",
+                    (user_id, model, delta),
+                )
+        active = sum(_active(c.fact) - _active(c.before) for c in changes)
+        if active:
+            await tx.execute(
+                "INSERT INTO fact_counts (user_id, active) VALUES (?, ?) ON CONFLICT (user_id)"
+                " DO UPDATE SET active = fact_counts.active + excluded.active",
+                (user_id, active),
+            )
 
-    # -- the audit log -----------------------------------------------------------
+    # -- the job claim --------------------------------------------------------------------------------
 
-    async def events(
-        self, user_id: str, *, fact_id: str | None = None, until: datetime | None = None
-    ) -> list[Event]:
-        sql = f"SELECT {EVENT_COLUMNS} FROM fact_events WHERE user_id = %s"
-        params: list[Any] = [user_id]
-        if fact_id is not None:
-            sql += " AND fact_id = %s"
-            params.append(fact_id)
-        async with self._tx(user_id) as cur:
-            await cur.execute(sql + " ORDER BY seq", params)
-            events = [e for _, e in readable(await cur.fetchall(), event_from, "event", 0)]
-        return [e for e in events if until is None or e.at <= until]
+    async def claim_job(self, worker: str, now: datetime, lease: timedelta) -> Job | None:
+        """Several processes may claim at once: the claim takes the oldest due row that no other
+        transaction has locked (FOR UPDATE SKIP LOCKED, inside mnemo_claim_job), so no job is
+        handed out twice and no worker waits on another's."""
+
+        async def claim(tx: PgTx) -> Job | None:
+            row = await tx.one(
+                "SELECT job_id, user_id FROM mnemo_claim_job(?, ?, ?)", (worker, now, now + lease)
+            )
+            if row is None:
+                return None
+            await tx.enter(row[1])
+            return await jobs.job(tx, row[1], row[0])
+
+        return await self._write(None, claim)
+
+    # -- reindex: vectors of other models ------------------------------------------------------------
+
+    async def add_vectors(
+        self, user_id: str, model: str, vectors: Sequence[tuple[Unembedded, np.ndarray]]
+    ) -> int:
+        async def write(tx: PgTx) -> int:
+            written = 0
+            for fact, vector in vectors:
+                vector = np.asarray(vector, dtype=np.float32)
+                written += await tx.execute(
+                    "INSERT INTO fact_vectors (fact_rowid, user_id, model, dims, active, agent_key,"
+                    " embedding)"
+                    " SELECT rowid, ?, ?, ?, status = 'active', COALESCE(agent_id, ''), ? FROM facts"
+                    " WHERE user_id = ? AND rowid = ? AND version = ? AND NOT purged"
+                    " ON CONFLICT (fact_rowid, model) DO NOTHING",
+                    (user_id, model, vector.shape[0], vector, user_id, fact.rowid, fact.version),
+                )
+            if written:
+                await self._settle(tx, user_id, [], {model: written})
+            return written
+
+        return await self._write(user_id, write)
+
+    async def drop_vectors(self, user_id: str, keep: str) -> int:
+        async def write(tx: PgTx) -> int:
+            dropped = await tx.execute(
+                "DELETE FROM fact_vectors WHERE user_id = ? AND model <> ?", (user_id, keep)
+            )
+            # vector_counts is never deleted from: a model with none left counts 0
+            await tx.execute(
+                "UPDATE vector_counts SET n = 0 WHERE user_id = ? AND model <> ? AND n <> 0", (user_id, keep)
+            )
+            return dropped
+
+        return await self._write(user_id, write)
+
+
+def _active(f: Fact | None) -> bool:
+    """Whether a fact is found by search (in the counts and the vector filters)."""
+    return f is not None and f.status == Status.ACTIVE and not f.purged

@@ -30,15 +30,21 @@ import asyncio
 import logging
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import psycopg
 
 from ..domain import Scope
 from .base import ScoredFact
-from .fulltext import COMMON_TERM_SHARE, SMALL_STORE, query_words
+from .fulltext import COMMON_TERM_SHARE, SMALL_STORE
 from .migrations.postgres import LOCK_NAMESPACE
-from .postgres_rows import FACT_COLUMNS, fact_from, readable
+from .rows import FACT_COLUMNS, fact_from, readable
+from .sql.facts import agent_keys, visible
+from .sql.tx import marks
+
+if TYPE_CHECKING:
+    from .postgres import PgTx
 
 EXACT_BELOW = 20_000
 MIN_SHARE = 0.02
@@ -50,6 +56,9 @@ EF_SEARCH_FLOOR = 100
 # how long the lexical search's common-word list is kept before it is read again
 COMMON_WORDS_SECONDS = 300.0
 
+# whether the graph of a dimension is built and usable (None: there is none)
+_VALID = "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)"
+
 log = logging.getLogger(__name__)
 
 
@@ -57,11 +66,26 @@ def index_name(dims: int) -> str:
     return f"fact_vectors_hnsw_{int(dims)}"
 
 
-class SearchMixin:
-    """Part of PostgresStore (it supplies `_tx`, `_visible`, `_agent_keys`, `url`, `exact_below`,
-    `min_share`, `_valid_indexes` and `_index_builds`)."""
+class Search:
+    """Vector and full-text search over the users' facts, and the HNSW graphs it walks.
 
-    async def _use_index(self, cur: psycopg.AsyncCursor, scope: Scope, model: str, dims: int) -> bool | None:
+    `url`: the owner's connection (index builds). `exact_below`/`min_share`: when a user's
+    vectors are scanned exactly rather than through the graph (see above)."""
+
+    def __init__(self, url: str, exact_below: int = EXACT_BELOW, min_share: float = MIN_SHARE) -> None:
+        self.url = url
+        self.exact_below = exact_below
+        self.min_share = min_share
+        self._valid_indexes: set[int] = set()  # dimensions whose HNSW index is ready
+        self._index_builds: dict[int, asyncio.Task[bool]] = {}
+        self._common: tuple[float | None, list[str]] = (None, [])  # (read at, the lexical common words)
+
+    async def close(self) -> None:
+        for task in list(self._index_builds.values()):
+            task.cancel()
+        await asyncio.gather(*self._index_builds.values(), return_exceptions=True)
+
+    async def use_index(self, cur: psycopg.AsyncCursor, scope: Scope, model: str, dims: int) -> bool | None:
         """True for HNSW, False for an exact scan, None when the user has no vectors of `model`."""
         await cur.execute(
             "SELECT n, (SELECT reltuples FROM pg_class WHERE oid = 'fact_vectors'::regclass)"
@@ -76,9 +100,7 @@ class SearchMixin:
             return False
         if dims in self._valid_indexes:
             return True
-        await cur.execute(
-            "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)", (index_name(dims),)
-        )
+        await cur.execute(_VALID, (index_name(dims),))
         row = await cur.fetchone()
         if row is not None and row[0]:
             self._valid_indexes.add(dims)
@@ -92,7 +114,7 @@ class SearchMixin:
         task = asyncio.create_task(self.build_vector_index(dims))
         self._index_builds[dims] = task
 
-        def done(t: asyncio.Task) -> None:
+        def done(t: asyncio.Task[bool]) -> None:
             if not t.cancelled() and t.exception() is not None:
                 # left in _index_builds: this process does not try again
                 log.warning("could not build the vector index %s: %s", index_name(dims), t.exception())
@@ -115,11 +137,10 @@ class SearchMixin:
         name, n = index_name(dims), int(dims)
         async with await psycopg.AsyncConnection.connect(self.url, autocommit=True) as conn:
             cur = await conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (LOCK_NAMESPACE, -n))
-            if not (await cur.fetchone())[0]:
+            locked = await cur.fetchone()
+            if not (locked and locked[0]):
                 return False
-            cur = await conn.execute(
-                "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)", (name,)
-            )
+            cur = await conn.execute(_VALID, (name,))
             row = await cur.fetchone()
             if row is not None and not row[0]:  # an interrupted build leaves an invalid index behind
                 await conn.execute(f"DROP INDEX CONCURRENTLY {name}")
@@ -137,45 +158,44 @@ class SearchMixin:
         self._valid_indexes.add(n)
         return True
 
-    async def nearest(self, scope: Scope, vector: np.ndarray, model: str, k: int) -> list[ScoredFact]:
+    async def nearest(
+        self, tx: PgTx, scope: Scope, vector: np.ndarray, model: str, k: int
+    ) -> list[ScoredFact]:
         if k <= 0:
             return []
         query = np.asarray(vector, dtype=np.float32)
         dims = int(query.shape[0])
-        async with self._tx(scope.user_id) as cur:
-            use_index = await self._use_index(cur, scope, model, dims)
-            if use_index is None:
-                return []
-            keys = await self._agent_keys(cur, scope)
-            if use_index:
-                # relaxed order: the walk may return rows slightly out of order;
-                # the outer query sorts them. enable_sort = off keeps the planner
-                # off the btree + sort plan that an exact scan would be.
-                await cur.execute(
-                    "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
-                    " set_config('hnsw.ef_search', %s, true), set_config('enable_sort', 'off', true)",
-                    (str(min(1000, max(EF_SEARCH_FLOOR, 2 * k))),),
-                )
-            params = {"user": scope.user_id, "agents": keys, "query": query, "model": model, "k": k}
-            await cur.execute(nearest_sql(dims, by_index=use_index, all_agents=keys is None), params)
-            rows = await cur.fetchall()
+        cur = tx.cursor
+        use_index = await self.use_index(cur, scope, model, dims)
+        if use_index is None:
+            return []
+        keys = await agent_keys(tx, scope)
+        if use_index:
+            # relaxed order: the walk may return rows slightly out of order;
+            # the outer query sorts them. enable_sort = off keeps the planner
+            # off the btree + sort plan that an exact scan would be.
+            await cur.execute(
+                "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+                " set_config('hnsw.ef_search', %s, true), set_config('enable_sort', 'off', true)",
+                (str(min(1000, max(EF_SEARCH_FLOOR, 2 * k))),),
+            )
+        params = {"user": scope.user_id, "agents": keys, "query": query, "model": model, "k": k}
+        await cur.execute(nearest_sql(dims, by_index=use_index, all_agents=keys is None), params)
+        rows = await cur.fetchall()
         return [ScoredFact(f, 1.0 - float(r[-1])) for r, f in readable(rows, fact_from, "memory", 1)]
 
-    async def lexical(self, scope: Scope, query: str, k: int) -> list[ScoredFact]:
-        words = query_words(query)
-        if not words or k <= 0:
-            return []
-        async with self._tx(scope.user_id) as cur:
-            agents = await self._agent_keys(cur, scope)
-            common = await self._common_words(cur)
-            await cur.execute(
-                f"SELECT {FACT_COLUMNS}, l.score"
-                " FROM mnemo_lexical(%(words)s, %(agents)s, %(k)s, %(common)s) l"
-                " JOIN facts f ON f.rowid = l.fact_rowid"
-                " WHERE f.user_id = %(user)s ORDER BY l.score DESC, f.rowid",
-                {"words": words, "agents": agents, "k": k, "common": common, "user": scope.user_id},
-            )
-            rows = await cur.fetchall()
+    async def lexical(self, tx: PgTx, scope: Scope, words: list[str], k: int) -> list[ScoredFact]:
+        cur = tx.cursor
+        agents = await agent_keys(tx, scope)
+        common = await self._common_words(cur)
+        await cur.execute(
+            f"SELECT {FACT_COLUMNS}, l.score"
+            " FROM mnemo_lexical(%(words)s, %(agents)s, %(k)s, %(common)s) l"
+            " JOIN facts f ON f.rowid = l.fact_rowid"
+            " WHERE f.user_id = %(user)s ORDER BY l.score DESC, f.rowid",
+            {"words": words, "agents": agents, "k": k, "common": common, "user": scope.user_id},
+        )
+        rows = await cur.fetchall()
         return [ScoredFact(f, float(r[-1])) for r, f in readable(rows, fact_from, "memory", 1)]
 
     async def _common_words(self, cur: psycopg.AsyncCursor) -> list[str]:
@@ -184,22 +204,21 @@ class SearchMixin:
         read_at, words = self._common
         if read_at is None or time.monotonic() - read_at >= COMMON_WORDS_SECONDS:
             await cur.execute("SELECT mnemo_common_words(%s, %s)", (COMMON_TERM_SHARE, SMALL_STORE))
-            words = list((await cur.fetchone())[0])
+            row = await cur.fetchone()
+            words = list(row[0]) if row else []
             self._common = (time.monotonic(), words)
         return words
 
-    async def vectors(self, scope: Scope, fact_ids: Sequence[str], model: str) -> dict[str, np.ndarray]:
-        if not fact_ids:
-            return {}
-        async with self._tx(scope.user_id) as cur:
-            visible, params = await self._visible(cur, scope)
-            await cur.execute(
-                "SELECT f.id, v.embedding FROM fact_vectors v"
-                " JOIN facts f ON f.user_id = v.user_id AND f.rowid = v.fact_rowid"
-                f" WHERE {visible} AND f.id = ANY (%(ids)s) AND v.model = %(model)s",
-                {**params, "ids": list(fact_ids), "model": model},
-            )
-            return {fact_id: embedding.to_numpy() for fact_id, embedding in await cur.fetchall()}
+    @staticmethod
+    async def vectors(tx: PgTx, scope: Scope, fact_ids: Sequence[str], model: str) -> dict[str, np.ndarray]:
+        rule, params = await visible(tx, scope)
+        rows = await tx.all(
+            "SELECT f.id, v.embedding FROM fact_vectors v"
+            " JOIN facts f ON f.user_id = v.user_id AND f.rowid = v.fact_rowid"
+            f" WHERE {rule} AND f.id IN ({marks(len(fact_ids))}) AND v.model = ?",
+            (*params, *fact_ids, model),
+        )
+        return {fact_id: embedding.to_numpy() for fact_id, embedding in rows}
 
 
 def nearest_sql(dims: int, *, by_index: bool, all_agents: bool) -> str:

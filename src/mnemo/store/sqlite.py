@@ -1,84 +1,91 @@
 """The embedded default store: one SQLite file, WAL, FTS5, and an in-memory vector cache.
 
 The driver is `sqlean` (a drop-in `sqlite3` with a current SQLite and FTS5,
-whatever the Python build ships). All calls run on one connection under a lock,
-off the event loop. Vectors: see `store/vectors.py` for why they are searched
-in memory rather than through a vector extension.
+whatever the Python build ships). Every call runs on one connection under a
+lock, off the event loop: the shared SQL of a whole store call runs there in
+one go (see sql/tx.py). Vectors: see `store/vectors.py` for why they are
+searched in memory rather than through a vector extension.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import functools
 import json
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import sqlean
 
 from .. import audit
-from ..domain import (
-    BackfillMark,
-    Change,
-    Claim,
-    Conflict,
-    Duplicate,
-    Event,
-    Fact,
-    NotFound,
-    Scope,
-    Status,
-    StorageFull,
-    readable_agent_keys,
-    utcnow,
-)
-from . import batch
-from .base import ScoredFact
+from ..domain import Change, Conflict, Event, Job, Scope, Status, StorageFull, utcnow
+from .base import ScoredFact, Unembedded
 from .fulltext import COMMON_TERM_SHARE, SMALL_STORE, owner_token, query_words
-from .migrate import pending
+from .migrate import APPLIED, RECORD, RECORDS, Migration, pending
 from .migrations.sqlite import MIGRATIONS
 from .private_files import private_database
-from .sqlite_backfill import BackfillMixin
-from .sqlite_events import redact_events
-from .sqlite_jobs import JobsMixin
-from .sqlite_people import PeopleMixin
-from .sqlite_reindex import ReindexMixin
-from .sqlite_rows import (
-    AGENT_COLUMNS,
-    EVENT_COLUMNS,
-    agent_from,
-    event_from,
-    fact_from,
-    readable,
-    ts,
-)
-from .sqlite_transfer import TransferMixin
+from .rows import FACT_COLUMNS, fact_from, readable, ts
+from .sql import facts, jobs
+from .sql.store import P, SQLStore, T, TxFn
+from .sql.transfer import imported_event
+from .sql.tx import SyncTx, marks, run_sync
 from .vectors import Columns, Row, VectorCache
 
-T = TypeVar("T")
 log = logging.getLogger(__name__)
 _SQLITE_FULL = 13  # "database or disk is full"
+# times are written as fixed-width UTC text, so that text order is time order (rows.ts)
+sqlean.register_adapter(datetime, ts)
 
-_FACT_COLUMNS = (
-    "rowid, id, user_id, agent_id, text, category, status, confidence, created_at, recorded_at,"
-    " retired_at, valid_from, valid_to, supersedes, superseded_by, version, source,"
-    " embedding_model, pinned, mentions, last_seen_at, purged"
-)
-_FACT_SELECT = ", ".join(f"f.{c.strip()}" for c in _FACT_COLUMNS.split(","))
-_WRITE_COLUMNS = (
-    "id, user_id, agent_id, text, text_hash, category, status, confidence, created_at,"
-    " recorded_at, retired_at, valid_from, valid_to, supersedes, superseded_by, version, source,"
-    " embedding_model, pinned, mentions, last_seen_at, purged"
-)
+CacheRows = dict[str, list[Row]]  # per model: the rows of the vector cache a commit changed
+Pending = tuple[CacheRows, int]  # and the user's vector generation before it
 
 
-class SQLiteStore(PeopleMixin, JobsMixin, BackfillMixin, TransferMixin, ReindexMixin):
+class SQLiteTx(SyncTx):
+    """A transaction on the store's one connection: one writer at a time, nobody to enter."""
+
+    def json(self, value: Any) -> Any:
+        return json.dumps(value)
+
+    def json_has(self, array: str, value: str) -> str:
+        return f"EXISTS (SELECT 1 FROM json_each({array}) e WHERE e.value = {value})"
+
+    def by_key(self, column: str) -> str:
+        return "+" + column  # the unary plus keeps SQLite from choosing that column's index
+
+    async def enter(self, user_id: str) -> None:
+        pass
+
+    async def lock_user(self, user_id: str) -> None:
+        pass  # BEGIN IMMEDIATE holds every other writer off already
+
+    async def user_named(self, name: str) -> str | None:
+        row = await self.one("SELECT id FROM users WHERE name = ?", (name,))
+        return row[0] if row else None
+
+    async def key_owner(self, key_id: str) -> str | None:
+        row = await self.one("SELECT user_id FROM api_keys WHERE id = ?", (key_id,))
+        return row[0] if row else None
+
+    async def claimant(self, job_id: str, worker: str) -> str | None:
+        row = await self.one(
+            "SELECT user_id FROM jobs WHERE id = ? AND status = 'claimed' AND claimed_by = ?",
+            (job_id, worker),
+        )
+        return row[0] if row else None
+
+    async def any_user(self) -> bool:
+        return await self.one("SELECT 1 FROM users LIMIT 1") is not None
+
+    async def users_with(self, table: str) -> list[str]:
+        return [r[0] for r in await self.all(f"SELECT DISTINCT user_id FROM {table}")]
+
+
+class SQLiteStore(SQLStore[SQLiteTx, Pending]):
     def __init__(
         self,
         path: str | Path,
@@ -86,13 +93,13 @@ class SQLiteStore(PeopleMixin, JobsMixin, BackfillMixin, TransferMixin, ReindexM
         clock: Callable[[], datetime] = utcnow,
         vector_cache: VectorCache | None = None,
     ) -> None:
+        super().__init__(clock)
         self.path = str(path)
-        self._clock = clock
         self._lock = threading.Lock()
         self._conn: Any = None
         self._cache = vector_cache or VectorCache()
 
-    # -- plumbing -------------------------------------------------------------
+    # -- the executor --------------------------------------------------------------------------
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         def locked() -> T:
@@ -106,19 +113,28 @@ class SQLiteStore(PeopleMixin, JobsMixin, BackfillMixin, TransferMixin, ReindexM
 
         return await asyncio.to_thread(locked)
 
-    def _tx(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run `fn(cursor, ...)` in one immediate (write-locking) transaction."""
-        cur = self._conn.cursor()
-        cur.execute("BEGIN IMMEDIATE")
+    async def _read(self, user_id: str | None, fn: TxFn[SQLiteTx, P, T], *args: P.args, **kw: P.kwargs) -> T:
+        return await self._run(lambda: run_sync(fn(SQLiteTx(self._conn), *args, **kw)))
+
+    async def _write(self, user_id: str | None, fn: TxFn[SQLiteTx, P, T], *args: P.args, **kw: P.kwargs) -> T:
+        return await self._run(self._tx, lambda tx: run_sync(fn(tx, *args, **kw)))
+
+    def _tx(self, fn: Callable[[SQLiteTx], T]) -> T:
+        """Run `fn(tx)` in one immediate (write-locking) transaction; then what it left to run
+        once committed."""
+        tx = SQLiteTx(self._conn.cursor())
+        tx.cursor.execute("BEGIN IMMEDIATE")
         try:
-            result = fn(cur, *args)
+            result = fn(tx)
         except BaseException:
             # SQLite may have rolled back already (a full disk, an I/O error): then the error
             # is what the caller must hear, not that there was nothing left to roll back
             if self._conn.in_transaction:
-                cur.execute("ROLLBACK")
+                tx.cursor.execute("ROLLBACK")
             raise
-        cur.execute("COMMIT")
+        tx.cursor.execute("COMMIT")
+        for then in tx.committed:
+            then()
         return result
 
     async def open(self) -> None:
@@ -140,19 +156,13 @@ class SQLiteStore(PeopleMixin, JobsMixin, BackfillMixin, TransferMixin, ReindexM
         conn.execute(
             "CREATE VIRTUAL TABLE temp.query_terms_vocab USING fts5vocab (temp, query_terms, instance)"
         )
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS schema_migrations"
-            " (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
-        )
-        applied = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+        conn.execute(RECORDS.format(time="TEXT"))
+        applied = {row[0] for row in conn.execute(APPLIED)}
         for migration in pending(applied, MIGRATIONS):
 
-            def apply(cur, m=migration):
-                m.apply(cur)
-                cur.execute(
-                    "INSERT INTO schema_migrations VALUES (?, ?, ?)",
-                    (m.version, m.name, ts(utcnow())),
-                )
+            def apply(tx: SQLiteTx, m: Migration = migration) -> None:
+                m.apply(tx.cursor)
+                tx.cursor.execute(RECORD, (m.version, m.name, utcnow()))
 
             self._tx(apply)
 
@@ -161,95 +171,13 @@ class SQLiteStore(PeopleMixin, JobsMixin, BackfillMixin, TransferMixin, ReindexM
             await self._run(self._conn.close)
             self._conn = None
 
-    def schema_versions(self) -> list[int]:
-        return [r[0] for r in self._conn.execute("SELECT version FROM schema_migrations")]
+    async def schema_versions(self) -> list[int]:
+        def select() -> list[int]:
+            return [r[0] for r in self._conn.execute(APPLIED)]
 
-    # -- visibility ------------------------------------------------------------
+        return await self._run(select)
 
-    def _agent_keys(self, scope: Scope) -> list[str] | None:
-        if scope.all_agents:
-            return None
-        rows = self._conn.execute(
-            f"SELECT {AGENT_COLUMNS} FROM agents WHERE user_id = ? AND deleted_at IS NULL",
-            (scope.user_id,),
-        )
-        return readable_agent_keys(scope, [agent_from(r) for r in rows])
-
-    def _visible(self, scope: Scope, *, by_key: bool = False) -> tuple[str, list[Any]]:
-        """The WHERE clause of the agent rule. With `by_key`, the caller's own condition
-        names rows by key, and the unary plus stops SQLite from scanning the user's
-        index instead of looking those rows up."""
-        keys = self._agent_keys(scope)
-        user = "+f.user_id" if by_key else "f.user_id"
-        if keys is None:
-            return f"{user} = ?", [scope.user_id]
-        marks = ", ".join("?" * len(keys))
-        return f"{user} = ? AND COALESCE(f.agent_id, '') IN ({marks})", [scope.user_id, *keys]
-
-    # -- facts: reads ----------------------------------------------------------
-
-    def _select_rows(
-        self, scope: Scope, where: str, params: Sequence[Any], tail: str = "", *, by_key: bool = False
-    ) -> list[tuple[int, Fact]]:
-        visible, vparams = self._visible(scope, by_key=by_key)
-        sql = f"SELECT {_FACT_SELECT} FROM facts f WHERE {visible} AND ({where}) {tail}"
-        rows = self._conn.execute(sql, (*vparams, *params))
-        return [(r[0], fact) for r, fact in readable(rows, fact_from, "memory", 1)]
-
-    def _select(
-        self, scope: Scope, where: str, params: Sequence[Any], tail: str = "", *, by_key: bool = False
-    ) -> list[Fact]:
-        return [fact for _, fact in self._select_rows(scope, where, params, tail, by_key=by_key)]
-
-    async def get_fact(self, scope: Scope, fact_id: str) -> Fact:
-        found = await self._run(functools.partial(self._select, scope, "f.id = ?", (fact_id,), by_key=True))
-        if not found:
-            raise NotFound(f"no memory {fact_id}")
-        return found[0]
-
-    async def list_facts(
-        self,
-        scope: Scope,
-        *,
-        statuses: Sequence[Status] | None = None,
-        limit: int = 50,
-        offset: int = 0,
-    ) -> list[Fact]:
-        where, params = "1", []
-        if statuses:
-            where = f"f.status IN ({', '.join('?' * len(statuses))})"
-            params = [str(s) for s in statuses]
-        tail = "ORDER BY f.created_at DESC, f.rowid DESC LIMIT ? OFFSET ?"
-        return await self._run(self._select, scope, where, [*params, limit, offset], tail)
-
-    async def find_by_hash(
-        self, scope: Scope, text_hash: str, *, statuses: Sequence[Status] = (Status.ACTIVE,)
-    ) -> list[Fact]:
-        marks = ", ".join("?" * len(statuses))
-        return await self._run(
-            self._select,
-            scope,
-            f"f.text_hash = ? AND f.status IN ({marks})",
-            (text_hash, *map(str, statuses)),
-            "ORDER BY f.rowid",
-        )
-
-    async def recent(self, scope: Scope, since: datetime, k: int) -> list[Fact]:
-        return await self._run(
-            self._select,
-            scope,
-            "f.status = 'active' AND f.last_seen_at >= ?",
-            (ts(since),),
-            "ORDER BY f.last_seen_at DESC LIMIT " + str(int(k)),
-        )
-
-    async def pinned(self, scope: Scope) -> list[Fact]:
-        return await self._run(
-            self._select, scope, "f.pinned = 1 AND f.status = 'active'", (), "ORDER BY f.created_at"
-        )
-
-    async def nearest(self, scope: Scope, vector: np.ndarray, model: str, k: int) -> list[ScoredFact]:
-        return await self._run(self._nearest, scope, vector, model, k)
+    # -- search ------------------------------------------------------------------------------------
 
     def _generation(self, user_id: str) -> int:
         row = self._conn.execute(
@@ -259,7 +187,7 @@ class SQLiteStore(PeopleMixin, JobsMixin, BackfillMixin, TransferMixin, ReindexM
 
     def _load_vectors(self, user_id: str, model: str) -> Columns:
         rows = self._conn.execute(
-            "SELECT v.fact_rowid, v.embedding, f.status = 'active' AND f.purged = 0,"
+            "SELECT v.fact_rowid, v.embedding, f.status = 'active' AND NOT f.purged,"
             " COALESCE(f.agent_id, '') FROM fact_vectors v JOIN facts f ON f.rowid = v.fact_rowid"
             " WHERE v.user_id = ? AND v.model = ?",
             (user_id, model),
@@ -269,21 +197,24 @@ class SQLiteStore(PeopleMixin, JobsMixin, BackfillMixin, TransferMixin, ReindexM
         rowids, vectors, active, agents = (list(c) for c in zip(*rows, strict=True))
         return Columns(rowids, vectors, [bool(a) for a in active], agents)
 
-    def _nearest(self, scope: Scope, vector: np.ndarray, model: str, k: int) -> list[ScoredFact]:
-        found = self._cache.search(
-            (scope.user_id, model),
-            self._generation(scope.user_id),
-            lambda: self._load_vectors(scope.user_id, model),
-            vector,
-            k,
-            self._agent_keys(scope),
-        )
-        if not found:
-            return []
-        similarity = dict(found)
-        marks = ", ".join("?" * len(found))
-        by_rowid = dict(self._select_rows(scope, f"f.rowid IN ({marks})", list(similarity), by_key=True))
-        return [ScoredFact(by_rowid[rid], sim) for rid, sim in found if rid in by_rowid]
+    async def nearest(self, scope: Scope, vector: np.ndarray, model: str, k: int) -> list[ScoredFact]:
+        async def search(tx: SQLiteTx) -> list[ScoredFact]:
+            found = self._cache.search(
+                (scope.user_id, model),
+                self._generation(scope.user_id),
+                lambda: self._load_vectors(scope.user_id, model),
+                vector,
+                k,
+                await facts.agent_keys(tx, scope),
+            )
+            if not found:
+                return []
+            where = f"f.rowid IN ({marks(len(found))})"
+            rows = await facts.fact_rows(tx, scope, where, [rid for rid, _ in found], by_key=True)
+            by_rowid = {r[0]: fact for r, fact in rows}
+            return [ScoredFact(by_rowid[rid], sim) for rid, sim in found if rid in by_rowid]
+
+        return await self._read(scope.user_id, search)
 
     def _discriminative(self, words: list[str]) -> list[str]:
         """The query words worth a full-text search: common ones dropped on a large store.
@@ -301,10 +232,9 @@ class SQLiteStore(PeopleMixin, JobsMixin, BackfillMixin, TransferMixin, ReindexM
         for term, row in self._conn.execute("SELECT term, doc FROM temp.query_terms_vocab"):
             stems.setdefault(term, []).append(words[row])
         self._conn.execute("DELETE FROM temp.query_terms")
-        marks = ", ".join("?" * len(stems))
         df = dict(
             self._conn.execute(
-                f"SELECT term, doc FROM facts_fts_vocab WHERE term IN ({marks})", list(stems)
+                f"SELECT term, doc FROM facts_fts_vocab WHERE term IN ({marks(len(stems))})", list(stems)
             ).fetchall()
         )
         limit = COMMON_TERM_SHARE * total
@@ -315,76 +245,79 @@ class SQLiteStore(PeopleMixin, JobsMixin, BackfillMixin, TransferMixin, ReindexM
         if not words or k <= 0:
             return []
 
-        def search():
+        async def search(tx: SQLiteTx) -> list[ScoredFact]:
             kept = self._discriminative(words)
             if not kept:
                 return []
             match = " OR ".join(f'"{w}"' for w in kept)
-            visible, params = self._visible(scope)
-            sql = (
-                f"SELECT {_FACT_SELECT}, bm25(facts_fts, 0.0, 1.0) AS rank"
+            rule, params = await facts.visible(tx, scope)
+            rows = await tx.all(
+                f"SELECT {FACT_COLUMNS}, bm25(facts_fts, 0.0, 1.0) AS rank"
                 " FROM facts_fts JOIN facts f ON f.rowid = facts_fts.rowid"
-                f" WHERE facts_fts MATCH ? AND {visible} AND f.status = 'active'"
-                " ORDER BY rank LIMIT ?"
+                f" WHERE facts_fts MATCH ? AND {rule} AND f.status = 'active' ORDER BY rank LIMIT ?",
+                (f"owner:{owner_token(scope.user_id)} AND text:({match})", *params, k),
             )
-            owner = owner_token(scope.user_id)
-            rows = self._conn.execute(sql, (f"owner:{owner} AND text:({match})", *params, k))
             # bm25() is lower-is-better and negative; report a positive score
             return [ScoredFact(fact, -r[-1]) for r, fact in readable(rows, fact_from, "memory", 1)]
 
-        return await self._run(search)
+        return await self._read(scope.user_id, search)
 
     async def vectors(self, scope: Scope, fact_ids: Sequence[str], model: str) -> dict[str, np.ndarray]:
-        def select():
+        async def select(tx: SQLiteTx) -> dict[str, np.ndarray]:
             out: dict[str, np.ndarray] = {}
             if not fact_ids:
                 return out
-            rows = self._select_rows(
-                scope, f"f.id IN ({', '.join('?' * len(fact_ids))})", list(fact_ids), by_key=True
-            )
-            for rowid, fact in rows:
-                row = self._conn.execute(
-                    "SELECT embedding FROM fact_vectors WHERE fact_rowid = ? AND model = ?",
-                    (rowid, model),
-                ).fetchone()
-                if row:
-                    out[fact.id] = np.frombuffer(row[0], dtype=np.float32)
+            where = f"f.id IN ({marks(len(fact_ids))})"
+            for row, fact in await facts.fact_rows(tx, scope, where, list(fact_ids), by_key=True):
+                found = await tx.one(
+                    "SELECT embedding FROM fact_vectors WHERE fact_rowid = ? AND model = ?", (row[0], model)
+                )
+                if found:
+                    out[fact.id] = np.frombuffer(found[0], dtype=np.float32)
             return out
 
-        return await self._run(select)
+        return await self._read(scope.user_id, select)
 
-    # -- facts: writes ---------------------------------------------------------
+    # -- commit: the indexes that follow the facts ---------------------------------------------------
 
-    async def commit(
-        self,
-        user_id: str,
-        changes: Sequence[Change],
-        at: datetime,
-        *,
-        finish: tuple[Claim, dict] | None = None,
-        mark: BackfillMark | None = None,
-        retire: str | None = None,
-    ) -> list[Event]:
-        if not changes and finish is None and mark is None and retire is None:
-            return []
-        return await self._run(self._commit_and_patch, user_id, list(changes), at, finish, mark, retire)
+    async def _apply(
+        self, tx: SQLiteTx, user_id: str, changes: list[Change], at: datetime, prev: str
+    ) -> tuple[list[Event], Pending]:
+        cache_rows: CacheRows = {}
+        events = []
+        for change in changes:
+            self._index(tx, await self._write_fact(tx, change), change, cache_rows)
+            event = audit.seal(change, user_id, at, prev)
+            row = await tx.one(facts.INSERT_EVENT, audit.event_row(event))
+            assert row is not None
+            events.append(dataclasses.replace(event, seq=row[0]))
+            prev = event.hash
+        return events, (cache_rows, self._generation(user_id))
 
-    def _commit_and_patch(
-        self,
-        user_id: str,
-        changes: list[Change],
-        at: datetime,
-        finish: tuple[Claim, dict] | None,
-        mark: BackfillMark | None,
-        retire: str | None,
-    ) -> list[Event]:
-        cache_rows: dict[str, list[Row]] = {}
-        events, generation = self._tx(self._commit, user_id, changes, at, cache_rows, finish, mark, retire)
+    async def _import(
+        self, tx: SQLiteTx, user_id: str, changes: list[Change], events: list[Event]
+    ) -> Pending:
+        cache_rows: CacheRows = {}
+        for change in changes:
+            self._index(tx, await self._write_fact(tx, change), change, cache_rows)
+        await tx.many(facts.IMPORT_EVENT, [imported_event(e) for e in events])
+        return cache_rows, self._generation(user_id)
+
+    async def _settle(self, tx: SQLiteTx, user_id: str, changes: list[Change], pending: Pending) -> None:
+        cache_rows, generation = pending
+        if cache_rows:  # other processes' caches of this user's vectors reload (see vectors.py)
+            await tx.execute(
+                "INSERT INTO vector_generations (user_id, generation) VALUES (?, ?)"
+                " ON CONFLICT (user_id) DO UPDATE SET generation = excluded.generation",
+                (user_id, generation + 1),
+            )
+
+    def _committed(self, user_id: str, changes: list[Change], pending: Pending) -> None:
+        cache_rows, generation = pending
         for model, rows in cache_rows.items():
-            self._cache.apply((user_id, model), generation - 1, generation, rows)
+            self._cache.apply((user_id, model), generation, generation + 1, rows)
         if any(c.redact for c in changes):
             self._checkpoint()
-        return events
 
     def _checkpoint(self) -> None:
         """After a purge: copy the write-ahead log into the database and empty it, so that the
@@ -395,139 +328,18 @@ class SQLiteStore(PeopleMixin, JobsMixin, BackfillMixin, TransferMixin, ReindexM
         if busy:
             log.warning("the log still holds a purged text's old pages: another process is reading")
 
-    def _commit(
-        self,
-        cur,
-        user_id: str,
-        changes: list[Change],
-        at: datetime,
-        cache_rows: dict[str, list[Row]],
-        finish: tuple[Claim, dict] | None,
-        mark: BackfillMark | None,
-        retire: str | None,
-    ) -> tuple[list[Event], int]:
-        batch.check(user_id, changes)
-        if finish is not None:
-            claim, result = finish
-            self._finish_job(cur, claim, {**result, "events": len(changes)}, self._clock())
-        if mark is not None:
-            self._advance_mark(cur, user_id, mark, self._clock())
-        for change in changes:  # first, as they may seal the log again (see mnemo.audit)
-            if change.redact:
-                redact_events(cur, user_id, change.fact.id)
-        row = cur.execute(
-            "SELECT hash FROM fact_events WHERE user_id = ? ORDER BY seq DESC LIMIT 1", (user_id,)
-        ).fetchone()
-        prev = row[0] if row else audit.GENESIS
-        events = []
-        for change in changes:
-            rowid = self._write_fact(cur, change)
-            indexed = self._index(cur, rowid, change)
-            if indexed is not None:
-                cache_rows.setdefault(indexed[0], []).append(indexed[1])
-            event = audit.seal(change, user_id, at, prev)
-            cur.execute(
-                "INSERT INTO fact_events"
-                " (at, user_id, fact_id, action, actor, reason, before, after, digest, prev_hash, hash, salt)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                audit.event_row(event),
-            )
-            events.append(dataclasses.replace(event, seq=cur.lastrowid))
-            prev = event.hash
-        self._check_unique(cur, user_id, changes)
-        self._check_agents(cur, user_id, changes)
-        if retire is not None:
-            self._retire_agent(cur, user_id, retire)
-        generation = self._generation(user_id)
-        if cache_rows:
-            generation += 1
-            cur.execute(
-                "INSERT INTO vector_generations VALUES (?, ?)"
-                " ON CONFLICT (user_id) DO UPDATE SET generation = excluded.generation",
-                (user_id, generation),
-            )
-        return events, generation
+    @staticmethod
+    async def _write_fact(tx: SQLiteTx, change: Change) -> int:
+        row = await tx.one(*facts.write_fact(tx, change))
+        if row is None:
+            raise Conflict(facts.stale(change))
+        return int(row[0])
 
-    def _check_unique(self, cur, user_id: str, changes: list[Change]) -> None:
-        """Duplicate when the batch left two facts of one agent with the same text and status;
-        BEGIN IMMEDIATE makes every writer wait for this one, so none can slip in between."""
-        ours = {c.fact.id for c in changes}
-        for agent, text_hash, status in batch.unique_keys(changes):
-            twins = [
-                r[0]
-                for r in cur.execute(
-                    "SELECT id FROM facts WHERE user_id = ? AND text_hash = ? AND status = ?"
-                    " AND COALESCE(agent_id, '') = ? ORDER BY rowid",
-                    (user_id, text_hash, status, agent),
-                )
-            ]
-            if len(twins) > 1:
-                other = next((i for i in twins if i not in ours), twins[0])
-                raise Duplicate(f"memory {other} already says this", other)
-
-    def _check_agents(self, cur, user_id: str, changes: list[Change]) -> None:
-        for agent_id in batch.living_agents(changes):
-            self._agent_row(cur, user_id, agent_id)  # NotFound for a deleted (or another's) agent
-
-    def _retire_agent(self, cur, user_id: str, agent_id: str) -> None:
-        self._agent_row(cur, user_id, agent_id)
-        left = cur.execute(
-            "SELECT id FROM facts WHERE user_id = ? AND agent_id = ? AND status IN ('active', 'candidate')"
-            " LIMIT 1",
-            (user_id, agent_id),
-        ).fetchone()
-        if left is not None:
-            raise Conflict(f"agent {agent_id} gained memory {left[0]} meanwhile")
-        cur.execute(
-            "UPDATE agents SET deleted_at = ? WHERE id = ? AND user_id = ?",
-            (ts(self._clock()), agent_id, user_id),
-        )
-
-    def _write_fact(self, cur, change: Change) -> int:
-        f = change.fact
-        values = (
-            f.id,
-            f.user_id,
-            f.agent_id,
-            f.text,
-            None if f.purged else f.text_hash,
-            str(f.category),
-            str(f.status),
-            f.confidence,
-            ts(f.created_at),
-            ts(f.recorded_at),
-            ts(f.retired_at),
-            ts(f.valid_from),
-            ts(f.valid_to),
-            f.supersedes,
-            f.superseded_by,
-            f.version,
-            json.dumps(f.source.to_json()),
-            f.embedding_model,
-            int(f.pinned),
-            f.mentions,
-            ts(f.last_seen_at),
-            int(f.purged),
-        )
-        columns = _WRITE_COLUMNS
-        if change.before is None:
-            cur.execute(f"INSERT INTO facts ({columns}) VALUES ({', '.join('?' * len(values))})", values)
-            return cur.lastrowid
-        assignments = ", ".join(f"{c.strip()} = ?" for c in columns.split(","))
-        cur.execute(
-            f"UPDATE facts SET {assignments} WHERE id = ? AND user_id = ? AND version = ?",
-            (*values, f.id, f.user_id, change.before.version),
-        )
-        if cur.rowcount != 1:
-            raise Conflict(f"memory {f.id} changed since version {change.before.version}")
-        return cur.execute("SELECT rowid FROM facts WHERE id = ?", (f.id,)).fetchone()[0]
-
-    def _index(self, cur, rowid: int, change: Change) -> tuple[str, Row] | None:
-        """Keep the lexical index and the vectors in step with the fact row.
-
-        Returns the vector-cache change (model, row) this fact needs, if any.
-        """
-        f = change.fact
+    @staticmethod
+    def _index(tx: SQLiteTx, rowid: int, change: Change, cache_rows: CacheRows) -> None:
+        """Keep the lexical index and the vectors in step with the fact row, and note the change
+        the vector cache needs."""
+        cur, f = tx.cursor, change.fact
         active = f.status == Status.ACTIVE and not f.purged
         cur.execute("DELETE FROM facts_fts WHERE rowid = ?", (rowid,))
         if active:
@@ -537,12 +349,12 @@ class SQLiteStore(PeopleMixin, JobsMixin, BackfillMixin, TransferMixin, ReindexM
             )
         model = f.embedding_model or (change.before.embedding_model if change.before else None)
         if model is None:
-            return None
+            return
         agent = f.agent_id or ""
         if f.purged:
             cur.execute("DELETE FROM fact_vectors WHERE fact_rowid = ?", (rowid,))
-            return model, Row(rowid, None, False, agent, drop=True)
-        if change.vector is not None:
+            row = Row(rowid, None, False, agent, drop=True)
+        elif change.vector is not None:
             vector = np.asarray(change.vector, dtype=np.float32)
             if change.before is not None and change.before.text != f.text:
                 # other models' vectors (written by `mnemo reindex`) embed the old text
@@ -552,20 +364,71 @@ class SQLiteStore(PeopleMixin, JobsMixin, BackfillMixin, TransferMixin, ReindexM
                 " ON CONFLICT (fact_rowid, model) DO UPDATE SET embedding = excluded.embedding",
                 (rowid, f.user_id, model, vector.tobytes()),
             )
-            return model, Row(rowid, vector, active, agent)
-        return model, Row(rowid, None, active, agent)
+            row = Row(rowid, vector, active, agent)
+        else:
+            row = Row(rowid, None, active, agent)
+        cache_rows.setdefault(model, []).append(row)
 
-    async def events(
-        self, user_id: str, *, fact_id: str | None = None, until: datetime | None = None
-    ) -> list[Event]:
-        def select():
-            sql = f"SELECT {EVENT_COLUMNS} FROM fact_events WHERE user_id = ?"
-            params: list[Any] = [user_id]
-            if fact_id is not None:
-                sql += " AND fact_id = ?"
-                params.append(fact_id)
-            rows = self._conn.execute(sql + " ORDER BY seq", params).fetchall()
-            events = [e for _, e in readable(rows, event_from, "event", 0)]
-            return [e for e in events if until is None or e.at <= until]
+    # -- the job claim -------------------------------------------------------------------------------
 
-        return await self._run(select)
+    async def claim_job(self, worker: str, now: datetime, lease: timedelta) -> Job | None:
+        async def claim(tx: SQLiteTx) -> Job | None:
+            row = await tx.one(
+                "SELECT d.id, d.user_id FROM jobs d"
+                " WHERE ((d.status = 'pending' AND d.next_attempt_at <= ?)"
+                " OR (d.status = 'claimed' AND d.lease_until < ?)) AND NOT EXISTS (SELECT 1 FROM jobs e"
+                " WHERE e.user_id = d.user_id AND e.id < d.id AND e.status IN ('pending', 'claimed'))"
+                " ORDER BY d.next_attempt_at LIMIT 1",
+                (now, now),
+            )
+            if row is None:
+                return None
+            await tx.execute(
+                "UPDATE jobs SET status = 'claimed', claimed_by = ?, lease_until = ?,"
+                " attempts = attempts + 1 WHERE user_id = ? AND id = ?",
+                (worker, now + lease, row[1], row[0]),
+            )
+            return await jobs.job(tx, row[1], row[0])
+
+        return await self._write(None, claim)
+
+    # -- reindex: vectors of other models ------------------------------------------------------------
+
+    async def add_vectors(
+        self, user_id: str, model: str, vectors: Sequence[tuple[Unembedded, np.ndarray]]
+    ) -> int:
+        async def write(tx: SQLiteTx) -> int:
+            written = 0
+            for fact, vector in vectors:
+                written += await tx.execute(
+                    "INSERT INTO fact_vectors (fact_rowid, user_id, model, embedding)"
+                    " SELECT rowid, user_id, ?, ? FROM facts"
+                    " WHERE rowid = ? AND user_id = ? AND version = ? AND NOT purged"
+                    " ON CONFLICT (fact_rowid, model) DO NOTHING",
+                    (model, np.asarray(vector, np.float32).tobytes(), fact.rowid, user_id, fact.version),
+                )
+            return written
+
+        return await self._write_vectors(user_id, model, write)
+
+    async def drop_vectors(self, user_id: str, keep: str) -> int:
+        async def write(tx: SQLiteTx) -> int:
+            return await tx.execute(
+                "DELETE FROM fact_vectors WHERE user_id = ? AND model != ?", (user_id, keep)
+            )
+
+        return await self._write_vectors(user_id, keep, write)
+
+    async def _write_vectors(self, user_id: str, model: str, write: Callable[[SQLiteTx], Any]) -> int:
+        async def bumped(tx: SQLiteTx) -> int:
+            n: int = await write(tx)
+            if n:  # other processes' caches of this user's vectors reload (see vectors.py)
+                await tx.execute(
+                    "INSERT INTO vector_generations (user_id, generation) VALUES (?, 1)"
+                    " ON CONFLICT (user_id) DO UPDATE SET generation = generation + 1",
+                    (user_id,),
+                )
+                tx.after_commit(lambda: self._cache.forget((user_id, model)))
+            return n
+
+        return await self._write(user_id, bumped)

@@ -79,7 +79,8 @@ class _Entry:
         allowed = np.zeros(len(self.agent_names), bool)
         for i, name in enumerate(self.agent_names):
             allowed[i] = name in agents
-        return allowed[self.agents]
+        mask: np.ndarray = allowed[self.agents]
+        return mask
 
     @classmethod
     def build(cls, generation: int, columns: Columns, dims: int) -> _Entry:

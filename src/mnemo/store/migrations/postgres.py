@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from psycopg import sql
 
-from ..migrate import Migration
-from ..postgres_events import reseal
+from ..migrate import Cursor, Migration
+from ..sql.events import reseal
+from ..sql.tx import SyncTx, run_sync
 from .postgres_security import (
     APP_ROLE,
     LOCK_NAMESPACE,
@@ -28,7 +29,7 @@ from .postgres_security import (
 __all__ = ["APP_ROLE", "LOCK_NAMESPACE", "MIGRATIONS"]
 
 
-def _initial(cur) -> None:
+def _initial(cur: Cursor) -> None:
     cur.execute("CREATE EXTENSION IF NOT EXISTS vector")
     cur.execute(
         f"""
@@ -188,7 +189,7 @@ def _initial(cur) -> None:
     people_functions(cur)
 
 
-def _server(cur) -> None:
+def _server(cur: Cursor) -> None:
     """API keys, agents' settings, and the durable queue of turns to learn from."""
     cur.execute(
         """
@@ -231,13 +232,13 @@ def _server(cur) -> None:
     queue_functions(cur)
 
 
-def _turn_order(cur) -> None:
+def _turn_order(cur: Cursor) -> None:
     """Each person's turns are learnt from one at a time, in the order they came."""
     cur.execute("CREATE INDEX jobs_open ON jobs (user_id, id) WHERE status IN ('pending', 'claimed')")
     ordered_claim_function(cur)
 
 
-def _backfill(cur) -> None:
+def _backfill(cur: Cursor) -> None:
     """Which turns `mnemo backfill` has learnt from, each marked in the same transaction as its
     facts (see BackfillMark); and messages found by when they were said."""
     cur.execute(
@@ -261,7 +262,7 @@ def _backfill(cur) -> None:
     backfill_functions(cur)
 
 
-def _vector_per_model(cur) -> None:
+def _vector_per_model(cur: Cursor) -> None:
     """A fact may hold a vector per embedding model, so that `mnemo reindex` can write the new
     model's vectors beside the old ones while recall keeps reading the old."""
     cur.execute(
@@ -270,13 +271,13 @@ def _vector_per_model(cur) -> None:
     reindex_functions(cur)
 
 
-def _common_words(cur) -> None:
+def _common_words(cur: Cursor) -> None:
     """The lexical search's common-word list is read once a while by the store, not in every
     search."""
     common_words_functions(cur)
 
 
-def _user_conversations(cur) -> None:
+def _user_conversations(cur: Cursor) -> None:
     """Conversation and message ids are each user's own: keyed by (user_id, id), so that an id
     one person chose first can neither block another person's turns nor tell them it exists."""
     cur.execute(
@@ -289,7 +290,7 @@ def _user_conversations(cur) -> None:
     )
 
 
-def _erasure(cur) -> None:
+def _erasure(cur: Cursor) -> None:
     """Each event's digest covers a random salt of its own, which a purge erases with the text
     (see mnemo.audit). The events already redacted have digests of their erased text: they get
     random ones, and their users' logs are chained again from the first of them."""
@@ -302,10 +303,10 @@ def _erasure(cur) -> None:
             "SELECT seq FROM fact_events WHERE user_id = %s AND redacted", (user_id,)
         ).fetchall()
         if seqs:
-            reseal(cur, user_id, {seq for (seq,) in seqs})
+            run_sync(reseal(SyncTx(cur, format_params=True), user_id, {seq for (seq,) in seqs}))
 
 
-def _four_digit_years(cur) -> None:
+def _four_digit_years(cur: Cursor) -> None:
     """SQLite's times before the year 1000 were written with fewer than four digits; PostgreSQL
     keeps times as timestamptz, so nothing changes here. Kept, so that a version names the same
     change on both stores."""

@@ -20,11 +20,13 @@ from __future__ import annotations
 
 from psycopg import sql
 
+from ..migrate import Cursor
+
 APP_ROLE = "mnemo_app"
 LOCK_NAMESPACE = 0x6D6E656D  # 'mnem': the first key of mnemo's two-key advisory locks
 
 
-def protect(cur, table: str, grants: str, owner: str = "user_id") -> None:
+def protect(cur: Cursor, table: str, grants: str, owner: str = "user_id") -> None:
     """Give APP_ROLE `grants` on `table`, only ever on the rows of the transaction's user
     (the rows whose `owner` column holds the user's id)."""
     t, o = sql.Identifier(table), sql.Identifier(owner)
@@ -34,7 +36,7 @@ def protect(cur, table: str, grants: str, owner: str = "user_id") -> None:
     cur.execute(sql.SQL("GRANT " + grants + " ON {} TO " + APP_ROLE).format(t))
 
 
-def definer(cur, signature: str) -> None:
+def definer(cur: Cursor, signature: str) -> None:
     """A SECURITY DEFINER function: callable by APP_ROLE only, with a search_path it cannot change."""
     schema = cur.execute("SELECT current_schema()").fetchone()[0]
     cur.execute(
@@ -46,7 +48,7 @@ def definer(cur, signature: str) -> None:
     cur.execute(f"GRANT EXECUTE ON FUNCTION {signature} TO {APP_ROLE}")
 
 
-def lexical_function(cur) -> None:
+def lexical_function(cur: Cursor) -> None:
     """Full-text search over the transaction's user's active facts, ranked by BM25.
 
     Why a definer function: `@@` is not leakproof, so under a row-level policy
@@ -121,7 +123,7 @@ def lexical_function(cur) -> None:
     definer(cur, "mnemo_lexical(text[], text[], integer, double precision, bigint)")
 
 
-def common_words_functions(cur) -> None:
+def common_words_functions(cur: Cursor) -> None:
     """The lexical search with the common-word list read once and kept by the store, rather
     than read from the planner's statistics inside every search (about 2 ms of each).
 
@@ -183,7 +185,7 @@ def common_words_functions(cur) -> None:
     definer(cur, "mnemo_lexical(text[], text[], integer, text[])")
 
 
-def people_functions(cur) -> None:
+def people_functions(cur: Cursor) -> None:
     """Who a name belongs to, and whether anyone is here yet: asked before any user is known
     (the CLI names its user; a server's first start creates one). Ids and a yes/no only."""
     cur.execute(
@@ -200,7 +202,7 @@ def people_functions(cur) -> None:
     definer(cur, "mnemo_any_user()")
 
 
-def queue_functions(cur) -> None:
+def queue_functions(cur: Cursor) -> None:
     """The queue is shared by every user: a worker claims the oldest due job,
     whoever's it is, skipping rows another worker has locked (so no job is
     handed out twice and no worker waits on another). It learns the job's owner
@@ -237,7 +239,7 @@ def queue_functions(cur) -> None:
     definer(cur, "mnemo_key_owner(text)")
 
 
-def ordered_claim_function(cur) -> None:
+def ordered_claim_function(cur: Cursor) -> None:
     """The claim of queue_functions, but a job is due only when it is its user's earliest open
     one (jobs.id is a UUIDv7, so time-ordered). Two workers then never learn from one person's
     turns at once — which would let both create the same fact, or apply a later correction
@@ -268,7 +270,7 @@ def ordered_claim_function(cur) -> None:
     definer(cur, "mnemo_claim_job(text, timestamptz, timestamptz)")
 
 
-def backfill_functions(cur) -> None:
+def backfill_functions(cur: Cursor) -> None:
     """Who has conversations to learn from: `mnemo backfill` without --users walks everyone's.
     Answers ids only, in name order; each user's conversations are then read as that user."""
     cur.execute(
@@ -283,7 +285,7 @@ def backfill_functions(cur) -> None:
     definer(cur, "mnemo_users_with_conversations()")
 
 
-def reindex_functions(cur) -> None:
+def reindex_functions(cur: Cursor) -> None:
     """Who has facts: `mnemo reindex` without --users walks everyone's. Answers ids only, in
     name order; each user's facts are then read as that user."""
     cur.execute(

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import sqlean
 
-from ..migrate import Migration
-from ..sqlite_events import reseal
+from ..migrate import Cursor, Migration
+from ..sql.events import reseal
+from ..sql.tx import SyncTx, run_sync
 
 
-def _script(cur, sql: str) -> None:
+def _script(cur: Cursor, sql: str) -> None:
     """Run statements one by one: executescript would commit the open transaction."""
     pending = ""
     for line in sql.splitlines(keepends=True):
@@ -20,7 +21,7 @@ def _script(cur, sql: str) -> None:
         raise ValueError(f"incomplete SQL statement in migration: {pending!r}")
 
 
-def _initial(cur) -> None:
+def _initial(cur: Cursor) -> None:
     _script(
         cur,
         """
@@ -125,7 +126,7 @@ def _initial(cur) -> None:
     )
 
 
-def _server(cur) -> None:
+def _server(cur: Cursor) -> None:
     """API keys, agents' settings, and the durable queue of turns to learn from."""
     _script(
         cur,
@@ -166,13 +167,13 @@ def _server(cur) -> None:
     )
 
 
-def _turn_order(cur) -> None:
+def _turn_order(cur: Cursor) -> None:
     """Each person's turns are learnt from one at a time, in the order they came: the claim
     looks for an earlier open job of the same user (jobs.id is a UUIDv7, so time-ordered)."""
     _script(cur, "CREATE INDEX jobs_open ON jobs (user_id, id) WHERE status IN ('pending', 'claimed');\n")
 
 
-def _backfill(cur) -> None:
+def _backfill(cur: Cursor) -> None:
     """Which turns `mnemo backfill` has learnt from, each marked in the same transaction as its
     facts (see BackfillMark); and messages found by when they were said."""
     _script(
@@ -195,7 +196,7 @@ def _backfill(cur) -> None:
     )
 
 
-def _vector_per_model(cur) -> None:
+def _vector_per_model(cur: Cursor) -> None:
     """A fact may hold a vector per embedding model, so that `mnemo reindex` can write the new
     model's vectors beside the old ones while recall keeps reading the old."""
     _script(
@@ -217,13 +218,13 @@ def _vector_per_model(cur) -> None:
     )
 
 
-def _common_words(cur) -> None:
+def _common_words(cur: Cursor) -> None:
     """PostgreSQL's lexical search began reading its common words once a while; SQLite reads
     them from the index's own vocabulary, so nothing changes here. Kept, so that a version
     names the same change on both stores."""
 
 
-def _user_conversations(cur) -> None:
+def _user_conversations(cur: Cursor) -> None:
     """Conversation and message ids are each user's own: keyed by (user_id, id), so that an id
     one person chose first can neither block another person's turns nor tell them it exists."""
     _script(
@@ -258,7 +259,7 @@ def _user_conversations(cur) -> None:
     )
 
 
-def _erasure(cur) -> None:
+def _erasure(cur: Cursor) -> None:
     """Each event's digest covers a random salt of its own, which a purge erases with the text
     (see mnemo.audit). The events already redacted have digests of their erased text: they get
     random ones, and their users' logs are chained again from the first of them. And the
@@ -272,10 +273,10 @@ def _erasure(cur) -> None:
     for user_id, seq in cur.execute("SELECT user_id, seq FROM fact_events WHERE redacted = 1").fetchall():
         redacted.setdefault(user_id, set()).add(seq)
     for user_id, seqs in redacted.items():
-        reseal(cur, user_id, seqs)
+        run_sync(reseal(SyncTx(cur), user_id, seqs))
 
 
-# every column written by sqlite_rows.ts (event times are ISO text, four-digit already)
+# every column written by rows.ts (event times are ISO text, four-digit already)
 _TIMES = {
     "users": ("created_at",),
     "agents": ("created_at", "deleted_at"),
@@ -288,7 +289,7 @@ _TIMES = {
 }
 
 
-def _four_digit_years(cur) -> None:
+def _four_digit_years(cur: Cursor) -> None:
     """Times before the year 1000 were written with fewer than four digits ("874-06-01T…"),
     which reads back as no time at all and sorts out of order: pad them to the width of the
     rest ("0874-06-01T00:00:00.000000Z", 27 characters)."""

@@ -1,10 +1,14 @@
-"""Conversions between SQLite rows and mnemo's plain types."""
+"""Conversions between the stores' rows and mnemo's plain types, and the columns they select.
+
+Both databases answer in these shapes: times as text (SQLite) or datetimes (PostgreSQL), which
+`parse_time` takes either way; JSON as text (SQLite) or as its value (PostgreSQL's jsonb), which
+`load` takes either way; booleans as 0/1 or as booleans."""
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -54,11 +58,23 @@ def dump(value: Any) -> str | None:
     return None if value is None else json.dumps(value, ensure_ascii=False)
 
 
-def load(value: str | None) -> Any:
-    return None if value is None else json.loads(value)
+def load(value: Any) -> Any:
+    """A JSON column's value: parsed from text, or as the driver decoded it already."""
+    return json.loads(value) if isinstance(value, str) else value
 
 
-def user_from(row) -> User:
+def when(value: str | datetime | None) -> datetime:
+    """A time a row must have (ValueError when it has none: the row cannot be read)."""
+    found = parse_time(value)
+    if found is None:
+        raise ValueError("a required time is missing")
+    return found
+
+
+DbRow = Sequence[Any]
+
+
+def user_from(row: DbRow) -> User:
     return User(
         id=row[0],
         name=row[1],
@@ -67,19 +83,30 @@ def user_from(row) -> User:
     )
 
 
+USER_COLUMNS = "id, name, created_at, memory_enabled, review_policy"
 AGENT_COLUMNS = "id, user_id, name, private, reads_default, persona, upstream_model"
 KEY_COLUMNS = "id, user_id, name, secret_hash, created_at, revoked_at"
 
 
-def agent_from(r) -> Agent:
+def agent_from(r: DbRow) -> Agent:
     return Agent(r[0], r[1], r[2], bool(r[3]), bool(r[4]), r[5], r[6])
 
 
-def key_from(r) -> ApiKey:
-    return ApiKey(r[0], r[1], r[2], r[3], parse_time(r[4]), parse_time(r[5]))
+def key_from(r: DbRow) -> ApiKey:
+    return ApiKey(r[0], r[1], r[2], r[3], when(r[4]), parse_time(r[5]))
 
 
-def fact_from(r) -> Fact:
+FACT_COLUMNS = ", ".join(
+    "f." + c
+    for c in (
+        "rowid, id, user_id, agent_id, text, category, status, confidence, created_at, recorded_at,"
+        " retired_at, valid_from, valid_to, supersedes, superseded_by, version, source,"
+        " embedding_model, pinned, mentions, last_seen_at, purged"
+    ).split(", ")
+)
+
+
+def fact_from(r: DbRow) -> Fact:
     return Fact(
         id=r[1],
         user_id=r[2],
@@ -88,7 +115,7 @@ def fact_from(r) -> Fact:
         category=Category(r[5]),
         status=Status(r[6]),
         confidence=r[7],
-        created_at=parse_time(r[8]),
+        created_at=when(r[8]),
         recorded_at=parse_time(r[9]),
         retired_at=parse_time(r[10]),
         valid_from=parse_time(r[11]),
@@ -96,7 +123,7 @@ def fact_from(r) -> Fact:
         supersedes=r[13],
         superseded_by=r[14],
         version=r[15],
-        source=Source.from_json(json.loads(r[16])),
+        source=Source.from_json(load(r[16])),
         embedding_model=r[17],
         pinned=bool(r[18]),
         mentions=r[19],
@@ -111,10 +138,10 @@ EVENT_COLUMNS = (
 )
 
 
-def event_from(r) -> Event:
+def event_from(r: DbRow) -> Event:
     return Event(
         seq=r[0],
-        at=parse_time(r[1]),
+        at=when(r[1]),
         user_id=r[2],
         fact_id=r[3],
         action=Action(r[4]),
@@ -137,19 +164,19 @@ JOB_COLUMNS = (
 )
 
 
-def job_from(r) -> Job:
+def job_from(r: DbRow) -> Job:
     return Job(
         id=r[0],
         user_id=r[1],
         agent_id=r[2],
         conversation_id=r[3],
-        message_ids=tuple(json.loads(r[4])),
+        message_ids=tuple(load(r[4])),
         automation=bool(r[5]),
-        turn_at=parse_time(r[6]),
+        turn_at=when(r[6]),
         status=JobStatus(r[7]),
         attempts=r[8],
-        next_attempt_at=parse_time(r[9]),
-        created_at=parse_time(r[10]),
+        next_attempt_at=when(r[9]),
+        created_at=when(r[10]),
         lease_until=parse_time(r[11]),
         claimed_by=r[12],
         last_error=r[13],

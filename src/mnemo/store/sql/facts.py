@@ -1,0 +1,209 @@
+"""Facts and their events: the reads, the rows a change writes, and the checks of a commit.
+
+Reads see what the scope's agent rule allows (`domain.readable_agent_keys`);
+`Scope(user, all_agents=True)` is the person's own full view.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from ... import audit
+from ...domain import Change, Duplicate, Event, Fact, NotFound, Scope, Status, readable_agent_keys
+from .. import batch
+from ..rows import AGENT_COLUMNS, EVENT_COLUMNS, FACT_COLUMNS, agent_from, event_from, fact_from, readable
+from .people import agent_row
+from .tx import Tx, marks
+
+WRITE_COLUMNS = (
+    "id, user_id, agent_id, text, text_hash, category, status, confidence, created_at,"
+    " recorded_at, retired_at, valid_from, valid_to, supersedes, superseded_by, version, source,"
+    " embedding_model, pinned, mentions, last_seen_at, purged"
+)
+_NAMES = [c.strip() for c in WRITE_COLUMNS.split(",")]
+INSERT_FACT = f"INSERT INTO facts ({WRITE_COLUMNS}) VALUES ({marks(len(_NAMES))}) RETURNING rowid"
+UPDATE_FACT = (
+    f"UPDATE facts SET {', '.join(f'{c} = ?' for c in _NAMES)}"
+    " WHERE id = ? AND user_id = ? AND version = ? RETURNING rowid"
+)
+INSERT_EVENT = (
+    "INSERT INTO fact_events"
+    " (at, user_id, fact_id, action, actor, reason, before, after, digest, prev_hash, hash, salt)"
+    f" VALUES ({marks(12)}) RETURNING seq"
+)
+IMPORT_EVENT = (
+    "INSERT INTO fact_events (at, user_id, fact_id, action, actor, reason, before, after,"
+    f" digest, prev_hash, hash, salt, redacted, redacted_for) VALUES ({marks(14)})"
+)
+HEAD = "SELECT hash FROM fact_events WHERE user_id = ? ORDER BY seq DESC LIMIT 1"
+
+
+def fact_values(tx: Tx, f: Fact) -> tuple[Any, ...]:
+    """The row of `WRITE_COLUMNS` a fact is stored as (a purged fact keeps no hash of its text)."""
+    return (
+        f.id,
+        f.user_id,
+        f.agent_id,
+        f.text,
+        None if f.purged else f.text_hash,
+        str(f.category),
+        str(f.status),
+        f.confidence,
+        f.created_at,
+        f.recorded_at,
+        f.retired_at,
+        f.valid_from,
+        f.valid_to,
+        f.supersedes,
+        f.superseded_by,
+        f.version,
+        tx.json(f.source.to_json()),
+        f.embedding_model,
+        f.pinned,
+        f.mentions,
+        f.last_seen_at,
+        f.purged,
+    )
+
+
+def write_fact(tx: Tx, change: Change) -> tuple[str, tuple[Any, ...]]:
+    """The statement that writes the change's fact (answering its rowid; none when the stored
+    version is no longer `change.before`'s) and its parameters."""
+    values = fact_values(tx, change.fact)
+    if change.before is None:
+        return INSERT_FACT, values
+    return UPDATE_FACT, (*values, change.fact.id, change.fact.user_id, change.before.version)
+
+
+def stale(change: Change) -> str:
+    assert change.before is not None
+    return f"memory {change.fact.id} changed since version {change.before.version}"
+
+
+# -- visibility and reads ----------------------------------------------------------------------
+
+
+async def agent_keys(tx: Tx, scope: Scope) -> list[str] | None:
+    """The agents whose facts the scope reads ('' = the default agent); None: all of them."""
+    if scope.all_agents:
+        return None
+    rows = await tx.all(
+        f"SELECT {AGENT_COLUMNS} FROM agents WHERE user_id = ? AND deleted_at IS NULL", (scope.user_id,)
+    )
+    return readable_agent_keys(scope, [agent_from(r) for r in rows])
+
+
+async def visible(tx: Tx, scope: Scope, *, by_key: bool = False) -> tuple[str, list[Any]]:
+    """The WHERE clause of the agent rule over `facts f`. With `by_key`, the caller's own
+    condition names rows by key, and the user's index must not be chosen instead."""
+    keys = await agent_keys(tx, scope)
+    user = tx.by_key("f.user_id") if by_key else "f.user_id"
+    if keys is None:
+        return f"{user} = ?", [scope.user_id]
+    return f"{user} = ? AND COALESCE(f.agent_id, '') IN ({marks(len(keys))})", [scope.user_id, *keys]
+
+
+async def fact_rows(
+    tx: Tx, scope: Scope, where: str, params: Sequence[Any], tail: str = "", *, by_key: bool = False
+) -> list[tuple[tuple[Any, ...], Fact]]:
+    """(row, fact) of the scope's facts matching `where`, in the order and number `tail` says."""
+    rule, rule_params = await visible(tx, scope, by_key=by_key)
+    rows = await tx.all(
+        f"SELECT {FACT_COLUMNS} FROM facts f WHERE {rule} AND ({where}) {tail}", (*rule_params, *params)
+    )
+    return list(readable(rows, fact_from, "memory", 1))
+
+
+async def facts(
+    tx: Tx, scope: Scope, where: str, params: Sequence[Any], tail: str = "", **kw: bool
+) -> list[Fact]:
+    return [fact for _, fact in await fact_rows(tx, scope, where, params, tail, **kw)]
+
+
+async def get_fact(tx: Tx, scope: Scope, fact_id: str) -> Fact:
+    found = await facts(tx, scope, "f.id = ?", (fact_id,), by_key=True)
+    if not found:
+        raise NotFound(f"no memory {fact_id}")
+    return found[0]
+
+
+async def list_facts(
+    tx: Tx, scope: Scope, statuses: Sequence[Status] | None, limit: int, offset: int
+) -> list[Fact]:
+    where, params = "1 = 1", []
+    if statuses:
+        where, params = f"f.status IN ({marks(len(statuses))})", [str(s) for s in statuses]
+    tail = "ORDER BY f.created_at DESC, f.rowid DESC LIMIT ? OFFSET ?"
+    return await facts(tx, scope, where, [*params, limit, offset], tail)
+
+
+async def find_by_hash(tx: Tx, scope: Scope, text_hash: str, statuses: Sequence[Status]) -> list[Fact]:
+    where = f"f.text_hash = ? AND f.status IN ({marks(len(statuses))})"
+    return await facts(tx, scope, where, (text_hash, *map(str, statuses)), "ORDER BY f.rowid")
+
+
+async def recent(tx: Tx, scope: Scope, since: datetime, k: int) -> list[Fact]:
+    where = "f.status = 'active' AND f.last_seen_at >= ?"
+    return await facts(tx, scope, where, (since, k), "ORDER BY f.last_seen_at DESC, f.rowid DESC LIMIT ?")
+
+
+async def pinned(tx: Tx, scope: Scope) -> list[Fact]:
+    return await facts(tx, scope, "f.pinned AND f.status = 'active'", (), "ORDER BY f.created_at, f.rowid")
+
+
+# -- events ------------------------------------------------------------------------------------
+
+
+async def head(tx: Tx, user_id: str) -> str:
+    """The hash of the user's last event (audit.GENESIS when there is none)."""
+    row = await tx.one(HEAD, (user_id,))
+    return row[0] if row else audit.GENESIS
+
+
+async def events(tx: Tx, user_id: str, fact_id: str | None, until: datetime | None) -> list[Event]:
+    sql = f"SELECT {EVENT_COLUMNS} FROM fact_events WHERE user_id = ?"
+    params: list[Any] = [user_id]
+    if fact_id is not None:
+        sql += " AND fact_id = ?"
+        params.append(fact_id)
+    found = [e for _, e in readable(await tx.all(sql + " ORDER BY seq", params), event_from, "event", 0)]
+    return [e for e in found if until is None or e.at <= until]
+
+
+# -- what a commit checks once its changes are written -------------------------------------------
+
+
+async def check_unique(tx: Tx, user_id: str, changes: Sequence[Change]) -> None:
+    """Duplicate when the batch left two facts of one agent with the same text and status; the
+    user's writers wait for this one (`Tx.lock_user`), so none can slip in between."""
+    ours = {c.fact.id for c in changes}
+    for agent, text_hash, status in sorted(batch.unique_keys(changes)):
+        rows = await tx.all(
+            "SELECT id FROM facts WHERE user_id = ? AND text_hash = ? AND status = ?"
+            " AND COALESCE(agent_id, '') = ? ORDER BY rowid",
+            (user_id, text_hash, status, agent),
+        )
+        twins = [r[0] for r in rows]
+        if len(twins) > 1:
+            other = next((i for i in twins if i not in ours), twins[0])
+            raise Duplicate(f"memory {other} already says this", other)
+
+
+async def check_agents(tx: Tx, user_id: str, changes: Sequence[Change]) -> None:
+    for agent_id in sorted(batch.living_agents(changes)):
+        await agent_row(tx, user_id, agent_id)  # NotFound for a deleted (or another's) agent
+
+
+async def taken_fact(tx: Tx, user_id: str, ids: Sequence[str]) -> str | None:
+    """One of these fact ids that the user has already, if any."""
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        row = await tx.one(
+            f"SELECT id FROM facts WHERE user_id = ? AND id IN ({marks(len(chunk))}) LIMIT 1",
+            (user_id, *chunk),
+        )
+        if row:
+            return str(row[0])
+    return None

@@ -1,0 +1,117 @@
+"""The durable queue of turns to learn from: the statements both stores share.
+
+A turn's messages and its job are written in one transaction; a worker claims
+a job with a lease (the claim is each store's own: see SQLiteStore.claim_job
+and PostgreSQL's mnemo_claim_job); finishing it happens inside the transaction
+that applies the facts it produced (see SQLStore.commit), so a crash at any
+point either leaves the job to be claimed again or leaves it done with its
+facts — never facts without a finished job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from ...domain import Claim, Conflict, Job, JobStatus, Message, NotFound, Scope, new_id
+from ..rows import JOB_COLUMNS, job_from
+from .people import save_messages
+from .tx import Tx
+
+
+async def job(tx: Tx, user_id: str, job_id: str) -> Job:
+    row = await tx.one(f"SELECT {JOB_COLUMNS} FROM jobs WHERE user_id = ? AND id = ?", (user_id, job_id))
+    if row is None:
+        raise NotFound(f"no job {job_id}")
+    return job_from(row)
+
+
+async def enqueue_turn(
+    tx: Tx,
+    scope: Scope,
+    conversation_id: str,
+    messages: Sequence[Message],
+    at: datetime,
+    automation: bool,
+    now: datetime,
+) -> Job:
+    saved = await save_messages(tx, scope, conversation_id, messages, at)
+    job_id = new_id()
+    await tx.execute(
+        "INSERT INTO jobs (id, user_id, agent_id, conversation_id, message_ids, automation,"
+        " turn_at, status, next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            job_id,
+            scope.user_id,
+            scope.agent_id,
+            conversation_id,
+            tx.json([m.id for m in saved]),
+            automation,
+            at,
+            str(JobStatus.PENDING),
+            now,
+            now,
+        ),
+    )
+    return await job(tx, scope.user_id, job_id)
+
+
+async def release_job(tx: Tx, claim: Claim) -> None:
+    """Give a claimed job back untouched (shutdown): it does not count as an attempt."""
+    user_id = await tx.claimant(claim.job_id, claim.worker)
+    if user_id is None:
+        return
+    await tx.execute(
+        "UPDATE jobs SET status = 'pending', claimed_by = NULL, lease_until = NULL, attempts = attempts - 1"
+        " WHERE user_id = ? AND id = ? AND status = 'claimed' AND claimed_by = ?",
+        (user_id, claim.job_id, claim.worker),
+    )
+
+
+async def fail_job(tx: Tx, claim: Claim, error: str, retry_at: datetime | None, now: datetime) -> Job:
+    """Try again at `retry_at`, or park the job as failed when it is None."""
+    if retry_at is None:
+        sql, when = "status = 'failed', finished_at = ?", now
+    else:
+        sql, when = "status = 'pending', next_attempt_at = ?", retry_at
+    user_id = await tx.claimant(claim.job_id, claim.worker)
+    if user_id is not None:
+        changed = await tx.execute(
+            f"UPDATE jobs SET {sql}, last_error = ?, claimed_by = NULL, lease_until = NULL"
+            " WHERE user_id = ? AND id = ? AND status = 'claimed' AND claimed_by = ?",
+            (when, error[:2000], user_id, claim.job_id, claim.worker),
+        )
+        if changed == 1:
+            return await job(tx, user_id, claim.job_id)
+    raise Conflict(f"job {claim.job_id} is no longer held by {claim.worker}")
+
+
+async def finish_job(tx: Tx, user_id: str, claim: Claim, result: dict[str, Any], now: datetime) -> None:
+    """Inside the transaction that applies the job's facts (under the job's user)."""
+    changed = await tx.execute(
+        "UPDATE jobs SET status = 'done', result = ?, finished_at = ?, last_error = NULL, lease_until = NULL"
+        " WHERE user_id = ? AND id = ? AND status = 'claimed' AND claimed_by = ?",
+        (tx.json(result), now, user_id, claim.job_id, claim.worker),
+    )
+    if changed != 1:
+        raise Conflict(f"job {claim.job_id} is no longer held by {claim.worker}")
+
+
+async def list_jobs(tx: Tx, user_id: str, status: JobStatus | None, limit: int, offset: int) -> list[Job]:
+    sql = f"SELECT {JOB_COLUMNS} FROM jobs WHERE user_id = ?"
+    params: list[Any] = [user_id]
+    if status is not None:
+        sql += " AND status = ?"
+        params.append(str(status))
+    sql += " ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?"
+    return [job_from(r) for r in await tx.all(sql, (*params, limit, offset))]
+
+
+async def job_messages(tx: Tx, job: Job) -> list[Message]:
+    rows = await tx.all(
+        "SELECT id, role, content FROM messages WHERE user_id = ? AND conversation_id = ?",
+        (job.user_id, job.conversation_id),
+    )
+    by_id = {r[0]: Message(r[1], r[2], r[0]) for r in rows}
+    return [by_id[i] for i in job.message_ids if i in by_id]

@@ -1,0 +1,349 @@
+"""The one SQL store: every statement both databases share, behind the Store contract.
+
+A backend (SQLiteStore, PostgresStore) supplies the executor — `_read` and
+`_write` run a function of the shared code (sql/*.py) in one transaction,
+acting for a user — and keeps only what truly differs: vector and lexical
+search, keeping the indexes in step inside a commit, the job claim, entering a
+user (row-level security) and the migrations.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Coroutine, Sequence
+from datetime import datetime, timedelta
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
+
+import numpy as np
+
+from ...domain import (
+    Action,
+    Agent,
+    ApiKey,
+    BackfillMark,
+    Change,
+    Claim,
+    Conversation,
+    ConversationRef,
+    Event,
+    Fact,
+    Job,
+    JobStatus,
+    Message,
+    Scope,
+    Status,
+    User,
+    new_id,
+    utcnow,
+)
+from .. import batch
+from ..base import UNSET, ScoredFact, Unembedded
+from . import backfill, facts, jobs, people, reindex, transfer
+from .events import redact_events
+from .tx import Tx
+
+P = ParamSpec("P")
+T = TypeVar("T")
+X = TypeVar("X", bound=Tx)  # the backend's transaction
+Pending = TypeVar("Pending")  # what a backend carries from a commit's writes to after it
+TxFn = Callable[Concatenate[X, P], Coroutine[Any, Any, T]]
+
+
+class SQLStore(ABC, Generic[X, Pending]):
+    def __init__(self, clock: Callable[[], datetime] = utcnow) -> None:
+        self._clock = clock
+
+    # -- what a backend supplies -----------------------------------------------------------
+
+    @abstractmethod
+    async def _read(self, user_id: str | None, fn: TxFn[X, P, T], *args: P.args, **kw: P.kwargs) -> T:
+        """`fn(tx, *args)` acting for `user_id` (None: nobody yet), reading only."""
+
+    @abstractmethod
+    async def _write(self, user_id: str | None, fn: TxFn[X, P, T], *args: P.args, **kw: P.kwargs) -> T:
+        """`fn(tx, *args)` acting for `user_id` in one transaction that may write."""
+
+    @abstractmethod
+    async def _apply(
+        self, tx: X, user_id: str, changes: list[Change], at: datetime, prev: str
+    ) -> tuple[list[Event], Pending]:
+        """Write the changes' facts, their events (chained from `prev`) and the indexes that
+        follow the facts; Conflict for a change whose stored version moved on."""
+
+    @abstractmethod
+    async def _import(self, tx: X, user_id: str, changes: list[Change], events: list[Event]) -> Pending:
+        """Write imported facts, the indexes that follow them, and their events as they were."""
+
+    @abstractmethod
+    async def _settle(self, tx: X, user_id: str, changes: list[Change], pending: Pending) -> None:
+        """Last in a commit's transaction, once its checks passed (counts, generations)."""
+
+    def _committed(self, user_id: str, changes: list[Change], pending: Pending) -> None:
+        """Once a commit's transaction committed (in-process caches)."""
+
+    @abstractmethod
+    async def open(self) -> None:
+        """Connect and bring the schema up to date (migrations)."""
+
+    @abstractmethod
+    async def close(self) -> None: ...
+
+    # -- people, agents, settings ----------------------------------------------------------
+
+    async def ensure_user(self, name: str) -> User:
+        return await self._write(None, people.ensure_user, name, self._clock())
+
+    async def find_user(self, name: str) -> User | None:
+        return await self._read(None, people.find_user, name)
+
+    async def get_user(self, user_id: str) -> User | None:
+        return await self._read(None, people.user_row, user_id)
+
+    async def update_user(
+        self, user_id: str, *, memory_enabled: Any = UNSET, review_policy: Any = UNSET
+    ) -> User:
+        return await self._write(user_id, people.update_user, user_id, memory_enabled, review_policy)
+
+    async def any_user(self) -> bool:
+        async def ask(tx: X) -> bool:
+            return await tx.any_user()
+
+        return await self._read(None, ask)
+
+    async def create_agent(
+        self,
+        user_id: str,
+        name: str,
+        *,
+        private: bool = False,
+        reads_default: bool = False,
+        persona: str | None = None,
+        upstream_model: str | None = None,
+    ) -> Agent:
+        agent = Agent(new_id(), user_id, name, private, reads_default, persona, upstream_model)
+        return await self._write(user_id, people.create_agent, agent, self._clock())
+
+    async def get_agent(self, user_id: str, agent_id: str) -> Agent:
+        return await self._read(user_id, people.agent_row, user_id, agent_id)
+
+    async def update_agent(self, user_id: str, agent_id: str, **fields: object) -> Agent:
+        return await self._write(user_id, people.update_agent, user_id, agent_id, fields)
+
+    async def list_agents(self, user_id: str) -> list[Agent]:
+        return await self._read(user_id, people.list_agents, user_id)
+
+    async def add_api_key(self, key: ApiKey) -> ApiKey:
+        return await self._write(key.user_id, people.add_api_key, key)
+
+    async def get_api_key(self, key_id: str) -> ApiKey | None:
+        return await self._read(None, people.get_api_key, key_id)
+
+    async def list_api_keys(self, user_id: str) -> list[ApiKey]:
+        return await self._read(user_id, people.list_api_keys, user_id)
+
+    async def revoke_api_key(self, user_id: str, key_id: str) -> ApiKey:
+        return await self._write(user_id, people.revoke_api_key, user_id, key_id, self._clock())
+
+    async def get_setting(self, key: str) -> str | None:
+        return await self._read(None, people.get_setting, key)
+
+    async def set_setting(self, key: str, value: str | None) -> None:
+        await self._write(None, people.set_setting, key, value)
+
+    # -- conversations -----------------------------------------------------------------------
+
+    async def save_messages(
+        self, scope: Scope, conversation_id: str, messages: Sequence[Message], at: datetime
+    ) -> list[Message]:
+        return await self._write(scope.user_id, people.save_messages, scope, conversation_id, messages, at)
+
+    async def conversation_messages(self, user_id: str, conversation_id: str) -> list[Message]:
+        return await self._read(user_id, people.conversation_messages, user_id, conversation_id)
+
+    # -- facts: reads ------------------------------------------------------------------------
+
+    async def get_fact(self, scope: Scope, fact_id: str) -> Fact:
+        return await self._read(scope.user_id, facts.get_fact, scope, fact_id)
+
+    async def list_facts(
+        self, scope: Scope, *, statuses: Sequence[Status] | None = None, limit: int = 50, offset: int = 0
+    ) -> list[Fact]:
+        return await self._read(scope.user_id, facts.list_facts, scope, statuses, limit, offset)
+
+    async def find_by_hash(
+        self, scope: Scope, text_hash: str, *, statuses: Sequence[Status] = (Status.ACTIVE,)
+    ) -> list[Fact]:
+        return await self._read(scope.user_id, facts.find_by_hash, scope, text_hash, statuses)
+
+    async def recent(self, scope: Scope, since: datetime, k: int) -> list[Fact]:
+        return await self._read(scope.user_id, facts.recent, scope, since, k)
+
+    async def pinned(self, scope: Scope) -> list[Fact]:
+        return await self._read(scope.user_id, facts.pinned, scope)
+
+    @abstractmethod
+    async def nearest(self, scope: Scope, vector: np.ndarray, model: str, k: int) -> list[ScoredFact]: ...
+
+    @abstractmethod
+    async def lexical(self, scope: Scope, query: str, k: int) -> list[ScoredFact]: ...
+
+    @abstractmethod
+    async def vectors(self, scope: Scope, fact_ids: Sequence[str], model: str) -> dict[str, np.ndarray]: ...
+
+    async def events(
+        self, user_id: str, *, fact_id: str | None = None, until: datetime | None = None
+    ) -> list[Event]:
+        return await self._read(user_id, facts.events, user_id, fact_id, until)
+
+    async def chain_head(self, user_id: str) -> str:
+        return await self._read(user_id, facts.head, user_id)
+
+    # -- facts: writes -----------------------------------------------------------------------
+
+    async def commit(
+        self,
+        user_id: str,
+        changes: Sequence[Change],
+        at: datetime,
+        *,
+        finish: tuple[Claim, dict[str, Any]] | None = None,
+        mark: BackfillMark | None = None,
+        retire: str | None = None,
+    ) -> list[Event]:
+        if not changes and finish is None and mark is None and retire is None:
+            return []
+        batch.check(user_id, changes)
+        return await self._write(user_id, self._commit, user_id, list(changes), at, finish, mark, retire)
+
+    async def _commit(
+        self,
+        tx: X,
+        user_id: str,
+        changes: list[Change],
+        at: datetime,
+        finish: tuple[Claim, dict[str, Any]] | None,
+        mark: BackfillMark | None,
+        retire: str | None,
+    ) -> list[Event]:
+        # one writer per user at a time: the chain's head is read and extended under this lock
+        await tx.lock_user(user_id)
+        if finish is not None:
+            claim, result = finish
+            await jobs.finish_job(tx, user_id, claim, {**result, "events": len(changes)}, self._clock())
+        if mark is not None:
+            await backfill.advance_mark(tx, user_id, mark, self._clock())
+        for change in changes:  # first, as they may seal the log again (see mnemo.audit)
+            if change.redact:
+                await redact_events(tx, user_id, change.fact.id)
+        events, pending = await self._apply(tx, user_id, changes, at, await facts.head(tx, user_id))
+        await facts.check_unique(tx, user_id, changes)
+        await facts.check_agents(tx, user_id, changes)
+        if retire is not None:
+            await people.retire_agent(tx, user_id, retire, self._clock())
+        await self._settle(tx, user_id, changes, pending)
+        tx.after_commit(lambda: self._committed(user_id, changes, pending))
+        return events
+
+    # -- the durable queue of turns (see mnemo.jobs) -------------------------------------------
+
+    async def enqueue_turn(
+        self,
+        scope: Scope,
+        conversation_id: str,
+        messages: Sequence[Message],
+        at: datetime,
+        *,
+        automation: bool = False,
+    ) -> Job:
+        """Store the turn's messages and its job in one transaction."""
+        return await self._write(
+            scope.user_id, jobs.enqueue_turn, scope, conversation_id, messages, at, automation, self._clock()
+        )
+
+    @abstractmethod
+    async def claim_job(self, worker: str, now: datetime, lease: timedelta) -> Job | None:
+        """The oldest due job (or one whose claimant's lease ran out), now leased to `worker`;
+        only a user's earliest open job is due: one turn per person at a time, in order."""
+
+    async def release_job(self, claim: Claim) -> None:
+        await self._write(None, jobs.release_job, claim)
+
+    async def fail_job(self, claim: Claim, error: str, retry_at: datetime | None) -> Job:
+        return await self._write(None, jobs.fail_job, claim, error, retry_at, self._clock())
+
+    async def get_job(self, user_id: str, job_id: str) -> Job:
+        return await self._read(user_id, jobs.job, user_id, job_id)
+
+    async def list_jobs(
+        self, user_id: str, *, status: JobStatus | None = None, limit: int = 50, offset: int = 0
+    ) -> list[Job]:
+        return await self._read(user_id, jobs.list_jobs, user_id, status, limit, offset)
+
+    async def job_messages(self, job: Job) -> list[Message]:
+        return await self._read(job.user_id, jobs.job_messages, job)
+
+    # -- backfill (see mnemo.backfill) -----------------------------------------------------------
+
+    async def users_with_conversations(self) -> list[User]:
+        return await self._read(None, people.users_with, "conversations")
+
+    async def conversations_since(self, user_id: str, since: datetime | None) -> list[ConversationRef]:
+        return await self._read(user_id, backfill.conversations_since, user_id, since)
+
+    async def timed_messages(
+        self, user_id: str, conversation_ids: Sequence[str]
+    ) -> dict[str, list[tuple[Message, datetime]]]:
+        return await self._read(user_id, backfill.timed_messages, user_id, conversation_ids)
+
+    async def backfill_marks(self, user_id: str, conversation_ids: Sequence[str]) -> list[BackfillMark]:
+        return await self._read(user_id, backfill.backfill_marks, user_id, conversation_ids)
+
+    # -- import and export (see mnemo.transfer) ----------------------------------------------------
+
+    async def list_conversations(
+        self, user_id: str, *, after: tuple[datetime, str] | None = None, limit: int = 100
+    ) -> list[Conversation]:
+        return await self._read(user_id, transfer.list_conversations, user_id, after, limit)
+
+    async def import_conversation(self, conversation: Conversation) -> int:
+        return await self._write(conversation.user_id, transfer.import_conversation, conversation)
+
+    async def import_user(self, user: User) -> User:
+        return await self._write(user.id, people.import_user, user, self._clock())
+
+    async def import_agent(self, agent: Agent) -> bool:
+        return await self._write(agent.user_id, people.import_agent, agent, self._clock())
+
+    async def import_facts(
+        self, user_id: str, facts: Sequence[tuple[Fact, np.ndarray | None]], events: Sequence[Event]
+    ) -> None:
+        """Insert facts (with their vectors) and events as they were, in one transaction: the
+        events keep their time, digest and hashes, in the order given, and must continue the
+        user's chain (Conflict otherwise); a fact already there is a Conflict."""
+        changes = [Change(f, Action.CREATE, "import", vector=v) for f, v in facts]
+        await self._write(user_id, self._import_facts, user_id, changes, list(events))
+
+    async def _import_facts(self, tx: X, user_id: str, changes: list[Change], events: list[Event]) -> None:
+        await transfer.check_import(tx, user_id, [c.fact for c in changes], events)
+        pending = await self._import(tx, user_id, changes, events)
+        await self._settle(tx, user_id, changes, pending)
+        tx.after_commit(lambda: self._committed(user_id, changes, pending))
+
+    # -- reindex (see mnemo.reindex) --------------------------------------------------------------
+
+    async def users_with_facts(self) -> list[User]:
+        return await self._read(None, people.users_with, "facts")
+
+    async def unembedded(self, user_id: str, model: str, after: int, limit: int) -> list[Unembedded]:
+        return await self._read(user_id, reindex.unembedded, user_id, model, after, limit)
+
+    async def vector_models(self, user_id: str) -> dict[str, int]:
+        return await self._read(user_id, reindex.vector_models, user_id)
+
+    @abstractmethod
+    async def add_vectors(
+        self, user_id: str, model: str, vectors: Sequence[tuple[Unembedded, np.ndarray]]
+    ) -> int: ...
+
+    @abstractmethod
+    async def drop_vectors(self, user_id: str, keep: str) -> int: ...
