@@ -97,7 +97,7 @@ def seal(change: Change, user_id: str, at: datetime, prev: str) -> Event:
     )
 
 
-def event_row(e: Event) -> tuple:
+def event_row(e: Event) -> tuple[str | None, ...]:
     """An event's stored columns: at, user_id, fact_id, action, actor, reason, before,
     after (JSON text), digest, prev_hash, hash, salt."""
 

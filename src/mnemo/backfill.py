@@ -120,7 +120,7 @@ class UserReport:
 
     def tally(self, action: Action, status: str | None, text: str | None) -> None:
         if action == Action.CREATE and status == Status.CANDIDATE:
-            kind = "held"
+            kind: str | None = "held"
         else:
             kind = {
                 Action.CREATE: "create",
@@ -357,9 +357,11 @@ class Backfill:
         ]
         pending = []
         for opener, end in in_window:
-            mark = marks.get(said[opener][0].id)
+            turn_id = said[opener][0].id
+            assert turn_id is not None, "a stored message has an id"
+            mark = marks.get(turn_id)
             if mark is None or (run.force and mark.run_id != run.id):
-                pending.append((opener, end, mark))
+                pending.append((opener, end, turn_id, mark))
         if not pending:
             if in_window:
                 ureport.done_before += 1
@@ -367,13 +369,13 @@ class Backfill:
         ureport.learnt += 1
         scope = Scope(user.id, conversation.agent_id)
         messages = [m for m, _ in said]
-        for opener, end, mark in pending:
+        for opener, end, turn_id, mark in pending:
             said_at = said[opener][1]
             context = messages[:end]  # the extractor reads the last exchanges of it
             if apply:
                 new_mark = BackfillMark(
                     conversation.id,
-                    messages[opener].id,
+                    turn_id,
                     run.id,
                     said_at,
                     replaces=mark.run_id if mark is not None else None,

@@ -8,7 +8,7 @@ import unicodedata
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from typing import Any
+from typing import Any, overload
 
 import uuid_utils
 
@@ -545,7 +545,12 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
 
 
+@overload
+def parse_time(value: datetime) -> datetime: ...
+@overload
+def parse_time(value: str | datetime | None) -> datetime | None: ...
 def parse_time(value: str | datetime | None) -> datetime | None:
+    """A time as stored or sent (ISO 8601; naive means UTC); None for None or ''."""
     if value is None or value == "":
         return None
     dt = value if isinstance(value, datetime) else datetime.fromisoformat(value)

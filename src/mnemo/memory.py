@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import builtins  # Memory.list hides the builtin in the class body that follows it
 import dataclasses
 import random
 import secrets
@@ -392,7 +393,7 @@ class Memory:
                 category=category,
                 confidence=1.0,
             )
-            if text_changed and fact.supersedes and not await self._still_related(fact, vector):
+            if vector is not None and fact.supersedes and not await self._still_related(fact, vector):
                 # the candidate was proposed to replace that fact for what it first said; edited
                 # into something else, approving it must not retire an unrelated fact
                 why = f"no longer replaces memory {fact.supersedes}: the edit is about something else"
@@ -536,7 +537,7 @@ class Memory:
 
     async def messages(
         self, user_id: str, conversation_id: str, ids: Sequence[str] | None = None
-    ) -> list[Message]:
+    ) -> builtins.list[Message]:
         """A conversation's stored messages (only those of `ids`, when given), oldest first:
         where a fact came from. Another user's conversation has none."""
         found = await self.store.conversation_messages(user_id, conversation_id)
@@ -545,7 +546,7 @@ class Memory:
         wanted = set(ids)
         return [m for m in found if m.id in wanted]
 
-    async def events(self, user_id: str) -> list[Event]:
+    async def events(self, user_id: str) -> builtins.list[Event]:
         """The user's whole audit log, oldest first."""
         return await self.store.events(user_id)
 
@@ -557,11 +558,12 @@ class Memory:
     async def _still_related(self, candidate: Fact, vector: np.ndarray) -> bool:
         """Whether the fact a candidate proposes to replace is still related to its new text (as
         near as the writer asks of a fact it weighs replacing)."""
+        replaced = candidate.supersedes
+        if not replaced:
+            return False
         model = self.embedder.model_name
-        stored = await self.store.vectors(
-            Scope(candidate.user_id, all_agents=True), [candidate.supersedes], model
-        )
-        old = stored.get(candidate.supersedes or "")
+        stored = await self.store.vectors(Scope(candidate.user_id, all_agents=True), [replaced], model)
+        old = stored.get(replaced)
         if old is None:
             return False
         similarity = float(np.dot(vector, old) / (np.linalg.norm(vector) * np.linalg.norm(old) or 1.0))
@@ -590,7 +592,9 @@ class Memory:
         await self._commit(scope, [change], now)
         return change.fact
 
-    async def _commit(self, scope: Scope, batch: list[Change], now: datetime) -> list[Event]:
+    async def _commit(
+        self, scope: Scope, batch: builtins.list[Change], now: datetime
+    ) -> builtins.list[Event]:
         return await self.store.commit(scope.user_id, batch, now)
 
 

@@ -176,7 +176,8 @@ class Settings(BaseSettings):
         if config_file is not None and not config_file.is_file():
             raise FileNotFoundError(f"config file not found: {config_file}")
         clean = {k: v for k, v in overrides.items() if v is not None}
-        return cls(_toml_file=config_file, **clean)
+        # _toml_file is no field: settings_customise_sources takes it out of the init keywords
+        return cls(_toml_file=config_file, **clean)  # type: ignore[call-arg]
 
     @property
     def database_path(self) -> Path:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from mnemo.domain import Action, ReviewPolicy, Scope, Status, Turn
 from tests.helpers import decisions, extraction, texts
 
@@ -137,12 +139,31 @@ async def test_close_embeddings_with_different_numbers_are_not_merged(memory, al
     ]
 
 
-async def test_a_noop_naming_the_fact_it_repeats_reinforces_it(llm_memory, scripted_llm, alice):
+@pytest.mark.parametrize(("target", "reinforced"), [(1, 1), (7, 0)], ids=["known", "unknown"])
+async def test_a_noop_reinforces_the_fact_it_names_if_known(
+    llm_memory, scripted_llm, alice, target, reinforced
+):
     kids = await llm_memory.add(alice, "I have two kids")
     scripted_llm.reply_json(extraction("I have two children"))
-    scripted_llm.reply_json({"decisions": [{"new": 1, "action": "noop", "target": 1}]})
+    scripted_llm.reply_json({"decisions": [{"new": 1, "action": "noop", "target": target}]})
     report = await llm_memory.remember(turn(alice, "My two children are at school."))
 
+    # nothing new either way: never added as a fact the model left without a decision
     assert texts(await llm_memory.list(alice)) == ["I have two kids"]
-    assert report.count(Action.REINFORCE) == 1
-    assert (await llm_memory.get(alice, kids.id)).mentions == 2
+    assert report.count(Action.REINFORCE) == reinforced == len(report.events)
+    assert report.problems == []
+    assert (await llm_memory.get(alice, kids.id)).mentions == 1 + reinforced
+
+
+async def test_a_change_to_a_fact_retracted_in_the_same_turn_is_skipped_and_said(
+    llm_memory, scripted_llm, alice
+):
+    await llm_memory.add(alice, "I live in Lisbon")
+    scripted_llm.reply_json(extraction("I no longer live in Lisbon", "I live in the old town of Lisbon"))
+    scripted_llm.reply_json(decisions((1, "retract", 1), (2, "update", 1)))
+    report = await llm_memory.remember(turn(alice, "I left Lisbon. Well, I lived in its old town."))
+
+    assert [e.action for e in report.events] == [Action.RETRACT]
+    assert report.problems == [
+        "update of 'I live in the old town of Lisbon' skipped: cannot edit a memory that is retracted"
+    ]

@@ -146,9 +146,9 @@ def backfill(
                 with progress:
                     report = await job.run(run, apply=apply, planned=planned)
             except asyncio.CancelledError:
-                report = job.report
-                if report is None:
+                if job.report is None:
                     raise
+                report = job.report
                 user, conversation = job.current or ("", None)
                 report.stopped = Stop(user, conversation, "abandoned", interrupted=True)
                 interrupt.forgive()

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import signal
 from collections.abc import Iterator
+from typing import Any
 
 from . import output
 
@@ -17,8 +18,9 @@ class Interrupt:
     def __init__(self, unit: str) -> None:
         self.unit = unit
         self.requested = False
-        self._task = asyncio.current_task()
-        assert self._task is not None, "an Interrupt belongs to a running task"
+        task = asyncio.current_task()
+        assert task is not None, "an Interrupt belongs to a running task"
+        self._task: asyncio.Task[Any] = task
 
     def _on_sigint(self) -> None:
         if self.requested:

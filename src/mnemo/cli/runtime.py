@@ -163,9 +163,7 @@ def run(
     return guarded(options, start, needs_db=not creates, fact_id=fact_id)
 
 
-def run_memory(
-    ctx: typer.Context, work: Callable[[Memory], Awaitable[T]], *, needs_db: bool = True, **overrides: object
-) -> T:
+def run_memory(ctx: typer.Context, work: Callable[[Memory], Awaitable[T]], *, needs_db: bool = True) -> T:
     """Like `run`, over the Memory alone: no user is looked up (or created) on the way."""
     options = ctx.find_object(Options) or Options()
 
@@ -180,7 +178,7 @@ def run_memory(
         finally:
             await memory.close()
 
-    return guarded(options, lambda s: asyncio.run(session(s)), needs_db=needs_db, **overrides)
+    return guarded(options, lambda s: asyncio.run(session(s)), needs_db=needs_db)
 
 
 def guarded(

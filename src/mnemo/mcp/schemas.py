@@ -108,8 +108,11 @@ class MemoryItem(BaseModel):
         )
 
 
+Outcome = Literal["created", "reinforced", "held for review"]
+
+
 class Remembered(BaseModel):
-    outcome: Literal["created", "reinforced", "held for review"] = Field(
+    outcome: Outcome = Field(
         description="created: a new memory; reinforced: it was already known, and now counts once more; "
         "held for review: the person reviews new memories first, so it is recalled once they approve it."
     )

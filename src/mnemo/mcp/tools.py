@@ -41,6 +41,7 @@ from .schemas import (
     ListArgs,
     MemoryItem,
     MemoryPage,
+    Outcome,
     RecallArgs,
     Recalled,
     RecalledItem,
@@ -125,7 +126,7 @@ async def remember(call: _Call, args: RememberArgs) -> Remembered:
     fact = await memory.add(
         scope, args.text, category=args.category, actor=ACTOR, source=Source(SourceKind.MCP), held=held
     )
-    outcome = (
+    outcome: Outcome = (
         "reinforced"
         if fact.version > 1
         else "held for review"

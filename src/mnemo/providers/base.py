@@ -23,8 +23,10 @@ class ModelUnavailable(ModelError):
 class Embedder(Protocol):
     """Turns texts into L2-normalised float32 vectors of a fixed size."""
 
-    model_name: str
-    dimensions: int
+    @property
+    def model_name(self) -> str: ...
+    @property
+    def dimensions(self) -> int: ...
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Shape (len(texts), dimensions), dtype float32, each row of unit length."""

@@ -15,12 +15,14 @@ import numpy as np
 
 from .base import Embedder
 
+_Waiter = tuple[list[str], asyncio.Future[np.ndarray]]  # a caller's texts, and where its vectors go
+
 
 class CoalescingEmbedder:
     def __init__(self, inner: Embedder, *, max_texts: int = 64) -> None:
         self.inner = inner
         self.max_texts = max_texts
-        self._waiting: list[tuple[list[str], asyncio.Future[np.ndarray]]] = []
+        self._waiting: list[_Waiter] = []
         self._running = False
         self._task: asyncio.Task[None] | None = None  # held so it is not collected mid-run
 
@@ -46,7 +48,8 @@ class CoalescingEmbedder:
     async def _drain(self) -> None:
         try:
             while self._waiting:
-                batch, size = [], 0
+                batch: list[_Waiter] = []
+                size = 0
                 while self._waiting and (not batch or size + len(self._waiting[0][0]) <= self.max_texts):
                     texts, future = self._waiting.pop(0)
                     batch.append((texts, future))

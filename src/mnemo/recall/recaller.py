@@ -6,7 +6,7 @@ import asyncio
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -15,7 +15,7 @@ from .. import audit
 from ..domain import Fact, Scope, Status, readable_agent_keys, shift
 from ..providers.base import Embedder
 from ..settings import RecallSettings
-from ..store.base import Store
+from ..store.base import ScoredFact, Store
 from .fuse import Hit, rrf, within_budget
 
 ARMS = ("pinned", "recency", "semantic", "topic", "lexical")
@@ -98,36 +98,36 @@ class Recaller:
         connection, so a recall waits for the slowest arm rather than for their sum."""
         s = self.settings
         model = self.embedder.model_name
-        asked = {
-            "pinned": self.store.pinned(scope) if "pinned" in arms else None,
-            "recency": (
-                self.store.recent(scope, shift(now, -timedelta(days=s.recency_days)), s.recency_k)
-                if "recency" in arms
-                else None
-            ),
-            **{
-                arm: self.store.nearest(scope, vectors[arm], model, s.semantic_k)
-                for arm in ("semantic", "topic")
-                if arm in arms and vectors.get(arm) is not None
-            },
-            "lexical": self.store.lexical(scope, query, s.lexical_k) if "lexical" in arms else None,
-        }
-        asked = {arm: call for arm, call in asked.items() if call is not None}
-        found = dict(zip(asked, await asyncio.gather(*asked.values()), strict=True))
+        listing: dict[str, Awaitable[list[Fact]]] = {}  # the arms that list facts
+        scoring: dict[str, Awaitable[list[ScoredFact]]] = {}  # the arms that score them
+        if "pinned" in arms:
+            listing["pinned"] = self.store.pinned(scope)
+        if "recency" in arms:
+            since = shift(now, -timedelta(days=s.recency_days))
+            listing["recency"] = self.store.recent(scope, since, s.recency_k)
+        for arm, vector in _searched(vectors, arms):
+            scoring[arm] = self.store.nearest(scope, vector, model, s.semantic_k)
+        if "lexical" in arms:
+            scoring["lexical"] = self.store.lexical(scope, query, s.lexical_k)
+        listed, scored = await asyncio.gather(
+            asyncio.gather(*listing.values()), asyncio.gather(*scoring.values())
+        )
+        found = dict(zip(listing, listed, strict=True))
+        hits = dict(zip(scoring, scored, strict=True))
         out: dict[str, list[tuple[Fact, float]]] = {}
         if "pinned" in found:
             out["pinned"] = [(f, 1.0) for f in found["pinned"] if f.is_valid_at(now)]
         if "recency" in found:
             out["recency"] = [(f, _age_hours(f, now)) for f in found["recency"] if f.is_valid_at(now)]
         for arm in ("semantic", "topic"):
-            if arm in found:
+            if arm in hits:
                 out[arm] = [
                     (n.fact, n.score)
-                    for n in found[arm]
+                    for n in hits[arm]
                     if n.score >= s.semantic_floor and n.fact.is_valid_at(now)
                 ]
-        if "lexical" in found:
-            out["lexical"] = [(n.fact, n.score) for n in found["lexical"] if n.fact.is_valid_at(now)]
+        if "lexical" in hits:
+            out["lexical"] = [(n.fact, n.score) for n in hits["lexical"] if n.fact.is_valid_at(now)]
         return out
 
     async def _past(
@@ -159,21 +159,26 @@ class Recaller:
             out["pinned"] = [(f, 1.0) for f in facts if f.pinned]
         if "recency" in arms:
             since = shift(at, -timedelta(days=s.recency_days))
-            recent = [f for f in facts if f.last_seen_at and f.last_seen_at >= since]
-            recent.sort(key=lambda f: f.last_seen_at, reverse=True)
-            out["recency"] = [(f, _age_hours(f, at)) for f in recent[: s.recency_k]]
-        searched = [arm for arm in ("semantic", "topic") if arm in arms and vectors.get(arm) is not None]
+            recent = [(f, f.last_seen_at) for f in facts if f.last_seen_at and f.last_seen_at >= since]
+            recent.sort(key=lambda seen: seen[1], reverse=True)
+            out["recency"] = [(f, _age_hours(f, at)) for f, _ in recent[: s.recency_k]]
+        searched = _searched(vectors, arms)
         if searched and facts:
             stored = await self.store.vectors(
                 Scope(scope.user_id, all_agents=True), [f.id for f in facts], self.embedder.model_name
             )
-            for arm in searched:
-                scored = [(f, float(np.dot(stored[f.id], vectors[arm]))) for f in facts if f.id in stored]
+            for arm, vector in searched:
+                scored = [(f, float(np.dot(stored[f.id], vector))) for f in facts if f.id in stored]
                 scored = [x for x in scored if x[1] >= s.semantic_floor]
                 out[arm] = sorted(scored, key=lambda x: -x[1])[: s.semantic_k]
         if "lexical" in arms:
             out["lexical"] = bm25(query, facts)[: s.lexical_k]
         return out
+
+
+def _searched(vectors: dict[str, np.ndarray | None], arms: Sequence[str]) -> list[tuple[str, np.ndarray]]:
+    """The vector arms asked for that have a vector to search with, and that vector."""
+    return [(arm, v) for arm in ("semantic", "topic") if arm in arms and (v := vectors.get(arm)) is not None]
 
 
 def _weights(s: RecallSettings, ranked: dict[str, list[tuple[Fact, float]]]) -> dict[str, float]:

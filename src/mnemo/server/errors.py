@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -12,7 +14,9 @@ from ..domain import Conflict, InvalidInput, NotFound, StorageFull
 from ..providers.base import ModelError, ModelUnavailable
 
 
-def _error(status: int, message: str, headers: dict[str, str] | None = None, **extra: object) -> JSONResponse:
+def _error(
+    status: int, message: str, headers: Mapping[str, str] | None = None, **extra: object
+) -> JSONResponse:
     return JSONResponse({"error": {"message": message, **extra}}, status_code=status, headers=headers)
 
 

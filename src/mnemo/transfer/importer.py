@@ -166,12 +166,13 @@ async def _facts(
         same = await memory.store.find_by_hash(scope, key[1]) if scope else []
         if same or key in seen:
             report.facts_present += 1
-            if same and item.pinned and not same[0].pinned and not report.dry_run:
+            if scope and same and item.pinned and not same[0].pinned and not report.dry_run:
                 await memory.pin(scope, same[0].id, actor="import")
             continue
         seen.add(key)
         report.facts_added += 1
         if not report.dry_run:
+            assert scope is not None, "only a dry run imports for a user not created yet"
             await memory.add(
                 scope,
                 item.text,

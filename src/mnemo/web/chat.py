@@ -121,7 +121,12 @@ async def say(request: Request, session: SessionDep, form: FormDep) -> Response:
     conversation = text(form, "conversation", 200) or new_id()
     agent = text(form, "agent", 100).lower()
     message = text(form, "message", MAX_MESSAGE + 1)
-    keep = {"history": history, "conversation": conversation, "agent": agent, "message": message}
+    keep: dict[str, Any] = {
+        "history": history,
+        "conversation": conversation,
+        "agent": agent,
+        "message": message,
+    }
     if not message:
         return await render_chat(request, session, **keep, error="Write a message first.", status=422)
     if len(message) > MAX_MESSAGE:

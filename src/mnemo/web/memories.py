@@ -46,7 +46,7 @@ class Filters:
         )
 
     def url(self, **changes: object) -> str:
-        values = {
+        values: dict[str, object] = {
             "q": self.q,
             "agent": self.agent,
             "status": "" if self.status == StatusFilter.ACTIVE else str(self.status),
@@ -171,6 +171,7 @@ async def add(request: Request, session: SessionDep, form: FormDep) -> Response:
         problem = "Choose one of the categories."
     if problem:
         return await render_list(request, session, form=typed, error=problem, status=422)
+    assert category is not None  # else a problem was found above
     scope = Scope(session.user.id)
     if typed["agent"]:
         try:

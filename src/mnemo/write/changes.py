@@ -98,7 +98,7 @@ def edit(
     *,
     now: datetime,
     vector: Any,
-    embedding_model: str,
+    embedding_model: str | None,
     actor: str,
     reason: str | None = None,
     category: Category | None = None,

@@ -64,7 +64,8 @@ def salvage(text: str, key: str) -> list[Any]:
         at = 1
     else:
         return []
-    decoder, items = json.JSONDecoder(), []
+    decoder = json.JSONDecoder()
+    items: list[Any] = []
     while True:
         at = _skip_space(text, at)
         try:

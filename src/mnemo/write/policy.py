@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ..domain import ReviewPolicy, SourceKind
+from ..domain import Action, ReviewPolicy, SourceKind
 from ..settings import WriteSettings
-from .reconcile import Op
+from .reconcile import CHANGES_EXISTING, Op
 
 Verdict = Literal["apply", "hold"]
 
@@ -18,9 +18,6 @@ class Ruled:
     op: Op
     verdict: Verdict
     why: str | None = None
-
-
-CHANGES_EXISTING = ("update", "supersede", "retract")
 
 
 def rule(ops: Sequence[Op], policy: ReviewPolicy, limits: WriteSettings) -> list[Ruled]:
@@ -33,7 +30,7 @@ def rule(ops: Sequence[Op], policy: ReviewPolicy, limits: WriteSettings) -> list
     out: list[Ruled] = []
     changed = 0
     for op in ops:
-        if op.kind in ("noop", "reinforce"):
+        if op.kind is Action.REINFORCE:
             out.append(Ruled(op, "apply"))
             continue
         touches = op.kind in CHANGES_EXISTING
@@ -53,7 +50,7 @@ def rule(ops: Sequence[Op], policy: ReviewPolicy, limits: WriteSettings) -> list
             out.append(Ruled(op, "hold", "not said by the user"))
         elif policy == ReviewPolicy.GUARDED and op.proposal.confidence < limits.guarded_min_confidence:
             out.append(Ruled(op, "hold", "low confidence"))
-        elif policy == ReviewPolicy.GUARDED and op.kind == "retract":
+        elif policy == ReviewPolicy.GUARDED and op.kind is Action.RETRACT:
             out.append(Ruled(op, "hold", "retraction under the guarded policy"))
         else:
             out.append(Ruled(op, "apply"))

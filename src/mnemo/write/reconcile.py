@@ -5,20 +5,33 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..domain import Fact
+from ..domain import Action, Fact
 from ..providers.base import ChatModel
 from . import reconcile_prompt
 from .extract import Proposal
 from .parse import parse_items
 
-OpKind = Literal["add", "update", "supersede", "retract", "reinforce", "noop"]
+# What learning may do with a new fact, in the audit log's words: create a fact of it, or
+# edit, supersede, retract or reinforce the existing fact it names (the target).
+OpKind = Literal[Action.CREATE, Action.EDIT, Action.SUPERSEDE, Action.RETRACT, Action.REINFORCE]
+CHANGES_EXISTING: frozenset[OpKind] = frozenset({Action.EDIT, Action.SUPERSEDE, Action.RETRACT})
+
+# The model answers in the prompt's words; this is what each one does. "noop" (the new fact
+# adds nothing) reinforces the fact it repeats, or does nothing when it names none.
+_KIND_OF: dict[reconcile_prompt.Word, OpKind] = {
+    "add": Action.CREATE,
+    "update": Action.EDIT,
+    "supersede": Action.SUPERSEDE,
+    "retract": Action.RETRACT,
+    "noop": Action.REINFORCE,
+}
 
 
 @dataclass(frozen=True, slots=True)
 class Op:
     kind: OpKind
     proposal: Proposal
-    target: Fact | None = None
+    target: Fact | None = None  # None only for CREATE
     reason: str | None = None
 
 
@@ -69,23 +82,24 @@ async def reconcile(chat: ChatModel, items: list[tuple[Proposal, list[Fact]]]) -
             out.problems.append(f"reconciliation: second decision for N{d.new} dropped")
             continue
         proposal = items[d.new - 1][0]
-        target = None
-        if d.action == "noop" and d.target in aliases:
-            # already known: count the restatement on the fact it repeats
-            decided.add(d.new)
-            out.ops.append(Op("reinforce", proposal, aliases[d.target], d.reason or "restated"))
+        kind = _KIND_OF[d.action]
+        named = aliases.get(d.target) if d.target is not None else None
+        if kind in CHANGES_EXISTING and named is None:
+            out.problems.append(
+                f"reconciliation: {d.action} of N{d.new} names unknown fact {d.target!r}; dropped"
+            )
             continue
-        if d.action in ("update", "supersede", "retract"):
-            if d.target is None or d.target not in aliases:
-                out.problems.append(
-                    f"reconciliation: {d.action} of N{d.new} names unknown fact {d.target!r}; dropped"
-                )
-                continue
-            target = aliases[d.target]
         decided.add(d.new)
-        out.ops.append(Op(d.action, proposal, target, d.reason))
+        if kind is Action.REINFORCE:
+            # already known: count the restatement on the fact it repeats (if it named one)
+            if named is not None:
+                out.ops.append(Op(kind, proposal, named, d.reason or "restated"))
+        elif kind is Action.CREATE:
+            out.ops.append(Op(kind, proposal, reason=d.reason))
+        else:
+            out.ops.append(Op(kind, proposal, named, d.reason))
     for number, (proposal, _) in enumerate(items, start=1):
         if number not in decided:
             out.problems.append(f"reconciliation: no valid decision for N{number}; added")
-            out.ops.append(Op("add", proposal, reason="no valid decision from the model"))
+            out.ops.append(Op(Action.CREATE, proposal, reason="no valid decision from the model"))
     return out

@@ -30,11 +30,15 @@ Answer with JSON only, shaped {"decisions": [{"new": <new fact number>, \
 "action": "...", "target": <existing fact number or null>, "reason": "..."}]}."""
 
 
+# what the model may answer for each new fact (the words of SYSTEM above)
+Word = Literal["add", "update", "supersede", "retract", "noop"]
+
+
 class Decision(BaseModel):
     # references are JSON integers, nothing that merely converts to one: `true` is not
     # fact 1, nor are "2" or 2.0 fact 2 (a raw id, or text, is no alias at all)
     new: StrictInt
-    action: Literal["add", "update", "supersede", "retract", "noop"]
+    action: Word
     target: StrictInt | None = None
     # a decision whose reason is not a short text is malformed, and dropped like any other:
     # a change to existing memory is applied only when the whole decision is sound

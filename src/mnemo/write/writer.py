@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any, assert_never
 
 import numpy as np
 
@@ -53,7 +54,7 @@ class WriteReport:
     skipped: str | None = None
     retry: bool = False  # the model was unavailable: the same turn may be tried again
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         """What a finished job records: counts, problems and why it was skipped."""
         return {"skipped": self.skipped, "problems": self.problems[:50]}
 
@@ -220,8 +221,9 @@ class Writer:
             scope, proposals, vectors, [next(topic_vectors) if p.topic else None for p in proposals]
         )
         if to_reconcile:
+            assert self.chat is not None  # without a chat model, _compare leaves nothing to reconcile
             try:
-                reconciled = await reconcile(self.chat, to_reconcile)  # type: ignore[arg-type]
+                reconciled = await reconcile(self.chat, to_reconcile)
             except ModelError as exc:
                 problems = [*report.problems, f"reconciliation: {exc}"]
                 return WriteReport(problems=problems, retry=isinstance(exc, ModelUnavailable)), []
@@ -255,13 +257,13 @@ class Writer:
         for proposal, vector, topic_vector in zip(proposals, vectors, topic_vectors, strict=True):
             same = await self.store.find_by_hash(scope, text_hash(proposal.text))
             if same:
-                ops.append(Op("reinforce", proposal, same[0], "restated"))
+                ops.append(Op(Action.REINFORCE, proposal, same[0], "restated"))
                 continue
             waiting = await self.store.find_by_hash(
                 scope, text_hash(proposal.text), statuses=(Status.CANDIDATE,)
             )
             if waiting:  # said again while the first saying waits for review: one candidate
-                ops.append(Op("reinforce", proposal, waiting[0], "restated while waiting for review"))
+                ops.append(Op(Action.REINFORCE, proposal, waiting[0], "restated while waiting for review"))
                 continue
             near = await self.store.nearest(scope, vector, model, k)
             if (
@@ -269,7 +271,9 @@ class Writer:
                 and near[0].score >= self.settings.duplicate_similarity
                 and same_particulars(proposal.text, near[0].fact.text)
             ):
-                ops.append(Op("reinforce", proposal, near[0].fact, f"near-duplicate ({near[0].score:.2f})"))
+                ops.append(
+                    Op(Action.REINFORCE, proposal, near[0].fact, f"near-duplicate ({near[0].score:.2f})")
+                )
                 continue
             related = {s.fact.id: s.fact for s in near if s.score >= self.settings.related_floor}
             if topic_vector is not None:
@@ -281,14 +285,16 @@ class Writer:
             if related and self.chat is not None:
                 to_reconcile.append((proposal, list(related.values())))
             else:
-                ops.append(Op("add", proposal))
+                ops.append(Op(Action.CREATE, proposal))
         return ops, to_reconcile
 
 
 class _Plan:
     """Turns ruled operations into Changes, chaining versions when one fact is touched twice."""
 
-    def __init__(self, scope: Scope, now: datetime, model: str, actor: str, vector_of: dict) -> None:
+    def __init__(
+        self, scope: Scope, now: datetime, model: str, actor: str, vector_of: dict[str, np.ndarray]
+    ) -> None:
         self.scope, self.now, self.model, self.actor = scope, now, model, actor
         self.vector_of = vector_of
         self.changes: list[Change] = []
@@ -323,16 +329,16 @@ class _Plan:
         op, p = ruled.op, ruled.op.proposal
         target = self._latest(op.target) if op.target else None
         try:
-            if op.kind == "noop":
-                return
             if ruled.verdict == "hold":
                 held = f"held for review: {ruled.why}"
                 self._new(p, Status.CANDIDATE, target.id if target else None, held)
-            elif op.kind == "reinforce":
-                self._push(changes.reinforce(target, now=self.now, actor=self.actor, reason=op.reason))
-            elif op.kind == "add":
+            elif op.kind is Action.CREATE:
                 self._new(p, Status.ACTIVE, reason=op.reason)
-            elif op.kind == "update":
+            elif target is None:
+                raise AssertionError(f"{op.kind} names no fact to change")
+            elif op.kind is Action.REINFORCE:
+                self._push(changes.reinforce(target, now=self.now, actor=self.actor, reason=op.reason))
+            elif op.kind is Action.EDIT:
                 self._push(
                     changes.edit(
                         target,
@@ -344,16 +350,22 @@ class _Plan:
                         reason=op.reason,
                     )
                 )
-            elif op.kind == "supersede":
+            elif op.kind is Action.SUPERSEDE:
                 if target.status != Status.ACTIVE:
                     raise InvalidInput(f"cannot supersede a memory that is {target.status}")
                 new = self._new(p, Status.ACTIVE, target.id, op.reason)
                 self._push(changes.supersede(target, new, now=self.now, actor=self.actor, reason=op.reason))
-            elif op.kind == "retract":
+            elif op.kind is Action.RETRACT:
                 reason = op.reason or f"no longer true: {p.text}"
                 self._push(changes.retract(target, now=self.now, actor=self.actor, reason=reason))
+            else:
+                assert_never(op.kind)
         except InvalidInput as exc:
-            problems.append(f"{op.kind} of {p.text!r} skipped: {exc}")
+            problems.append(f"{_SAID.get(op.kind, op.kind)} of {p.text!r} skipped: {exc}")
+
+
+# how a skipped operation is named in the turn's problems (the reconciler's words)
+_SAID: dict[Action, str] = {Action.CREATE: "add", Action.EDIT: "update"}
 
 
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")

@@ -88,7 +88,8 @@ class StreamedText:
 
 def _sse_data(stream: str) -> list[str]:
     """The data of each server-sent event, multi-line data joined as the SSE spec says."""
-    events, lines = [], []
+    events: list[str] = []
+    lines: list[str] = []
     for line in [*stream.splitlines(), ""]:
         if not line:
             if lines:

@@ -114,16 +114,18 @@ UtcTime = Annotated[
 ]
 
 
-def json_int(**bounds: int) -> Any:
-    """An integer as JSON Schema has one, within `bounds` (ge, le). The bounds go before the
+def json_int(*, ge: int | None = None, le: int | None = None) -> Any:
+    """An integer as JSON Schema has one, within the bounds given. The bounds go before the
     validator, so that the schema documents them as minimum and maximum."""
-    return Annotated[int, Field(**bounds), BeforeValidator(_json_integer)]
+    return Annotated[int, Field(ge=ge, le=le), BeforeValidator(_json_integer)]
 
 
 FactText = stripped_text(MAX_TEXT, nul=True)
 QueryText = stripped_text(4000, nul=True)  # a search's words (U+0000 is no word: dropped)
 Name = stripped_text(100)
 LongText = Annotated[str, StringConstraints(max_length=4000), *NoNul]
+FactVersion = json_int(ge=1)
+Limit = json_int(ge=1, le=100)  # how many results a search returns
 
 
 class Request(BaseModel):

@@ -15,7 +15,7 @@ from ...domain import (
     Status,
 )
 from ...recall.fuse import Hit
-from .base import FactText, Id, NoNul, QueryText, Request, UtcTime, json_int
+from .base import FactText, FactVersion, Id, Limit, NoNul, QueryText, Request, UtcTime
 
 
 class SourcePublic(BaseModel):
@@ -64,7 +64,7 @@ class FactCreate(Request):
 
 
 class FactUpdate(Request):
-    version: json_int(ge=1) = Field(description="The version you saw; a stale one answers 409.")
+    version: FactVersion = Field(description="The version you saw; a stale one answers 409.")
     text: FactText | None = None
     category: Category | None = None
     pinned: StrictBool | None = None
@@ -139,7 +139,7 @@ class HitPublic(BaseModel):
 class SearchRequest(Request):
     query: QueryText
     agent_id: Id | None = None
-    limit: json_int(ge=1, le=100) | None = None
+    limit: Limit | None = None
     as_of: UtcTime | None = None
 
 
