@@ -8,6 +8,7 @@ import re
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
+from typing import Protocol
 
 import numpy as np
 
@@ -15,7 +16,7 @@ from .. import audit
 from ..domain import Fact, Scope, Status, readable_agent_keys, shift
 from ..providers.base import Embedder
 from ..settings import RecallSettings
-from ..store.base import ScoredFact, Store
+from ..store.base import AccountStore, AuditLog, ScoredFact, SearchStore
 from .fuse import Hit, rrf, within_budget
 
 ARMS = ("pinned", "recency", "semantic", "topic", "lexical")
@@ -39,10 +40,14 @@ def without_names(query: str) -> str:
     return stripped if _WORD.search(stripped) else ""
 
 
+class RecallStore(SearchStore, AuditLog, AccountStore, Protocol):
+    """What recall reads: the arms, the audit log (for `as_of`) and the user's agents."""
+
+
 class Recaller:
     def __init__(
         self,
-        store: Store,
+        store: RecallStore,
         embedder: Embedder,
         settings: RecallSettings,
         clock: Callable[[], datetime],

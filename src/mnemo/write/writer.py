@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, assert_never
+from typing import Any, Protocol, assert_never
 
 import numpy as np
 
@@ -33,7 +33,7 @@ from ..domain import (
 from ..gate import memory_enabled
 from ..providers.base import ChatModel, Embedder, ModelError, ModelUnavailable
 from ..settings import WriteSettings
-from ..store.base import Store
+from ..store.base import AccountStore, ConversationStore, FactStore, SearchStore
 from . import changes
 from .extract import Extractor, Proposal
 from .policy import Ruled, rule
@@ -71,10 +71,15 @@ class WriteReport:
         ]
 
 
+class WriteStore(AccountStore, ConversationStore, FactStore, SearchStore, Protocol):
+    """What learning reads and writes: the user and agent, the turn's messages, the facts it
+    finds by hash and by meaning or words, and the commit."""
+
+
 class Writer:
     def __init__(
         self,
-        store: Store,
+        store: WriteStore,
         embedder: Embedder,
         extractor: Extractor,
         chat: ChatModel | None,
