@@ -3,8 +3,11 @@ users with their first key, key revocation, and agents seen only by their owner.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
+from mnemo import keys
 from mnemo.domain import Action, Category, Conflict, InvalidInput, NotFound, Scope
 from tests.helpers import texts
 
@@ -80,3 +83,14 @@ async def test_keys_and_agents_answer_only_their_owner(memory, alice, bob):
     with pytest.raises(NotFound):
         await memory.agent(bob.user_id, agent.id)
     assert await memory.events(bob.user_id) == []
+
+
+async def test_an_api_key_id_is_one_key_across_users(memory, alice, bob):
+    """Keys are keyed (user_id, id), but a request names its key by id alone: an id another
+    person's key holds is refused, and that key still answers its token."""
+    key, token = await memory.create_api_key(alice.user_id, "laptop")
+    clash, _ = keys.new_key(bob.user_id, "phone", memory.clock())
+    with pytest.raises(Conflict):
+        await memory.store.add_api_key(dataclasses.replace(clash, id=key.id))
+    assert await memory.api_keys(bob.user_id) == []
+    assert (await memory.authenticate(token)).id == alice.user_id

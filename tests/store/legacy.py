@@ -41,7 +41,7 @@ class Dialect:
         return value.strftime("%Y-%m-%dT%H:%M:%S.%fZ")  # the old writer: "874-06-01T…"
 
 
-def _fact(fact_id: str, text: str, **changes) -> Fact:
+def new_fact(fact_id: str, text: str, **changes) -> Fact:
     changes = {"embedding_model": "minilm", **changes}
     return Fact(
         id=fact_id,
@@ -75,8 +75,8 @@ def seed(conn, sqlite: bool, vector: np.ndarray, model: str) -> set[str]:
         d.sql("INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?)"),
         ("alice-message", CONVERSATION, ALICE, "user", "I live in Lisbon", d.time(AT)),
     )
-    lisbon = _fact(LISBON, "I live in Lisbon", valid_from=SINCE, embedding_model=model)
-    pin = _fact(PIN, PIN_TEXT, embedding_model=model)
+    lisbon = new_fact(LISBON, "I live in Lisbon", valid_from=SINCE, embedding_model=model)
+    pin = new_fact(PIN, PIN_TEXT, embedding_model=model)
     purged = pin.evolve(
         text="", purged=True, status=Status.RETRACTED, retired_at=AT, version=2, embedding_model=None
     )
@@ -145,7 +145,7 @@ def seed(conn, sqlite: bool, vector: np.ndarray, model: str) -> set[str]:
 def pin_guesses(model: str) -> set[str]:
     """Every digest an offline guesser would compute for the purged four-digit PIN's events,
     given the unsalted content the first schema's digests covered."""
-    pin = _fact(PIN, PIN_TEXT, embedding_model=model)
+    pin = new_fact(PIN, PIN_TEXT, embedding_model=model)
     purged = pin.evolve(
         text="", purged=True, status=Status.RETRACTED, retired_at=AT, version=2, embedding_model=None
     )

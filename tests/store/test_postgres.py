@@ -8,6 +8,7 @@ a shared server has to get right.
 from __future__ import annotations
 
 import asyncio
+import re
 from datetime import timedelta
 
 import psycopg
@@ -20,7 +21,7 @@ from mnemo.store.migrate import Migration
 from mnemo.store.migrations.postgres import APP_ROLE, MIGRATIONS
 from mnemo.store.postgres import PostgresStore
 from tests.helpers import raw_sql, texts
-from tests.store import legacy
+from tests.store import legacy, version9
 
 
 @pytest.fixture
@@ -94,6 +95,108 @@ async def test_an_older_database_upgrades_in_place_to_the_fresh_schema(
     finally:
         postgres.drop_database(fresh.url)
     await upgraded.close()
+
+
+def _columns(keys: str, table: str) -> str:
+    """The names of a constraint's or an index's columns (`keys`, attribute numbers of `table`)."""
+    return (
+        f"ARRAY(SELECT a.attname::text FROM unnest({keys}) WITH ORDINALITY k(n, i)"
+        f" JOIN pg_attribute a ON a.attrelid = {table} AND a.attnum = k.n ORDER BY k.i)"
+    )
+
+
+async def constraints(store: PostgresStore) -> set[tuple]:
+    """(table, kind, columns, referenced table, its columns) of every primary key ('p'), unique
+    constraint ('u') and foreign key ('f') in the schema."""
+    rows = await raw_sql(
+        store,
+        "SELECT conrelid::regclass::text, contype::text, "
+        + _columns("conkey", "conrelid")
+        + ", NULLIF(confrelid, 0)::regclass::text, "
+        + _columns("confkey", "confrelid")
+        + " FROM pg_constraint WHERE connamespace = current_schema()::regnamespace"
+        " AND contype IN ('p', 'u', 'f')",
+    )
+    return {(t, kind, tuple(cols), ref, tuple(ref_cols)) for t, kind, cols, ref, ref_cols in rows}
+
+
+async def test_a_version_9_database_upgrades_to_keys_that_hold_the_user(
+    make_store, postgres_url, embedder, monkeypatch
+):
+    """Facts, vectors of two models, events, jobs and keys as version 9 held them (see
+    tests/store/version9.py): every per-user table is keyed with its user, and all of it
+    still reads back and works."""
+    await raw_sql(PostgresStore(postgres_url), "DROP SCHEMA public CASCADE; CREATE SCHEMA public")
+    monkeypatch.setattr(postgres_module, "MIGRATIONS", MIGRATIONS[:9])
+    old = make_store()
+    await old.open()
+    filled = await version9.fill(old, embedder)
+    await old.close()
+
+    monkeypatch.setattr(postgres_module, "MIGRATIONS", MIGRATIONS)
+    upgraded = await Memory(make_store(), embedder).open()
+    assert await upgraded.store.schema_versions() == [m.version for m in MIGRATIONS]
+    changed = ("facts", "fact_vectors", "fact_events", "jobs", "api_keys")
+    assert {c for c in await constraints(upgraded.store) if c[0] in changed} == {
+        ("facts", "p", ("user_id", "rowid"), None, ()),
+        ("facts", "u", ("user_id", "id"), None, ()),
+        ("fact_vectors", "p", ("user_id", "fact_rowid", "model"), None, ()),
+        ("fact_vectors", "f", ("user_id", "fact_rowid"), "facts", ("user_id", "rowid")),
+        ("fact_events", "p", ("user_id", "seq"), None, ()),
+        ("jobs", "p", ("user_id", "id"), None, ()),
+        ("jobs", "f", ("user_id",), "users", ("id",)),
+        ("api_keys", "p", ("user_id", "id"), None, ()),
+        ("api_keys", "f", ("user_id",), "users", ("id",)),
+    }
+    await version9.check_upgraded(upgraded, filled)
+    await upgraded.close()
+
+
+# Tables with a row-level policy that a distributed PostgreSQL (Citus) would hold as reference
+# tables, copied whole to every node (docs/scaling.md): their keys need not hold the user.
+# users' own key is the user's id; agents are few, and keyed by their id alone.
+REFERENCE_TABLES = {"users", "agents"}
+
+
+async def test_every_per_user_table_is_keyed_by_its_user(store):
+    """What distributing the per-user tables by user_id needs (Citus): the owner column (the one
+    a table's row-level policy matches with the transaction's user) is in every primary key and
+    unique constraint or index, and in both sides of a foreign key between two such tables."""
+    policies = await raw_sql(
+        store, "SELECT tablename::text, qual FROM pg_policies WHERE schemaname = current_schema()"
+    )
+    owners = {table: re.match(r"\((\w+) = current_setting\(", qual).group(1) for table, qual in policies}
+    assert owners.keys() >= REFERENCE_TABLES
+    owners = {t: o for t, o in owners.items() if t not in REFERENCE_TABLES}
+    assert set(owners) >= {
+        "facts",
+        "fact_vectors",
+        "fact_events",
+        "vector_counts",
+        "fact_counts",
+        "conversations",
+        "messages",
+        "jobs",
+        "api_keys",
+        "backfill_progress",
+    }
+    found = await constraints(store)
+    unique_indexes = await raw_sql(
+        store,
+        "SELECT i.indrelid::regclass::text, i.indexrelid::regclass::text, "
+        + _columns("i.indkey", "i.indrelid")
+        + " FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid"
+        " WHERE i.indisunique AND c.relnamespace = current_schema()::regnamespace",
+    )
+    for table, owner in owners.items():
+        assert any(c[:2] == (table, "p") for c in found), f"{table} has no primary key"
+        for _, kind, columns, ref, ref_columns in (c for c in found if c[0] == table):
+            if kind in ("p", "u"):
+                assert owner in columns, (table, kind, columns)
+            elif ref in owners:
+                assert (owner, owners[ref]) in zip(columns, ref_columns, strict=True), (table, ref)
+        for _, index, columns in (i for i in unique_indexes if i[0] == table):
+            assert owner in columns, (table, index, columns)
 
 
 async def test_a_new_migration_applies_once(make_store, monkeypatch):

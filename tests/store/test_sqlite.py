@@ -11,7 +11,7 @@ from mnemo.store import sqlite as sqlite_module
 from mnemo.store.migrate import Migration
 from mnemo.store.sqlite import SQLiteStore
 from tests.helpers import bulk_add, texts, unrelated_facts
-from tests.store import legacy
+from tests.store import legacy, version9
 
 
 @pytest.fixture
@@ -70,6 +70,64 @@ async def test_a_first_version_database_with_data_upgrades_in_place(tmp_path, em
     )
     assert valid_from == ("0874-06-01T00:00:00.000000Z",)
     await legacy.check_upgraded(upgraded, guessable)
+    await upgraded.close()
+
+
+def _primary_key(conn, table: str) -> list[str]:
+    return [
+        r[1]
+        for r in sorted((r for r in conn.execute(f"PRAGMA table_info({table})") if r[5]), key=lambda r: r[5])
+    ]
+
+
+def _unique_keys(conn, table: str) -> set[tuple[str, ...]]:
+    """The columns of each unique index on `table` (a rowid alias reads as "rowid")."""
+    out = set()
+    for _, index, unique, _, _ in conn.execute(f"PRAGMA index_list({table})"):
+        if unique:
+            out.add(tuple(r[2] or "rowid" for r in conn.execute(f"PRAGMA index_info({index})")))
+    return out
+
+
+async def test_a_version_9_database_upgrades_to_keys_that_hold_the_user(tmp_path, embedder, monkeypatch):
+    """Facts, vectors of two models, events, jobs and keys as version 9 held them (see
+    tests/store/version9.py): every per-user table is keyed with its user, facts and events
+    keep their rowids (the full-text index and the vectors name facts by them), and all of it
+    still reads back and works."""
+    path = tmp_path / "v9.db"
+    monkeypatch.setattr(sqlite_module, "MIGRATIONS", sqlite_module.MIGRATIONS[:9])
+    old = SQLiteStore(path)
+    await old.open()
+    filled = await version9.fill(old, embedder)
+    await old.close()
+    monkeypatch.undo()
+
+    upgraded = await Memory(SQLiteStore(path), embedder).open()
+    assert await upgraded.store.schema_versions() == [m.version for m in sqlite_module.MIGRATIONS]
+    conn = upgraded.store._conn
+    # facts and events: the rowid alias stays the primary key, beside unique keys with the user
+    assert _primary_key(conn, "facts") == ["rowid"]
+    assert _unique_keys(conn, "facts") == {("user_id", "id"), ("user_id", "rowid")}
+    assert _primary_key(conn, "fact_events") == ["seq"]
+    assert _unique_keys(conn, "fact_events") == {("user_id", "seq")}
+    assert _primary_key(conn, "fact_vectors") == ["user_id", "fact_rowid", "model"]
+    references = {(r[2], r[3], r[4]) for r in conn.execute("PRAGMA foreign_key_list(fact_vectors)")}
+    assert references == {("facts", "user_id", "user_id"), ("facts", "fact_rowid", "rowid")}
+    for table in ("jobs", "api_keys", "conversations", "messages"):
+        assert _primary_key(conn, table) == ["user_id", "id"], table
+    assert _primary_key(conn, "vector_generations") == ["user_id"]
+    assert _primary_key(conn, "backfill_progress") == ["user_id", "conversation_id", "turn_id"]
+    # what is looked up by id alone, before the user is known, has an index
+    plans = {
+        "SELECT user_id FROM api_keys WHERE id = 'k'": "api_keys_id",
+        "SELECT user_id FROM jobs WHERE id = 'j' AND status = 'claimed' AND claimed_by = 'w'": "jobs_claimed",
+    }
+    for sql, index in plans.items():
+        assert index in conn.execute(f"EXPLAIN QUERY PLAN {sql}").fetchone()[3]
+
+    await version9.check_upgraded(upgraded, filled)
+    assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+    assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
     await upgraded.close()
 
 

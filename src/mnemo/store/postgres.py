@@ -93,9 +93,6 @@ class PgTx:
     def json_has(self, array: str, value: str) -> str:
         return f"{array} @> to_jsonb({value})"
 
-    def by_key(self, column: str) -> str:
-        return column
-
     def after_commit(self, then: Callable[[], None]) -> None:
         self.committed.append(then)
 
@@ -356,8 +353,8 @@ class PostgresStore(SQLStore[PgTx, Counts]):
             " INSERT INTO fact_vectors (fact_rowid, user_id, model, dims, active, agent_key, embedding)"
             " SELECT rowid, %(user)s, %(model)s, %(dims)s, %(active)s, %(agent)s, %(vector)b"
             " FROM facts WHERE user_id = %(user)s AND id = %(id)s"
-            # the key is (fact_rowid, model) since migration 5; named, so that a database not yet
-            # migrated (key fact_rowid) is written to as before
+            # the key is (user_id, fact_rowid, model) since migration 10, (fact_rowid, model) since
+            # 5; named, so that a database not yet migrated is written to as before
             " ON CONFLICT ON CONSTRAINT fact_vectors_pkey DO UPDATE SET model = excluded.model,"
             " dims = excluded.dims,"
             " active = excluded.active, agent_key = excluded.agent_key, embedding = excluded.embedding"
@@ -444,7 +441,7 @@ class PostgresStore(SQLStore[PgTx, Counts]):
                     " embedding)"
                     " SELECT rowid, ?, ?, ?, status = 'active', COALESCE(agent_id, ''), ? FROM facts"
                     " WHERE user_id = ? AND rowid = ? AND version = ? AND NOT purged"
-                    " ON CONFLICT (fact_rowid, model) DO NOTHING",
+                    " ON CONFLICT (user_id, fact_rowid, model) DO NOTHING",
                     (user_id, model, vector.shape[0], vector, user_id, fact.rowid, fact.version),
                 )
             if written:

@@ -54,9 +54,6 @@ class SQLiteTx(SyncTx):
     def json_has(self, array: str, value: str) -> str:
         return f"EXISTS (SELECT 1 FROM json_each({array}) e WHERE e.value = {value})"
 
-    def by_key(self, column: str) -> str:
-        return "+" + column  # the unary plus keeps SQLite from choosing that column's index
-
     async def enter(self, user_id: str) -> None:
         pass
 
@@ -210,7 +207,7 @@ class SQLiteStore(SQLStore[SQLiteTx, Pending]):
             if not found:
                 return []
             where = f"f.rowid IN ({marks(len(found))})"
-            rows = await facts.fact_rows(tx, scope, where, [rid for rid, _ in found], by_key=True)
+            rows = await facts.fact_rows(tx, scope, where, [rid for rid, _ in found])
             by_rowid = {r[0]: fact for r, fact in rows}
             return [ScoredFact(by_rowid[rid], sim) for rid, sim in found if rid in by_rowid]
 
@@ -268,9 +265,10 @@ class SQLiteStore(SQLStore[SQLiteTx, Pending]):
             if not fact_ids:
                 return out
             where = f"f.id IN ({marks(len(fact_ids))})"
-            for row, fact in await facts.fact_rows(tx, scope, where, list(fact_ids), by_key=True):
+            for row, fact in await facts.fact_rows(tx, scope, where, list(fact_ids)):
                 found = await tx.one(
-                    "SELECT embedding FROM fact_vectors WHERE fact_rowid = ? AND model = ?", (row[0], model)
+                    "SELECT embedding FROM fact_vectors WHERE user_id = ? AND fact_rowid = ? AND model = ?",
+                    (scope.user_id, row[0], model),
                 )
                 if found:
                     out[fact.id] = np.frombuffer(found[0], dtype=np.float32)
@@ -352,16 +350,19 @@ class SQLiteStore(SQLStore[SQLiteTx, Pending]):
             return
         agent = f.agent_id or ""
         if f.purged:
-            cur.execute("DELETE FROM fact_vectors WHERE fact_rowid = ?", (rowid,))
+            cur.execute("DELETE FROM fact_vectors WHERE user_id = ? AND fact_rowid = ?", (f.user_id, rowid))
             row = Row(rowid, None, False, agent, drop=True)
         elif change.vector is not None:
             vector = np.asarray(change.vector, dtype=np.float32)
             if change.before is not None and change.before.text != f.text:
                 # other models' vectors (written by `mnemo reindex`) embed the old text
-                cur.execute("DELETE FROM fact_vectors WHERE fact_rowid = ? AND model != ?", (rowid, model))
+                cur.execute(
+                    "DELETE FROM fact_vectors WHERE user_id = ? AND fact_rowid = ? AND model != ?",
+                    (f.user_id, rowid, model),
+                )
             cur.execute(
                 "INSERT INTO fact_vectors (fact_rowid, user_id, model, embedding) VALUES (?, ?, ?, ?)"
-                " ON CONFLICT (fact_rowid, model) DO UPDATE SET embedding = excluded.embedding",
+                " ON CONFLICT (user_id, fact_rowid, model) DO UPDATE SET embedding = excluded.embedding",
                 (rowid, f.user_id, model, vector.tobytes()),
             )
             row = Row(rowid, vector, active, agent)
@@ -404,7 +405,7 @@ class SQLiteStore(SQLStore[SQLiteTx, Pending]):
                     "INSERT INTO fact_vectors (fact_rowid, user_id, model, embedding)"
                     " SELECT rowid, user_id, ?, ? FROM facts"
                     " WHERE rowid = ? AND user_id = ? AND version = ? AND NOT purged"
-                    " ON CONFLICT (fact_rowid, model) DO NOTHING",
+                    " ON CONFLICT (user_id, fact_rowid, model) DO NOTHING",
                     (model, np.asarray(vector, np.float32).tobytes(), fact.rowid, user_id, fact.version),
                 )
             return written

@@ -18,6 +18,7 @@ from .postgres_security import (
     LOCK_NAMESPACE,
     backfill_functions,
     common_words_functions,
+    keyed_claim_function,
     lexical_function,
     ordered_claim_function,
     people_functions,
@@ -312,6 +313,42 @@ def _four_digit_years(cur: Cursor) -> None:
     change on both stores."""
 
 
+def _user_keys(cur: Cursor) -> None:
+    """Every per-user table's primary key includes user_id, so that the tables can be
+    distributed by it (Citus requires the distribution column in every primary key and unique
+    constraint, and in a foreign key between two distributed tables): facts (user_id, rowid)
+    and unique (user_id, id), fact_vectors (user_id, fact_rowid, model) with its foreign key
+    (user_id, fact_rowid) on facts, fact_events (user_id, seq), jobs and api_keys (user_id, id).
+    Conversations and messages are keyed so since version 7, the counters and backfill_progress
+    since they were made. users and agents stay keyed by id: reference tables in that plan
+    (docs/scaling.md).
+
+    rowid and seq keep their identities, so every fact keeps its rowid (the vectors' and the
+    lexical search's name for it); fact, job and key ids are now each user's own, as
+    conversation ids are. The lookups by id alone that remain, before the user is known (a
+    key's owner, a claimed job's owner), have an index of their own, not unique: a
+    distributed table cannot hold one, and the ids are random."""
+    cur.execute(
+        """
+        ALTER TABLE fact_vectors DROP CONSTRAINT fact_vectors_fact_rowid_fkey;
+        ALTER TABLE facts DROP CONSTRAINT facts_pkey, ADD PRIMARY KEY (user_id, rowid),
+            DROP CONSTRAINT facts_id_key, ADD UNIQUE (user_id, id);
+        -- the constraint keeps its name, fact_vectors_pkey, which the commit's upsert names
+        ALTER TABLE fact_vectors DROP CONSTRAINT fact_vectors_pkey,
+            ADD PRIMARY KEY (user_id, fact_rowid, model),
+            ADD FOREIGN KEY (user_id, fact_rowid) REFERENCES facts (user_id, rowid);
+        ALTER TABLE fact_events DROP CONSTRAINT fact_events_pkey, ADD PRIMARY KEY (user_id, seq);
+        DROP INDEX fact_events_user;
+        ALTER TABLE jobs DROP CONSTRAINT jobs_pkey, ADD PRIMARY KEY (user_id, id);
+        CREATE INDEX jobs_claimed ON jobs (id) WHERE status = 'claimed';
+        ALTER TABLE api_keys DROP CONSTRAINT api_keys_pkey, ADD PRIMARY KEY (user_id, id);
+        DROP INDEX api_keys_user;
+        CREATE INDEX api_keys_id ON api_keys (id);
+        """
+    )
+    keyed_claim_function(cur)
+
+
 MIGRATIONS = [
     Migration(1, "initial", _initial),
     Migration(2, "server", _server),
@@ -322,4 +359,5 @@ MIGRATIONS = [
     Migration(7, "user_conversations", _user_conversations),
     Migration(8, "erasure", _erasure),
     Migration(9, "four_digit_years", _four_digit_years),
+    Migration(10, "user_keys", _user_keys),
 ]

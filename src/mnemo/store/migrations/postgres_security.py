@@ -245,15 +245,27 @@ def ordered_claim_function(cur: Cursor) -> None:
     turns at once — which would let both create the same fact, or apply a later correction
     before the statement it corrects — and turns are learnt from in the order they came. A
     job waiting out a retry holds back that user's later turns; other users are not held."""
+    _ordered_claim(cur, "j.id", "d.id")
+
+
+def keyed_claim_function(cur: Cursor) -> None:
+    """The claim of ordered_claim_function, updating the job it chose by its whole key
+    (user_id, id), the jobs' primary key since version 10."""
+    _ordered_claim(cur, "(j.user_id, j.id)", "d.user_id, d.id")
+
+
+def _ordered_claim(cur: Cursor, key: str, chosen: str) -> None:
+    """The ordered claim, which updates the job whose `key` (columns of `jobs j`) is the
+    `chosen` (columns of `jobs d`) of the oldest due job."""
     cur.execute(
-        """
+        f"""
         CREATE OR REPLACE FUNCTION mnemo_claim_job(worker text, now timestamptz, lease_until timestamptz)
         RETURNS TABLE (job_id text, user_id text) LANGUAGE sql VOLATILE AS $$
             UPDATE jobs j
             SET status = 'claimed', claimed_by = worker, lease_until = mnemo_claim_job.lease_until,
                 attempts = j.attempts + 1
-            WHERE j.id = (
-                SELECT d.id FROM jobs d
+            WHERE {key} = (
+                SELECT {chosen} FROM jobs d
                 WHERE ((d.status = 'pending' AND d.next_attempt_at <= now)
                        OR (d.status = 'claimed' AND d.lease_until < now))
                   AND NOT EXISTS (

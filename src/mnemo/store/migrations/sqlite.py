@@ -301,6 +301,100 @@ def _four_digit_years(cur: Cursor) -> None:
             )
 
 
+def _copy_table(cur: Cursor, table: str, replace: dict[str, str], keys: str) -> None:
+    """Create `{table}_new` (SQLite cannot change a table's key or drop a constraint): `table`
+    as its stored definition makes it, with each text of `replace` (found there once) replaced
+    and the constraints `keys` added; and fill it with `table`'s rows, every column as it is (a
+    rowid alias too, so that every row keeps its rowid)."""
+    (sql,) = cur.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
+    ).fetchone()
+    for old, new in {f"CREATE TABLE {table} (": f"CREATE TABLE {table}_new (", **replace}.items():
+        if sql.count(old) != 1:
+            raise RuntimeError(f"the definition of {table} does not hold {old!r} once: {sql}")
+        sql = sql.replace(old, new)
+    cur.execute(sql.rstrip().removesuffix(")").rstrip() + f",\n            {keys}\n        )")
+    columns = ", ".join(row[1] for row in cur.execute(f"PRAGMA table_info({table})").fetchall())
+    cur.execute(f"INSERT INTO {table}_new ({columns}) SELECT {columns} FROM {table}")
+
+
+def _user_keys(cur: Cursor) -> None:
+    """Every per-user table's key includes user_id, as PostgreSQL's do from this version on (a
+    distributed PostgreSQL needs it: see migrations/postgres.py): facts by (user_id, id), their
+    vectors by (user_id, fact_rowid, model) with a foreign key (user_id, fact_rowid) that keeps
+    each vector its fact's user's, events by (user_id, seq), jobs and API keys by (user_id, id).
+    Fact, job and key ids are each user's own now, as conversation ids are since version 7; the
+    lookups by id alone that remain (a key's owner, a claimed job's owner) have an index.
+
+    facts.rowid and fact_events.seq stay their tables' INTEGER PRIMARY KEY, an alias of SQLite's
+    rowid: the full-text index (facts_fts, whose rowids are the facts') and the vectors
+    (fact_rowid) name facts by it, and only an alias is sure to keep its values (VACUUM may
+    renumber a rowid that is not one). A WITHOUT ROWID table keyed (user_id, rowid) would keep
+    them too, but would have to number its rows itself and would move every lookup by rowid
+    (the full-text join, the vector cache's) onto a second index. So the rowid stays the key of
+    the file, and the keys with user_id are unique beside it: facts (user_id, id), in place of
+    the unique id, and (user_id, rowid), the parent of the vectors' foreign key; fact_events
+    (user_id, seq), a unique index in place of the plain one on those columns (the log, the
+    largest table, is not rebuilt). Its index by fact becomes (user_id, fact_id, seq), as on
+    PostgreSQL: SQLite's planner would otherwise prefer the user's unique key to (fact_id, seq)
+    and read all of the user's events to find one fact's.
+
+    facts is rebuilt with its rowids as they are, so that the full-text index and the vectors
+    still find their facts; fact_vectors, jobs and api_keys are rebuilt for their new keys."""
+    _copy_table(
+        cur,
+        "facts",
+        {"id TEXT NOT NULL UNIQUE,": "id TEXT NOT NULL,"},
+        "UNIQUE (user_id, id), UNIQUE (user_id, rowid)",
+    )
+    _copy_table(cur, "jobs", {"id TEXT PRIMARY KEY,": "id TEXT NOT NULL,"}, "PRIMARY KEY (user_id, id)")
+    _copy_table(cur, "api_keys", {"id TEXT PRIMARY KEY,": "id TEXT NOT NULL,"}, "PRIMARY KEY (user_id, id)")
+    _script(
+        cur,
+        """
+        CREATE TABLE fact_vectors_new (
+            fact_rowid INTEGER NOT NULL,
+            user_id TEXT NOT NULL,
+            model TEXT NOT NULL,
+            embedding BLOB NOT NULL,
+            PRIMARY KEY (user_id, fact_rowid, model),
+            FOREIGN KEY (user_id, fact_rowid) REFERENCES facts_new (user_id, rowid)
+        );
+        -- each vector takes its fact's user (every writer copied it from the fact)
+        INSERT INTO fact_vectors_new (fact_rowid, user_id, model, embedding)
+            SELECT v.fact_rowid, f.user_id, v.model, v.embedding
+            FROM fact_vectors v JOIN facts f ON f.rowid = v.fact_rowid;
+        DROP TABLE fact_vectors;
+        DROP TABLE facts;
+        ALTER TABLE facts_new RENAME TO facts;
+        ALTER TABLE fact_vectors_new RENAME TO fact_vectors;
+        CREATE INDEX facts_recent ON facts (user_id, status, last_seen_at);
+        CREATE INDEX facts_hash ON facts (user_id, text_hash);
+        CREATE INDEX facts_pinned ON facts (user_id, pinned) WHERE pinned = 1;
+        CREATE INDEX fact_vectors_owner ON fact_vectors (user_id, model);
+
+        CREATE UNIQUE INDEX fact_events_key ON fact_events (user_id, seq);
+        DROP INDEX fact_events_user;
+        DROP INDEX fact_events_fact;
+        CREATE INDEX fact_events_fact ON fact_events (user_id, fact_id, seq);
+
+        DROP TABLE jobs;
+        ALTER TABLE jobs_new RENAME TO jobs;
+        CREATE INDEX jobs_due ON jobs (status, next_attempt_at);
+        CREATE INDEX jobs_user ON jobs (user_id, created_at);
+        CREATE INDEX jobs_open ON jobs (user_id, id) WHERE status IN ('pending', 'claimed');
+        CREATE INDEX jobs_automation ON jobs (user_id, conversation_id) WHERE automation = 1;
+        -- a claimed job's owner, found by its id before the user is known
+        CREATE INDEX jobs_claimed ON jobs (id) WHERE status = 'claimed';
+
+        DROP TABLE api_keys;
+        ALTER TABLE api_keys_new RENAME TO api_keys;
+        -- a key's owner, found by its id before the user is known
+        CREATE INDEX api_keys_id ON api_keys (id);
+        """,
+    )
+
+
 MIGRATIONS = [
     Migration(1, "initial", _initial),
     Migration(2, "server", _server),
@@ -311,4 +405,5 @@ MIGRATIONS = [
     Migration(7, "user_conversations", _user_conversations),
     Migration(8, "erasure", _erasure),
     Migration(9, "four_digit_years", _four_digit_years),
+    Migration(10, "user_keys", _user_keys),
 ]

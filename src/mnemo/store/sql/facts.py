@@ -95,35 +95,33 @@ async def agent_keys(tx: Tx, scope: Scope) -> list[str] | None:
     return readable_agent_keys(scope, [agent_from(r) for r in rows])
 
 
-async def visible(tx: Tx, scope: Scope, *, by_key: bool = False) -> tuple[str, list[Any]]:
-    """The WHERE clause of the agent rule over `facts f`. With `by_key`, the caller's own
-    condition names rows by key, and the user's index must not be chosen instead."""
+async def visible(tx: Tx, scope: Scope) -> tuple[str, list[Any]]:
+    """The WHERE clause of the agent rule over `facts f`. A caller's own condition on the key
+    (f.id, f.rowid) finds its rows through the keys that begin with the user, (user_id, id)
+    and (user_id, rowid)."""
     keys = await agent_keys(tx, scope)
-    user = tx.by_key("f.user_id") if by_key else "f.user_id"
     if keys is None:
-        return f"{user} = ?", [scope.user_id]
-    return f"{user} = ? AND COALESCE(f.agent_id, '') IN ({marks(len(keys))})", [scope.user_id, *keys]
+        return "f.user_id = ?", [scope.user_id]
+    return f"f.user_id = ? AND COALESCE(f.agent_id, '') IN ({marks(len(keys))})", [scope.user_id, *keys]
 
 
 async def fact_rows(
-    tx: Tx, scope: Scope, where: str, params: Sequence[Any], tail: str = "", *, by_key: bool = False
+    tx: Tx, scope: Scope, where: str, params: Sequence[Any], tail: str = ""
 ) -> list[tuple[tuple[Any, ...], Fact]]:
     """(row, fact) of the scope's facts matching `where`, in the order and number `tail` says."""
-    rule, rule_params = await visible(tx, scope, by_key=by_key)
+    rule, rule_params = await visible(tx, scope)
     rows = await tx.all(
         f"SELECT {FACT_COLUMNS} FROM facts f WHERE {rule} AND ({where}) {tail}", (*rule_params, *params)
     )
     return list(readable(rows, fact_from, "memory", 1))
 
 
-async def facts(
-    tx: Tx, scope: Scope, where: str, params: Sequence[Any], tail: str = "", **kw: bool
-) -> list[Fact]:
-    return [fact for _, fact in await fact_rows(tx, scope, where, params, tail, **kw)]
+async def facts(tx: Tx, scope: Scope, where: str, params: Sequence[Any], tail: str = "") -> list[Fact]:
+    return [fact for _, fact in await fact_rows(tx, scope, where, params, tail)]
 
 
 async def get_fact(tx: Tx, scope: Scope, fact_id: str) -> Fact:
-    found = await facts(tx, scope, "f.id = ?", (fact_id,), by_key=True)
+    found = await facts(tx, scope, "f.id = ?", (fact_id,))
     if not found:
         raise NotFound(f"no memory {fact_id}")
     return found[0]

@@ -206,6 +206,10 @@ async def import_agent(tx: Tx, agent: Agent, now: datetime) -> bool:
 async def add_api_key(tx: Tx, key: ApiKey) -> ApiKey:
     if await tx.one("SELECT 1 FROM users WHERE id = ?", (key.user_id,)) is None:
         raise NotFound(f"no user {key.user_id}")
+    # a request names its key by id alone (key_owner); the table's key is (user_id, id), which
+    # keeps no id unique across users, so a random id that is taken already is refused here
+    if await tx.key_owner(key.id) is not None:
+        raise Conflict(f"an API key with the id {key.id} already exists")
     await tx.execute(
         "INSERT INTO api_keys (id, user_id, name, secret_hash, created_at) VALUES (?, ?, ?, ?, ?)",
         (key.id, key.user_id, key.name, key.secret_hash, key.created_at),

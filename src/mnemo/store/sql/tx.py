@@ -4,9 +4,8 @@ Every statement shared by the stores is written once, in SQLite's form: `?`
 placeholders, booleans tested as `x` / `NOT x`, `ON CONFLICT … DO …` upserts
 and `RETURNING`, which PostgreSQL reads as they are once `?` becomes `%s`. What
 the two databases say differently is asked of the transaction: a JSON value
-(`json`), whether a JSON array holds a value (`json_has`), a column its index
-must not serve (`by_key`), and the questions that cross users or enter one
-(`enter`, `user_named`, `key_owner`, …): plain queries on SQLite, the narrow
+(`json`), whether a JSON array holds a value (`json_has`), and the questions
+that cross users or enter one (`enter`, `user_named`, `key_owner`, …): plain queries on SQLite, the narrow
 functions of migrations/postgres_security.py under PostgreSQL's row-level
 security.
 
@@ -48,9 +47,6 @@ class Tx(Statements, Protocol):
 
     def json_has(self, array: str, value: str) -> str:
         """A condition: the JSON array (SQL expression) holds the text value (SQL expression)."""
-
-    def by_key(self, column: str) -> str:
-        """`column` in a condition that must not choose the index (SQLite: unary plus)."""
 
     def after_commit(self, then: Callable[[], None]) -> None:
         """Run `then` once this transaction has committed (not at all if it rolls back)."""
