@@ -2,6 +2,9 @@
 
 `store` (and so `memory`, `alice`, …) is parametrised over SQLite and
 PostgreSQL: every test that uses it runs on both.
+
+`--backend=sqlite|postgres|both` (default both) chooses the backends, and
+`-m "not slow"` leaves out the slow tests: see tests/selection.py.
 """
 
 from __future__ import annotations
@@ -23,6 +26,13 @@ from tests.fakes.fixtures import scripted_llm  # noqa: F401
 from tests.fakes.openai_server import ScriptedOpenAI
 from tests.helpers import Clock
 from tests.postgres_server import SessionPostgres
+from tests.selection import (  # noqa: F401  (pytest's hooks: --backend and the quick run)
+    chosen_backends,
+    pytest_addoption,
+    pytest_collection_modifyitems,
+    pytest_generate_tests,
+    pytest_ignore_collect,
+)
 
 
 @pytest.fixture(scope="session")
@@ -41,8 +51,10 @@ def settings(tmp_path) -> Settings:
 
 
 @pytest.fixture(scope="session")
-def postgres() -> Iterator[SessionPostgres]:
+def postgres(request) -> Iterator[SessionPostgres]:
     """The session's PostgreSQL server (started on first use)."""
+    if "postgres" not in chosen_backends(request.config):
+        pytest.fail("this test needs PostgreSQL but --backend leaves it out: mark it @pytest.mark.backend")
     server = SessionPostgres()
     yield server
     server.stop()
@@ -56,9 +68,12 @@ def postgres_url(postgres) -> Iterator[str]:
     postgres.release(url)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture
 def backend(request) -> str:
-    return request.param
+    """The backend of this test: its parameter (see pytest_generate_tests) or its `backend` mark."""
+    if hasattr(request, "param"):
+        return request.param
+    return request.node.get_closest_marker("backend").args[0]
 
 
 @pytest.fixture

@@ -20,6 +20,8 @@ from tests.fakes.learner import Learner
 from tests.helpers import in_store
 from tests.server.processes import MNEMO, environment
 
+pytestmark = pytest.mark.slow  # the CLI, and processes interrupted and killed
+
 CONVERSATIONS = {  # user, conversation id, days ago, what the user says in each turn
     ("alice", "c1", 3): ["I play the cello", "My sister Ana lives in Porto"],
     ("alice", "c2", 2): ["I am allergic to peanuts"],

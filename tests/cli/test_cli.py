@@ -15,6 +15,8 @@ from typer.testing import CliRunner, Result
 from mnemo.cli.main import app
 from tests.helpers import in_store
 
+pytestmark = pytest.mark.slow  # the whole CLI, ~1 s a test
+
 Invoke = Callable[..., Result]
 
 

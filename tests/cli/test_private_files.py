@@ -14,6 +14,8 @@ import pytest
 from tests.cli.test_cli import add, invoker, ok
 from tests.server.processes import Serve
 
+pytestmark = pytest.mark.slow  # the CLI, and processes
+
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -66,6 +66,7 @@ def models(data_dir, embedder, database_url) -> dict[str, dict[str, int]]:
     return in_store(data_dir, embedder, look, database_url)
 
 
+@pytest.mark.slow
 def test_reindex_switches_models(mnemo, data_dir, embedder, old, database_url):
     result = mnemo("reindex", "--users", "alice", "--batch-size", "3", "--json")
     assert result.exit_code == 0, result.output

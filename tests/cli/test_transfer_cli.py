@@ -14,6 +14,8 @@ import pytest
 
 from tests.cli.test_cli import Invoke, add, as_json, invoker, ok
 
+pytestmark = pytest.mark.slow  # the CLI over whole exports
+
 CHATGPT = Path(__file__).parent.parent / "data" / "chatgpt" / "conversations.json"
 
 

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from mnemo.backfill import ACTOR, RUN_KEY, Backfill, NoModel, turns
+from mnemo.backfill import ACTOR, RUN_KEY, Backfill, NoModel
 from mnemo.domain import Action, BackfillMark, Conflict, Message, ReviewPolicy, Scope, Status
 from mnemo.memory import Memory
 from tests.fakes.learner import Learner
@@ -60,15 +60,6 @@ def user(report, name: str):
 
 async def facts(memory: Memory, scope: Scope) -> list:
     return await memory.list(Scope(scope.user_id, all_agents=True), statuses=EVERYTHING, limit=1000)
-
-
-def test_a_conversation_is_cut_into_turns():
-    at = None
-    said = [
-        (Message(role, "x", str(i)), at) for i, role in enumerate(["system", "user", "assistant", "user"])
-    ]
-    assert turns(said) == [(1, 3), (3, 4)]
-    assert turns([(Message("assistant", "hi", "a"), at)]) == []
 
 
 async def test_a_dry_run_reports_what_would_change_and_writes_nothing(llm_memory, people, learner):

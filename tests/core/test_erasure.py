@@ -5,6 +5,8 @@ from an export, and on SQLite not from the database's files either.
 
 from __future__ import annotations
 
+import pytest
+
 from mnemo import audit, export
 from mnemo.domain import Scope, Turn
 from tests.helpers import extraction, texts
@@ -37,6 +39,7 @@ def _guesses(event, salt: str | None) -> list[str]:
     return out
 
 
+@pytest.mark.slow
 async def test_a_purged_text_cannot_be_confirmed_from_the_log(memory, alice):
     fact = await memory.add(alice, PIN)
     await memory.add(alice, PIN)  # reinforced: a second event that held the text

@@ -13,9 +13,12 @@ all of them there too). One case in five also goes through the job worker.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from datetime import timedelta
+
+import pytest
 
 from mnemo.domain import JobStatus, Scope, Status, Turn
 from mnemo.jobs import Worker
@@ -23,9 +26,16 @@ from mnemo.write.writer import WriteReport
 from tests.helpers import bulk_add, texts
 from tests.hostile_replies import HOME, SEEDS, Case, Context, all_cases
 
-CASES = all_cases()
+pytestmark = pytest.mark.slow  # a generated battery of hostile replies
+
 _UNSTORABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
 OTHERS_FACTS = [*SEEDS, "I am the administrator of this server", "My bank PIN hint is my cat"]
+
+
+@functools.cache
+def cases() -> list[Case]:
+    """The generated cases: made on first use, not when the module is collected (it takes seconds)."""
+    return all_cases()
 
 
 def _turn(scope: Scope, n: int) -> Turn:
@@ -95,7 +105,7 @@ async def _run_all(memory, scripted_llm, clock, chosen: list[int], worker_every:
     before = await _snapshot(memory, others)
     failed = {}
     for n in chosen:
-        case = CASES[n]
+        case = cases()[n]
         via_worker = n % worker_every == 0
         name = f"{n} {case.name}{' (worker)' if via_worker else ''}"
         if failures := await _run(memory, scripted_llm, clock, case, n, others, via_worker):
@@ -107,15 +117,16 @@ async def _run_all(memory, scripted_llm, clock, chosen: list[int], worker_every:
 
 
 def test_the_generator_makes_enough_varied_cases():
-    assert len(CASES) >= 200
-    stages = {c.stage for c in CASES}
+    made = cases()
+    assert len(made) >= 200
+    stages = {c.stage for c in made}
     assert stages == {"extract", "reconcile"}
-    assert len({c.name.removesuffix(" (again)") for c in CASES}) >= 100  # kinds, not only draws
-    assert all(CASES[i].name == c.name for i, c in enumerate(all_cases()))  # deterministic
+    assert len({c.name.removesuffix(" (again)") for c in made}) >= 100  # kinds, not only draws
+    assert all(made[i].name == c.name for i, c in enumerate(all_cases()))  # deterministic
 
 
 async def test_hostile_replies_change_nothing_they_should_not(llm_memory, scripted_llm, clock, backend):
     every = backend == "sqlite" or os.environ.get("MNEMO_LONG_TESTS") == "1"
-    chosen = list(range(len(CASES))) if every else list(range(0, len(CASES), 5))
+    chosen = list(range(len(cases()))) if every else list(range(0, len(cases()), 5))
     failed = await _run_all(llm_memory, scripted_llm, clock, chosen, worker_every=5 if every else 2)
     assert failed == {}, "\n".join(f"{name}: {'; '.join(f)}" for name, f in failed.items())

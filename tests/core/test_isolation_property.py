@@ -60,6 +60,8 @@ from tests.isolation_model import (
     leaks,
 )
 
+pytestmark = pytest.mark.slow  # property-based: many generated histories
+
 USERS = 5
 FAR = 1_000_000  # a k or limit above anything an example holds
 _RUNS = itertools.count()  # each example's users get names of their own in the shared store

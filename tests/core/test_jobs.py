@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
+import pytest
+
 from mnemo.domain import Action, Claim, JobStatus, Scope, Turn
 from mnemo.jobs import Worker
 from tests.helpers import extraction, texts
@@ -156,6 +158,7 @@ async def test_a_turn_waiting_to_be_retried_holds_back_that_persons_later_turns(
     assert {(await llm_memory.job(alice.user_id, j.id)).status for j in (earlier, later)} == {JobStatus.DONE}
 
 
+@pytest.mark.slow
 async def test_shutdown_mid_job_gives_the_job_back(llm_memory, scripted_llm, alice, clock):
     job = await llm_memory.submit(turn(alice, "I have a cat named Miso."))
     scripted_llm.stall(3.0, '{"facts": []}')

@@ -206,6 +206,7 @@ async def test_a_deleted_agents_fact_cannot_be_made_active_again(memory, alice):
     assert (await memory.get(everything, fact.id)).status == Status.RETRACTED
 
 
+@pytest.mark.slow
 async def test_deleting_an_agent_that_reads_many_default_facts_retracts_all_its_own(memory, alice):
     agent = await memory.create_agent(alice.user_id, "Chef", reads_default=True)
     own = await memory.add(Scope(alice.user_id, agent.id), "I make miso soup on Sundays")

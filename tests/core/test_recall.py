@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from mnemo.recall.fuse import estimate_tokens
-from mnemo.recall.recaller import without_names
 from mnemo.recall.render import inject, render
 from tests.helpers import bulk_add, texts, unrelated_facts
 
@@ -30,15 +29,6 @@ async def test_semantic_arm_finds_a_paraphrase(memory, alice, clock):
     hits = await memory.recall("what food must I avoid?", alice)
     assert texts(hits)[0] == "I am allergic to peanuts"
     assert "semantic" in hits[0].reasons and "lexical" not in hits[0].reasons
-
-
-def test_names_are_taken_out_of_the_topic_query():
-    assert without_names("What do Melanie's kids like?") == "What do kids like?"
-    assert without_names("When did Caroline join the LGBTQ group?") == "When did join the LGBTQ group?"
-    assert without_names("Hi. Is Zephyrine coming?") == "Hi. Is coming?"  # sentence openers stay
-    assert without_names("what food must I avoid?") == "what food must I avoid?"
-    assert without_names("Tell me about Zephyrine") == "Tell me about"
-    assert without_names("Zephyrine") == "Zephyrine" and without_names("Ask Zephyrine") == "Ask"
 
 
 async def test_topic_arm_runs_for_a_query_that_names_someone(memory, alice, clock):

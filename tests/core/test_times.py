@@ -12,8 +12,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from mnemo import export
-from mnemo.domain import InvalidInput, Scope, Status, Turn
-from mnemo.write import changes
+from mnemo.domain import InvalidInput, Scope, Turn
 from tests.helpers import extraction, raw_sql, texts
 
 PLUS_14 = timezone(timedelta(hours=14))
@@ -103,15 +102,3 @@ async def test_one_unreadable_row_leaves_the_rest_served(memory, alice, caplog):
     logged = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert logged and all(broken.id in m for m in logged)
     assert not any("7391" in m for m in logged)
-
-
-def test_a_new_fact_holds_its_times_in_utc():
-    fact = changes.new_fact(
-        Scope("u"),
-        "I was born at the edge of a date line",
-        now=datetime(2026, 3, 1, 12, 0, tzinfo=PLUS_14),
-        source=changes.Source(),
-        valid_from=datetime(1000, 1, 1, tzinfo=PLUS_14),
-    )
-    assert fact.created_at.tzinfo is UTC and fact.valid_from == datetime(999, 12, 31, 10, 0, tzinfo=UTC)
-    assert fact.status == Status.ACTIVE

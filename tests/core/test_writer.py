@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from mnemo.domain import Action, Scope, Status, Turn
 from mnemo.providers.chat import OpenAIChatModel
 from mnemo.write import extract_prompt
@@ -22,6 +24,7 @@ def reconcile_prompt(scripted_llm) -> str:
     return requests[-1]["messages"][-1]["content"]
 
 
+@pytest.mark.slow
 async def test_old_fact_outside_recall_is_superseded(llm_memory, clock, scripted_llm):
     """Khoj's central limit, fixed: the corrector searches the whole store, not recall's output."""
     alice = Scope((await llm_memory.user("alice")).id)
@@ -200,6 +203,7 @@ async def test_another_users_fact_cannot_be_touched(llm_memory, scripted_llm, al
     assert texts(await llm_memory.list(bob)) == ["I live in Berlin"]
 
 
+@pytest.mark.slow
 async def test_a_timeout_is_reported_for_retry(store, embedder, settings, clock, scripted_llm, alice):
     from mnemo.memory import Memory
 

@@ -9,6 +9,8 @@ from mcp import MCPError
 from tests.mcp.conftest import TOOLS, call, over_http, refused
 from tests.server.conftest import ADMIN_KEY
 
+pytestmark = pytest.mark.slow  # a real server each test
+
 
 def token_of(client: httpx2.Client) -> str:
     return client.headers["Authorization"].removeprefix("Bearer ")

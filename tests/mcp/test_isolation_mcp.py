@@ -24,6 +24,7 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 import httpx2
+import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -47,6 +48,8 @@ from tests.isolation_model import (
 )
 from tests.mcp.conftest import over_http
 from tests.server.conftest import ADMIN_KEY
+
+pytestmark = pytest.mark.slow  # property-based, through a real server
 
 USERS = 3
 _RUNS = itertools.count()

@@ -5,11 +5,15 @@ from __future__ import annotations
 import os
 import subprocess
 
+import pytest
+
 from mnemo.build import build_store
 from mnemo.domain import Scope, Status
 from mnemo.memory import Memory
 from mnemo.settings import Settings
 from tests.mcp.conftest import SCRIPT, TOOLS, call, over_stdio, refused
+
+pytestmark = pytest.mark.slow  # `mnemo mcp` processes
 
 
 async def stored(data_dir, database_url, embedder, work):

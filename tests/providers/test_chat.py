@@ -121,6 +121,7 @@ async def test_a_bad_key_is_a_model_error(scripted_llm: ScriptedOpenAI, make_mod
     assert not isinstance(caught.value, ModelUnavailable)
 
 
+@pytest.mark.slow
 async def test_server_errors_are_retried_then_unavailable(
     scripted_llm: ScriptedOpenAI, make_model: MakeModel
 ) -> None:

@@ -63,6 +63,7 @@ async def test_local_batch_keeps_order_of_mixed_lengths(local: LocalEmbedder) ->
     np.testing.assert_allclose(batch, singles, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_local_batches_larger_than_the_batch_size(local: LocalEmbedder) -> None:
     texts = [f"note number {i} " + "word " * (i % 7) for i in range(7)]
 
@@ -84,6 +85,7 @@ def test_local_truncates_long_text(local: LocalEmbedder) -> None:
     assert unit_rows(vector[None, :])
 
 
+@pytest.mark.slow
 async def test_local_concurrent_first_use_loads_once(monkeypatch: pytest.MonkeyPatch) -> None:
     loads = []
     load_session = LocalEmbedder._load_session
@@ -193,6 +195,7 @@ async def test_remote_server_errors_become_unavailable(
     assert len(embedding_requests(scripted_llm)) == 2
 
 
+@pytest.mark.slow
 async def test_remote_stall_times_out_as_unavailable(
     scripted_llm: ScriptedOpenAI, make_remote: MakeEmbedder
 ) -> None:

@@ -66,10 +66,15 @@ class Serve:
                 [MNEMO, "serve", "--port", str(self.port)], env=env, stdout=out, stderr=subprocess.STDOUT
             )
         deadline = time.monotonic() + 20
-        while not self._healthy():
-            assert self.process.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, f"mnemo serve did not start:\n{log.read_text()}"
-            time.sleep(0.05)
+        try:
+            while not self._healthy():
+                assert self.process.poll() is None, log.read_text()
+                assert time.monotonic() < deadline, f"mnemo serve did not start:\n{log.read_text()}"
+                time.sleep(0.05)
+        except BaseException:  # no test holds it yet: do not leave it running
+            self.process.kill()
+            self.process.wait(timeout=10)
+            raise
         found = re.search(r"mnemo_[0-9a-f]{16}_[A-Za-z0-9_-]+", log.read_text())
         self.token = found.group(0) if found else None
 

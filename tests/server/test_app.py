@@ -5,10 +5,13 @@ from __future__ import annotations
 import asyncio
 
 import httpx2
+import pytest
 
 from mnemo import Scope
 from mnemo.build import open_memory
 from tests.fakes.live_server import LiveServer
+
+pytestmark = pytest.mark.slow  # each test runs a real server (or `mnemo serve` processes)
 
 
 def test_first_start_prints_a_working_key_and_health_needs_none(server):

@@ -9,6 +9,8 @@ from tests.helpers import extraction
 from tests.server.api import add, client_for, new_user, ok, submit, wait_for_job
 from tests.server.conftest import ADMIN_KEY
 
+pytestmark = pytest.mark.slow  # each test runs a real server (or `mnemo serve` processes)
+
 SOME_ID = "0190c8e2-7b1d-7c3e-9a4f-2b6d8e1f0a3c"
 USER_ROUTES = [
     ("GET", "/v1/memories"),

@@ -22,6 +22,8 @@ from tests.server.api import client_for, ok
 from tests.server.conftest import ADMIN_KEY
 from tests.server.processes import ADMIN, Serve, environment, free_port, wait_until
 
+pytestmark = pytest.mark.slow  # each test runs a real server (or `mnemo serve` processes)
+
 LIMIT = 5  # failed authentications after which a wrong key gets 429, in the limited servers below
 INITIALIZE = {
     "jsonrpc": "2.0",

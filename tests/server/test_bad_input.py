@@ -6,6 +6,8 @@ import pytest
 
 from tests.server.api import add, ok
 
+pytestmark = pytest.mark.slow  # each test runs a real server (or `mnemo serve` processes)
+
 SOME_ID = "0190c8e2-7b1d-7c3e-9a4f-2b6d8e1f0a3c"
 
 

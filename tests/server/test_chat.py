@@ -15,6 +15,8 @@ from tests.fakes.live_server import LiveServer
 from tests.helpers import extraction
 from tests.server.test_chat_support import ai, chat_client, free_port, proxied, view  # noqa: F401
 
+pytestmark = pytest.mark.slow  # each test runs a real server (or `mnemo serve` processes)
+
 MODEL = "scripted-model"
 
 

@@ -8,6 +8,8 @@ import pytest
 from tests.helpers import extraction
 from tests.server.test_chat_support import ai, proxied, view  # noqa: F401
 
+pytestmark = pytest.mark.slow  # each test runs a real server (or `mnemo serve` processes)
+
 MODEL = "scripted-model"
 
 

@@ -14,6 +14,8 @@ import pytest
 from tests.helpers import fill_the_disk
 from tests.server.test_chat_support import proxied, view  # noqa: F401
 
+pytestmark = pytest.mark.slow  # each test runs a real server (or `mnemo serve` processes)
+
 MODEL = "scripted-model"
 
 

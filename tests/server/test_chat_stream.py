@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from tests.fakes.live_server import LiveServer
 from tests.helpers import extraction
 from tests.server.test_chat_support import DripUpstream, StoreView, chat_client, wait_until
+
+pytestmark = pytest.mark.slow  # each test runs a real server (or `mnemo serve` processes)
 
 
 def test_a_client_leaving_mid_stream_still_has_its_turn_stored_once(server_settings, embedder, scripted_llm):

@@ -7,11 +7,15 @@ import signal
 import subprocess
 from collections import Counter
 
+import pytest
+
 from mnemo.domain import JobStatus, Scope, Turn
 from mnemo.memory import Memory
 from tests.helpers import extraction, in_store
 from tests.server.api import client_for, ok, submit
 from tests.server.processes import MNEMO, Serve, environment, wait_until
+
+pytestmark = pytest.mark.slow  # each test runs a real server (or `mnemo serve` processes)
 
 FACTS = [
     "I keep bees on my balcony",

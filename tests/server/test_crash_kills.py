@@ -34,6 +34,8 @@ from tests.helpers import in_store, unrelated_facts
 from tests.server.api import client_for, ok, submit
 from tests.server.processes import ADMIN, MNEMO, Serve, environment, wait_until
 
+pytestmark = pytest.mark.slow  # each test runs a real server (or `mnemo serve` processes)
+
 LONG = os.environ.get("MNEMO_LONG_TESTS") == "1"
 SEED = 20260301
 

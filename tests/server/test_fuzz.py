@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.errors import Unsatisfiable
@@ -23,6 +24,8 @@ from schemathesis.core.failures import FailureGroup
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from tests.server.conftest import ADMIN_KEY
+
+pytestmark = pytest.mark.slow  # each test runs a real server (or `mnemo serve` processes)
 
 LONG = os.environ.get("MNEMO_LONG_TESTS") == "1"
 EXAMPLES = 150 if LONG else 6

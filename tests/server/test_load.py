@@ -12,6 +12,8 @@ import pytest
 
 from bench.load import OPS, run_backend
 
+pytestmark = pytest.mark.slow  # each test runs a real server (or `mnemo serve` processes)
+
 BACKENDS = ["sqlite", "postgres"] if os.environ.get("MNEMO_LONG_TESTS") == "1" else ["sqlite"]
 
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.server.api import add, ok, texts
+
+pytestmark = pytest.mark.slow  # each test runs a real server (or `mnemo serve` processes)
 
 
 def test_a_written_memory_is_stored_as_the_persons_own(client):

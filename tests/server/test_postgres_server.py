@@ -18,6 +18,9 @@ from tests.helpers import extraction, in_store
 from tests.server.api import client_for, ok, submit
 from tests.server.processes import ADMIN, Serve, environment, wait_until
 
+# `mnemo serve` processes on PostgreSQL alone
+pytestmark = [pytest.mark.backend("postgres"), pytest.mark.slow]
+
 # per person: what they say, in order; restating an earlier fact must not store it twice
 SAID = [
     "I keep bees on my balcony",
@@ -32,11 +35,6 @@ SAID = [
     "I keep bees on my balcony",
 ]
 PEOPLE = ["local", "ana", "bruno", "chen"]
-
-
-@pytest.fixture
-def backend() -> str:
-    return "postgres"
 
 
 def answer(body: dict) -> str | None:

@@ -19,6 +19,8 @@ from mnemo.settings import Settings
 from tests.fakes.live_server import LiveServer
 from tests.server.processes import Serve, environment
 
+pytestmark = pytest.mark.slow  # each test runs a real server (or `mnemo serve` processes)
+
 READ = 1.0  # seconds: the read timeout of the servers below
 BODY = 3.0  # seconds: their whole-body timeout
 SLACK = 1.5  # seconds a loaded machine may add before the cut is seen

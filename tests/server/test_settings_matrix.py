@@ -8,6 +8,8 @@ import pytest
 
 from tests.server.api import ok
 
+pytestmark = pytest.mark.slow  # each test runs a real server (or `mnemo serve` processes)
+
 MODES = [None, "disabled", "enabled_default_off", "enabled_default_on"]
 SWITCHES = [None, True, False]
 # (server mode, user switch) → whether memory is on; the rule of Khoj's ServerChatSettings

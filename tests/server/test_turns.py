@@ -8,6 +8,8 @@ from mnemo.settings import JobSettings
 from tests.helpers import extraction
 from tests.server.api import ok, submit, texts, wait_for_job
 
+pytestmark = pytest.mark.slow  # each test runs a real server (or `mnemo serve` processes)
+
 
 @pytest.fixture
 def server_settings(server_settings):

@@ -23,10 +23,7 @@ from mnemo.store.postgres import PostgresStore
 from tests.helpers import raw_sql, texts
 from tests.store import legacy, version9
 
-
-@pytest.fixture
-def backend() -> str:
-    return "postgres"
+pytestmark = pytest.mark.backend("postgres")
 
 
 async def as_app(store: PostgresStore, sql: str, user_id: str | None = None) -> list[tuple]:
@@ -67,6 +64,7 @@ async def test_a_fresh_database_records_its_migrations(store):
     assert await store.schema_versions() == [m.version for m in MIGRATIONS]
 
 
+@pytest.mark.slow
 async def test_an_older_database_upgrades_in_place_to_the_fresh_schema(
     make_store, postgres_url, postgres, embedder, monkeypatch
 ):
@@ -232,6 +230,7 @@ async def test_a_failing_migration_leaves_the_database_as_it_was(make_store, mon
     await again.close()
 
 
+@pytest.mark.slow
 async def test_a_second_store_on_the_same_database_sees_every_write(make_store, embedder):
     server = await Memory(make_store(), embedder).open()
     worker = await Memory(make_store(), embedder).open()
@@ -305,6 +304,7 @@ async def test_writing_another_users_rows_is_refused(memory, alice, bob):
 # -- several processes -----------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_concurrent_claims_hand_out_each_job_once_one_per_person_in_order(make_store, clock):
     first, second = make_store(clock=clock, max_size=8), make_store(clock=clock, max_size=8)
     await first.open()
@@ -341,6 +341,7 @@ async def test_concurrent_claims_hand_out_each_job_once_one_per_person_in_order(
     await second.close()
 
 
+@pytest.mark.slow
 async def test_concurrent_writers_for_one_user_keep_one_chain(make_store, embedder):
     one = await Memory(make_store(), embedder).open()
     two = await Memory(make_store(), embedder).open()

@@ -307,7 +307,8 @@ class Captured:
 
 @pytest.fixture(scope="module")
 def captured(postgres, embedder, tmp_path_factory) -> Iterator[Captured]:
-    """Run the workload once on a new, unmigrated database; what the store sent, parsed."""
+    """Run the workload once on a new, unmigrated database; what the store sent, parsed (a few
+    seconds: the tests that use it are marked slow)."""
     name = f"mnemo_scoping_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(postgres.admin_url, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
@@ -360,6 +361,7 @@ def _failures(verdicts: dict[str, list[Verdict]], sent: dict[str, Sent]) -> str:
 # -- the tests ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_every_statement_on_a_per_user_table_names_its_user(captured):
     verdicts = {text: judge_sql(text, captured.ctx) for text in captured.sent}
     failures = _failures(verdicts, captured.sent)
@@ -370,6 +372,7 @@ def test_every_statement_on_a_per_user_table_names_its_user(captured):
     )
 
 
+@pytest.mark.slow
 def test_every_function_the_migrations_create_is_scoped_or_exempt(captured):
     for fname, stmt in sorted(captured.functions.items()):
         if fname in CROSS_USER_FUNCTIONS:
@@ -389,6 +392,7 @@ def test_every_function_the_migrations_create_is_scoped_or_exempt(captured):
     assert PLPGSQL_FUNCTIONS.keys() <= captured.functions.keys()
 
 
+@pytest.mark.slow
 def test_the_workload_ran_every_function_that_sends_sql_and_both_search_paths(captured, embedder):
     sent = captured.sent
     # reads and writes of per-user tables (DDL aside): those judged scoped, or not
@@ -471,12 +475,14 @@ SCOPED = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("statement", UNSCOPED)
 def test_the_checker_reports_an_unscoped_statement(captured, statement):
     verdicts = judge_sql(as_sent(statement, ()), captured.ctx)
     assert any(v.problems for v in verdicts), verdicts
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("statement", SCOPED)
 def test_the_checker_passes_a_scoped_statement(captured, statement):
     verdicts = judge_sql(as_sent(statement, ()), captured.ctx)
@@ -491,6 +497,7 @@ def test_the_checker_looks_into_plpgsql():
     assert _plpgsql_problems("f", "BEGIN RETURN (SELECT NEW FROM jobs LIMIT 1); END")
 
 
+@pytest.mark.slow
 def test_the_checker_reports_an_unscoped_statement_with_where_it_was_sent(captured):
     text = as_sent("SELECT text FROM facts WHERE id = %s", ("f1",))
     assert text == "SELECT text FROM facts WHERE id = $1"

@@ -16,9 +16,7 @@ from tests.helpers import bulk_add, raw_sql, texts, unrelated_facts
 QUERIES = ["repairing a telescope", "my aunt's bicycle", "a camera I lost", "chess with my coach"]
 
 
-@pytest.fixture
-def backend() -> str:
-    return "postgres"
+pytestmark = pytest.mark.backend("postgres")
 
 
 async def plan(store, sql: str, params: dict, user_id: str, *settings: tuple[str, str]) -> str:
@@ -48,6 +46,7 @@ async def seeded(memory, alice, bob, make_store, embedder):
     await exact.close()
 
 
+@pytest.mark.slow
 async def test_the_graph_walk_and_the_exact_scan_find_the_same_facts(seeded, alice, embedder):
     graph, exact, chef = seeded
     for scope in (alice, chef, Scope(alice.user_id, all_agents=True)):
@@ -62,6 +61,7 @@ async def test_the_graph_walk_and_the_exact_scan_find_the_same_facts(seeded, ali
             assert {h.fact.id for h in walked} <= own
 
 
+@pytest.mark.slow
 async def test_each_path_runs_the_plan_it_claims(seeded, alice, embedder):
     graph, _, _ = seeded
     vector = (await embedder.embed(["a telescope"]))[0]
@@ -79,6 +79,7 @@ async def test_each_path_runs_the_plan_it_claims(seeded, alice, embedder):
     assert "hnsw" not in scan and "fact_vectors_owner" in scan
 
 
+@pytest.mark.slow
 async def test_small_users_are_scanned_exactly_and_large_ones_walk_the_graph(seeded, alice, embedder):
     graph, exact, _ = seeded
     async with graph.store._tx(alice.user_id) as tx:
@@ -88,6 +89,7 @@ async def test_small_users_are_scanned_exactly_and_large_ones_walk_the_graph(see
         assert await graph.store.search.use_index(cur, alice, "another-model", 384) is None
 
 
+@pytest.mark.slow
 async def test_common_words_are_left_out_of_full_text_search_on_a_large_store(memory, alice):
     await bulk_add(memory, alice, unrelated_facts(2100))  # each thing is in a tenth of them
     await memory.add(alice, "My niece is called Zephyrine")
@@ -99,6 +101,7 @@ async def test_common_words_are_left_out_of_full_text_search_on_a_large_store(me
     assert await memory.store.lexical(alice, "telescope", 20) == []
 
 
+@pytest.mark.slow
 async def test_a_small_store_searches_every_word(memory, alice):
     await bulk_add(memory, alice, unrelated_facts(200))
     await raw_sql(memory.store, "ANALYZE facts")

@@ -13,11 +13,8 @@ from mnemo.store.sqlite import SQLiteStore
 from tests.helpers import bulk_add, texts, unrelated_facts
 from tests.store import legacy, version9
 
-
-@pytest.fixture
-def backend() -> str:
-    """This module is about the SQLite store alone (tests/store/test_postgres.py has its twin)."""
-    return "sqlite"
+# this module is about the SQLite store alone (tests/store/test_postgres.py has its twin)
+pytestmark = pytest.mark.backend("sqlite")
 
 
 async def test_a_fresh_database_records_its_migrations(store):
@@ -50,6 +47,7 @@ async def test_an_older_database_upgrades_in_place(tmp_path, embedder, monkeypat
     await upgraded.close()
 
 
+@pytest.mark.slow
 async def test_a_first_version_database_with_data_upgrades_in_place(tmp_path, embedder, monkeypatch):
     """Data as the first schema held it: unsalted events of a purged PIN, the year 874 written
     as "874-…", a conversation id one user chose first (see tests/store/legacy.py)."""
@@ -166,6 +164,7 @@ async def test_facts_survive_a_reopen(tmp_path, embedder):
     await second.close()
 
 
+@pytest.mark.slow
 async def test_common_words_are_left_out_of_full_text_search_on_a_large_store(memory, alice):
     await bulk_add(memory, alice, unrelated_facts(2100))  # each thing is in a tenth of them
     await memory.add(alice, "My niece is called Zephyrine")

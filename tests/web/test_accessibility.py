@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.web.conftest import facts, ok, sign_in
 from tests.web.test_review import hold_candidates
+
+pytestmark = pytest.mark.slow  # a browser against a real server
 
 LONG = "My favourite page is https://example.org/an/unusually/long/address/that/never/breaks/by/itself/at/all"
 

@@ -16,6 +16,8 @@ import pytest
 
 from tests.web.test_try_it import proxied
 
+pytestmark = pytest.mark.slow  # a browser against a real server
+
 TOO_MANY = [(f"field{i}", "x") for i in range(1_001)]
 
 

@@ -6,7 +6,10 @@ from html.parser import HTMLParser
 from urllib.parse import urljoin, urlsplit
 
 import httpx2
+import pytest
 from playwright.sync_api import Page, Request, expect
+
+pytestmark = pytest.mark.slow  # a browser against a real server
 
 
 class Loads(HTMLParser):

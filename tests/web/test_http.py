@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import httpx2
+import pytest
 
 from tests.web.conftest import ok
+
+pytestmark = pytest.mark.slow  # a browser against a real server
 
 
 def test_pages_stay_out_of_the_api_schema(server):

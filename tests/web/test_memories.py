@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
 from playwright.sync_api import Page, expect
 
 from tests.web.conftest import facts, ok
+
+pytestmark = pytest.mark.slow  # a browser against a real server
 
 
 def test_sign_in_refuses_a_wrong_key_and_the_admin_key_then_lets_the_person_in(page: Page, server, shoot):

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from playwright.sync_api import Page, expect
 
 from tests.helpers import extraction
 from tests.web.conftest import facts, ok
+
+pytestmark = pytest.mark.slow  # a browser against a real server
 
 SAID = "My cat Miso watches me play chess; I teach maths and I hate olives. My brother is Tom."
 PROPOSED = [

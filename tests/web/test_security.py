@@ -14,6 +14,8 @@ from playwright.sync_api import Page, expect
 from tests.server.api import new_user
 from tests.web.conftest import facts, ok
 
+pytestmark = pytest.mark.slow  # a browser against a real server
+
 SECRET = "The vault code is 4711"
 
 

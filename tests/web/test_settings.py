@@ -5,10 +5,13 @@ from __future__ import annotations
 import re
 
 import httpx2
+import pytest
 from playwright.sync_api import Page, expect
 
 from tests.server.conftest import ADMIN_KEY
 from tests.web.conftest import ok
+
+pytestmark = pytest.mark.slow  # a browser against a real server
 
 
 def test_the_switch_shows_when_the_server_mode_overrides_it(signed_in: Page, api, server, shoot):

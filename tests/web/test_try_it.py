@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.fakes.live_server import LiveServer
 from tests.helpers import fill_the_disk
 from tests.web.conftest import CHAT_REPLY, facts, ok, sign_in, web_settings
+
+pytestmark = pytest.mark.slow  # a browser against a real server
 
 
 def proxied(llm) -> list[dict]:

@@ -1,0 +1,102 @@
+"""Which tests run: `--backend=sqlite|postgres|both`, and the quick run `-m "not slow"`.
+
+tests/conftest.py imports these hooks. A test that depends on a backend runs only
+when that backend is chosen (default: both):
+
+- a test using the `backend` fixture is parametrised over the chosen backends;
+- one marked `@pytest.mark.backend(name)`, parametrised over `backend` itself, or
+  using the `postgres` fixture is deselected when its backend is not chosen.
+
+With `--backend=sqlite` nothing starts PostgreSQL. Tests that depend on no backend
+always run.
+
+Every test under SLOW_DIRS is marked slow (the collection checks it): with exactly
+`-m "not slow"`, those directories are not even imported, which saves seconds of
+every quick run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+BACKENDS = ("sqlite", "postgres")
+TESTS = Path(__file__).parent
+# a real server, a browser, or processes in every test
+SLOW_DIRS = tuple(TESTS / name for name in ("server", "web", "mcp"))
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--backend",
+        choices=[*BACKENDS, "both"],
+        default="both",
+        help="run the backend-dependent tests on SQLite, on PostgreSQL, or on both (default)",
+    )
+
+
+def chosen_backends(config: pytest.Config) -> tuple[str, ...]:
+    choice = config.getoption("backend")
+    return BACKENDS if choice == "both" else (choice,)
+
+
+def _quick(config: pytest.Config) -> bool:
+    return " ".join(config.getoption("markexpr").split()) == "not slow"
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    return True if _quick(config) and collection_path in SLOW_DIRS else None
+
+
+def _parametrizes_backend(definition: pytest.Function) -> bool:
+    for mark in definition.iter_markers("parametrize"):
+        names = mark.args[0] if mark.args else mark.kwargs["argnames"]
+        if "backend" in ([n.strip() for n in names.split(",")] if isinstance(names, str) else names):
+            return True
+    return False
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test using the `backend` fixture runs once on each chosen backend, unless its
+    `backend` mark or its own parametrisation fixes one."""
+    definition = metafunc.definition
+    if (
+        "backend" in metafunc.fixturenames
+        and definition.get_closest_marker("backend") is None
+        and not _parametrizes_backend(definition)
+    ):
+        metafunc.parametrize("backend", chosen_backends(metafunc.config), indirect=True)
+
+
+def _needed_backends(item: pytest.Item) -> set[str]:
+    needed = set()
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and "backend" in callspec.params:
+        needed.add(callspec.params["backend"])
+    if (mark := item.get_closest_marker("backend")) is not None:
+        needed.update(mark.args)
+    if "postgres" in getattr(item, "fixturenames", ()):
+        needed.add("postgres")
+    return needed
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect the tests that need a backend not chosen; refuse a quick test in SLOW_DIRS."""
+    quick_in_slow_dir = [
+        item.nodeid
+        for item in items
+        if item.get_closest_marker("slow") is None and any(d in item.path.parents for d in SLOW_DIRS)
+    ]
+    if quick_in_slow_dir:
+        raise pytest.UsageError(
+            "not marked slow, but in a directory that -m 'not slow' does not collect"
+            f" (tests/selection.py): {', '.join(quick_in_slow_dir)}"
+        )
+    chosen = set(chosen_backends(config))
+    kept, left = [], []
+    for item in items:
+        (left if _needed_backends(item) - chosen else kept).append(item)
+    if left:
+        config.hook.pytest_deselected(items=left)
+        items[:] = kept

@@ -1,0 +1,126 @@
+"""write/policy.py: which operations of a turn apply now and which wait for a person."""
+
+from __future__ import annotations
+
+import pytest
+
+from mnemo.domain import ReviewPolicy, Source, SourceKind
+from mnemo.settings import WriteSettings
+from mnemo.write.extract import Proposal
+from mnemo.write.policy import rule
+from mnemo.write.reconcile import Op
+from tests.unit.helpers import fact
+
+LIMITS = WriteSettings()  # at most 3 changes to existing facts a turn; guarded needs 0.75
+
+
+def op(kind: str, *, pinned: bool = False, speaker: SourceKind = SourceKind.USER_MESSAGE, confidence=0.9):
+    target = None if kind == "add" else fact(pinned=pinned)
+    return Op(kind, Proposal("I live in Porto", Source(speaker), confidence=confidence), target)
+
+
+def verdicts(ops: list[Op], policy: ReviewPolicy, limits: WriteSettings = LIMITS) -> list[tuple]:
+    ruled = rule(ops, policy, limits)
+    assert [r.op for r in ruled] == ops  # one ruling per operation, in order
+    return [(r.verdict, r.why) for r in ruled]
+
+
+@pytest.mark.parametrize("policy", list(ReviewPolicy))
+def test_noop_and_reinforce_always_apply_even_on_a_pinned_fact(policy):
+    ops = [
+        op("noop", pinned=True),
+        op("reinforce", pinned=True),
+        op("reinforce", speaker=SourceKind.DOCUMENT),
+    ]
+    assert verdicts(ops, policy) == [("apply", None)] * 3
+
+
+@pytest.mark.parametrize("kind", ["update", "supersede", "retract"])
+def test_a_change_to_a_pinned_fact_is_held_under_every_policy(kind):
+    for policy in ReviewPolicy:
+        assert verdicts([op(kind, pinned=True)], policy) == [("hold", "changes a pinned fact")]
+
+
+def test_auto_applies_adds_and_changes_whoever_said_them():
+    ops = [
+        op("add", speaker=SourceKind.ASSISTANT_MESSAGE, confidence=0.1),
+        op("update", speaker=SourceKind.DOCUMENT),
+        op("retract"),
+    ]
+    assert verdicts(ops, ReviewPolicy.AUTO) == [("apply", None)] * 3
+
+
+def test_changes_past_the_per_turn_limit_are_held_and_adds_do_not_count():
+    limits = WriteSettings(max_changes_to_existing=2)
+    ops = [op("update"), op("add"), op("supersede"), op("retract"), op("add"), op("update")]
+    over = ("hold", "over the per-turn limit of changes to existing facts")
+    assert verdicts(ops, ReviewPolicy.AUTO, limits) == [
+        ("apply", None),
+        ("apply", None),
+        ("apply", None),
+        over,
+        ("apply", None),
+        over,
+    ]
+
+
+def test_a_held_pinned_change_does_not_use_up_the_limit():
+    limits = WriteSettings(max_changes_to_existing=1)
+    ops = [op("update", pinned=True), op("update"), op("retract")]
+    assert verdicts(ops, ReviewPolicy.AUTO, limits) == [
+        ("hold", "changes a pinned fact"),
+        ("apply", None),
+        ("hold", "over the per-turn limit of changes to existing facts"),
+    ]
+
+
+def test_review_holds_every_add_and_change():
+    ops = [op("add"), op("update"), op("supersede"), op("retract")]
+    assert verdicts(ops, ReviewPolicy.REVIEW) == [("hold", "review policy")] * 4
+
+
+def test_the_limit_is_named_before_the_review_policy():
+    limits = WriteSettings(max_changes_to_existing=0)
+    assert verdicts([op("update")], ReviewPolicy.REVIEW, limits) == [
+        ("hold", "over the per-turn limit of changes to existing facts")
+    ]
+
+
+def test_guarded_holds_what_the_user_did_not_say_with_the_reason():
+    ops = [
+        op("add", speaker=SourceKind.DOCUMENT, confidence=1.0),
+        op("add", speaker=SourceKind.ASSISTANT_MESSAGE, confidence=1.0),
+        op("add", speaker=SourceKind.API, confidence=1.0),
+        op("add", speaker=SourceKind.DOCUMENT, confidence=0.1),  # a document is named first
+    ]
+    assert verdicts(ops, ReviewPolicy.GUARDED) == [
+        ("hold", "from a document the user pasted"),
+        ("hold", "not said by the user"),
+        ("hold", "not said by the user"),
+        ("hold", "from a document the user pasted"),
+    ]
+
+
+def test_guarded_holds_low_confidence_below_the_bar_only():
+    ops = [op("add", confidence=0.74), op("add", confidence=0.75), op("update", confidence=0.2)]
+    assert verdicts(ops, ReviewPolicy.GUARDED) == [
+        ("hold", "low confidence"),
+        ("apply", None),
+        ("hold", "low confidence"),
+    ]
+    lower = WriteSettings(guarded_min_confidence=0.5)
+    assert verdicts([op("add", confidence=0.6)], ReviewPolicy.GUARDED, lower) == [("apply", None)]
+
+
+def test_guarded_applies_the_users_confident_changes_but_holds_a_retraction():
+    ops = [op("add"), op("update"), op("supersede"), op("retract")]
+    assert verdicts(ops, ReviewPolicy.GUARDED) == [
+        ("apply", None),
+        ("apply", None),
+        ("apply", None),
+        ("hold", "retraction under the guarded policy"),
+    ]
+
+
+def test_no_operations_no_rulings():
+    assert rule([], ReviewPolicy.REVIEW, LIMITS) == []
