@@ -4,18 +4,25 @@ from __future__ import annotations
 
 import pytest
 
-from mnemo.domain import ReviewPolicy, Source, SourceKind
+from mnemo.domain import Action, ReviewPolicy, Source, SourceKind
 from mnemo.settings import WriteSettings
 from mnemo.write.extract import Proposal
 from mnemo.write.policy import rule
-from mnemo.write.reconcile import Op
+from mnemo.write.reconcile import Op, OpKind
 from tests.unit.helpers import fact
 
+CREATE, EDIT, SUPERSEDE, RETRACT, REINFORCE = (
+    Action.CREATE,
+    Action.EDIT,
+    Action.SUPERSEDE,
+    Action.RETRACT,
+    Action.REINFORCE,
+)
 LIMITS = WriteSettings()  # at most 3 changes to existing facts a turn; guarded needs 0.75
 
 
-def op(kind: str, *, pinned: bool = False, speaker: SourceKind = SourceKind.USER_MESSAGE, confidence=0.9):
-    target = None if kind == "add" else fact(pinned=pinned)
+def op(kind: OpKind, *, pinned: bool = False, speaker: SourceKind = SourceKind.USER_MESSAGE, confidence=0.9):
+    target = None if kind is CREATE else fact(pinned=pinned)
     return Op(kind, Proposal("I live in Porto", Source(speaker), confidence=confidence), target)
 
 
@@ -26,16 +33,15 @@ def verdicts(ops: list[Op], policy: ReviewPolicy, limits: WriteSettings = LIMITS
 
 
 @pytest.mark.parametrize("policy", list(ReviewPolicy))
-def test_noop_and_reinforce_always_apply_even_on_a_pinned_fact(policy):
+def test_a_reinforcement_always_applies_even_to_a_pinned_fact(policy):
     ops = [
-        op("noop", pinned=True),
-        op("reinforce", pinned=True),
-        op("reinforce", speaker=SourceKind.DOCUMENT),
+        op(REINFORCE, pinned=True),
+        op(REINFORCE, speaker=SourceKind.DOCUMENT),
     ]
-    assert verdicts(ops, policy) == [("apply", None)] * 3
+    assert verdicts(ops, policy) == [("apply", None)] * 2
 
 
-@pytest.mark.parametrize("kind", ["update", "supersede", "retract"])
+@pytest.mark.parametrize("kind", [EDIT, SUPERSEDE, RETRACT])
 def test_a_change_to_a_pinned_fact_is_held_under_every_policy(kind):
     for policy in ReviewPolicy:
         assert verdicts([op(kind, pinned=True)], policy) == [("hold", "changes a pinned fact")]
@@ -43,16 +49,16 @@ def test_a_change_to_a_pinned_fact_is_held_under_every_policy(kind):
 
 def test_auto_applies_adds_and_changes_whoever_said_them():
     ops = [
-        op("add", speaker=SourceKind.ASSISTANT_MESSAGE, confidence=0.1),
-        op("update", speaker=SourceKind.DOCUMENT),
-        op("retract"),
+        op(CREATE, speaker=SourceKind.ASSISTANT_MESSAGE, confidence=0.1),
+        op(EDIT, speaker=SourceKind.DOCUMENT),
+        op(RETRACT),
     ]
     assert verdicts(ops, ReviewPolicy.AUTO) == [("apply", None)] * 3
 
 
 def test_changes_past_the_per_turn_limit_are_held_and_adds_do_not_count():
     limits = WriteSettings(max_changes_to_existing=2)
-    ops = [op("update"), op("add"), op("supersede"), op("retract"), op("add"), op("update")]
+    ops = [op(EDIT), op(CREATE), op(SUPERSEDE), op(RETRACT), op(CREATE), op(EDIT)]
     over = ("hold", "over the per-turn limit of changes to existing facts")
     assert verdicts(ops, ReviewPolicy.AUTO, limits) == [
         ("apply", None),
@@ -66,7 +72,7 @@ def test_changes_past_the_per_turn_limit_are_held_and_adds_do_not_count():
 
 def test_a_held_pinned_change_does_not_use_up_the_limit():
     limits = WriteSettings(max_changes_to_existing=1)
-    ops = [op("update", pinned=True), op("update"), op("retract")]
+    ops = [op(EDIT, pinned=True), op(EDIT), op(RETRACT)]
     assert verdicts(ops, ReviewPolicy.AUTO, limits) == [
         ("hold", "changes a pinned fact"),
         ("apply", None),
@@ -75,23 +81,23 @@ def test_a_held_pinned_change_does_not_use_up_the_limit():
 
 
 def test_review_holds_every_add_and_change():
-    ops = [op("add"), op("update"), op("supersede"), op("retract")]
+    ops = [op(CREATE), op(EDIT), op(SUPERSEDE), op(RETRACT)]
     assert verdicts(ops, ReviewPolicy.REVIEW) == [("hold", "review policy")] * 4
 
 
 def test_the_limit_is_named_before_the_review_policy():
     limits = WriteSettings(max_changes_to_existing=0)
-    assert verdicts([op("update")], ReviewPolicy.REVIEW, limits) == [
+    assert verdicts([op(EDIT)], ReviewPolicy.REVIEW, limits) == [
         ("hold", "over the per-turn limit of changes to existing facts")
     ]
 
 
 def test_guarded_holds_what_the_user_did_not_say_with_the_reason():
     ops = [
-        op("add", speaker=SourceKind.DOCUMENT, confidence=1.0),
-        op("add", speaker=SourceKind.ASSISTANT_MESSAGE, confidence=1.0),
-        op("add", speaker=SourceKind.API, confidence=1.0),
-        op("add", speaker=SourceKind.DOCUMENT, confidence=0.1),  # a document is named first
+        op(CREATE, speaker=SourceKind.DOCUMENT, confidence=1.0),
+        op(CREATE, speaker=SourceKind.ASSISTANT_MESSAGE, confidence=1.0),
+        op(CREATE, speaker=SourceKind.API, confidence=1.0),
+        op(CREATE, speaker=SourceKind.DOCUMENT, confidence=0.1),  # a document is named first
     ]
     assert verdicts(ops, ReviewPolicy.GUARDED) == [
         ("hold", "from a document the user pasted"),
@@ -102,18 +108,18 @@ def test_guarded_holds_what_the_user_did_not_say_with_the_reason():
 
 
 def test_guarded_holds_low_confidence_below_the_bar_only():
-    ops = [op("add", confidence=0.74), op("add", confidence=0.75), op("update", confidence=0.2)]
+    ops = [op(CREATE, confidence=0.74), op(CREATE, confidence=0.75), op(EDIT, confidence=0.2)]
     assert verdicts(ops, ReviewPolicy.GUARDED) == [
         ("hold", "low confidence"),
         ("apply", None),
         ("hold", "low confidence"),
     ]
     lower = WriteSettings(guarded_min_confidence=0.5)
-    assert verdicts([op("add", confidence=0.6)], ReviewPolicy.GUARDED, lower) == [("apply", None)]
+    assert verdicts([op(CREATE, confidence=0.6)], ReviewPolicy.GUARDED, lower) == [("apply", None)]
 
 
 def test_guarded_applies_the_users_confident_changes_but_holds_a_retraction():
-    ops = [op("add"), op("update"), op("supersede"), op("retract")]
+    ops = [op(CREATE), op(EDIT), op(SUPERSEDE), op(RETRACT)]
     assert verdicts(ops, ReviewPolicy.GUARDED) == [
         ("apply", None),
         ("apply", None),
