@@ -19,8 +19,8 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import Receive, Scope, Send
 
 from ..domain import find_agent
+from ..proxy.prepare import AGENT_HEADER
 from ..server.deps import get_caller, get_memory, get_user
-from ..server.proxy.prepare import AGENT_HEADER
 from ..settings import Settings
 from .server import build_server
 from .tools import Caller

@@ -14,9 +14,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ..domain import as_unicode, is_unicode, new_id
-from ..server.proxy.forward import complete
-from ..server.proxy.prepare import AGENT_HEADER, CONVERSATION_HEADER, check_body
-from ..server.proxy.wire import ChatError
+from ..proxy.forward import complete
+from ..proxy.prepare import AGENT_HEADER, CONVERSATION_HEADER, check_body
+from ..proxy.wire import ChatError
 from ..server.schemas import is_uuid
 from .forms import text
 from .render import page

@@ -15,12 +15,12 @@ from collections.abc import AsyncIterator
 
 from fastapi import APIRouter, FastAPI, Request, Response
 
+from ...proxy.forward import complete, forward, remember, unstored
+from ...proxy.prepare import AGENT_HEADER, AUTOMATION_HEADER, CONVERSATION_HEADER, MAX_DEPTH, check_body
+from ...proxy.relay import StreamRelay
+from ...proxy.upstream import Upstream, relayed_headers
+from ...proxy.wire import ChatError, model_entry
 from ..deps import CurrentUser, MemoryDep, SettingsDep, WorkerDep
-from ..proxy.forward import complete, forward, remember, unstored
-from ..proxy.prepare import AGENT_HEADER, AUTOMATION_HEADER, CONVERSATION_HEADER, MAX_DEPTH, check_body
-from ..proxy.relay import StreamRelay
-from ..proxy.upstream import Upstream, relayed_headers
-from ..proxy.wire import ChatError, model_entry
 from ..responses import errors
 
 

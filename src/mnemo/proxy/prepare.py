@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ...domain import (
+from ..domain import (
     Agent,
     InvalidValue,
     Message,
@@ -20,10 +20,10 @@ from ...domain import (
     is_unicode,
     new_id,
 )
-from ...memory import Memory
-from ...recall.fuse import Hit
-from ...recall.render import inject, render
-from ...settings import Settings
+from ..memory import Memory
+from ..recall.fuse import Hit
+from ..recall.render import inject, render
+from ..settings import Settings
 from .wire import ChatError, content_text
 
 log = logging.getLogger(__name__)

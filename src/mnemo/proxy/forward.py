@@ -15,10 +15,10 @@ from typing import Any
 
 import httpx2
 
-from ...domain import StorageFull, User
-from ...jobs import Worker
-from ...memory import Memory
-from ...settings import Settings
+from ..domain import StorageFull, User
+from ..jobs import Worker
+from ..memory import Memory
+from ..settings import Settings
 from .prepare import Prepared, prepare
 from .upstream import Upstream
 from .wire import ChatError, completion_text
