@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from mnemo.backfill import ACTOR, RUN_KEY, Backfill, NoModel, turns
+from mnemo.batch.backfill import ACTOR, RUN_KEY, Backfill, NoModel, turns
 from mnemo.domain import Action, BackfillMark, Conflict, Message, ReviewPolicy, Scope, Status
 from mnemo.memory import Memory
 from tests.fakes.learner import Learner

@@ -5,7 +5,8 @@ from an export, and on SQLite not from the database's files either.
 
 from __future__ import annotations
 
-from mnemo import audit, export
+from mnemo import audit
+from mnemo.batch import export
 from mnemo.domain import Scope, Turn
 from tests.helpers import extraction, texts
 

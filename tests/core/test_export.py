@@ -1,10 +1,10 @@
-"""The export of everything a person has (mnemo.export), and the server secret it sits beside."""
+"""The export of everything a person has (mnemo.batch.export), and the server secret it sits beside."""
 
 from __future__ import annotations
 
 import json
 
-from mnemo import export
+from mnemo.batch import export
 from mnemo.domain import Scope
 
 

@@ -17,8 +17,8 @@ import os
 import re
 from datetime import timedelta
 
+from mnemo.batch.jobs import Worker
 from mnemo.domain import JobStatus, Scope, Status, Turn
-from mnemo.jobs import Worker
 from mnemo.write.writer import WriteReport
 from tests.helpers import bulk_add, texts
 from tests.hostile_replies import HOME, SEEDS, Case, Context, all_cases

@@ -13,12 +13,12 @@ import json
 import re
 from pathlib import Path
 
-from mnemo import export
+from mnemo.batch import export
+from mnemo.batch.transfer import import_file
 from mnemo.domain import Action, ReviewPolicy, Scope, Source, SourceKind, Status, Turn
 from mnemo.memory import Memory
 from mnemo.store.postgres import PostgresStore
 from mnemo.store.sqlite import SQLiteStore
-from mnemo.transfer import import_file
 from mnemo.web.history import source_label
 from mnemo.write import extract_prompt
 from tests.helpers import extraction, texts

@@ -38,8 +38,8 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from mnemo.batch.export import records
 from mnemo.domain import Conflict, InvalidInput, NotFound, Scope
-from mnemo.export import records
 from mnemo.memory import Memory
 from mnemo.settings import Settings
 from tests.isolation_model import (

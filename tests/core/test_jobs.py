@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
+from mnemo.batch.jobs import Worker
 from mnemo.domain import Action, Claim, JobStatus, Scope, Turn
-from mnemo.jobs import Worker
 from tests.helpers import extraction, texts
 
 

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from mnemo import export
+from mnemo.batch import export
 from mnemo.domain import InvalidInput, Scope, Status, Turn
 from mnemo.write import changes
 from tests.helpers import extraction, raw_sql, texts

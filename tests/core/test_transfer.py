@@ -1,4 +1,4 @@
-"""Import and export (mnemo.export, mnemo.transfer), on both backends.
+"""Import and export (mnemo.batch.export, mnemo.batch.transfer), on both backends.
 
 A mnemo export comes back losslessly into an empty store: exporting the copy
 gives the same file (but for the header's time) and its audit log verifies.
@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from mnemo import export
+from mnemo.batch import export
+from mnemo.batch.transfer import Format, ImportRefused, import_file
+from mnemo.batch.transfer import restore as restore_module
 from mnemo.domain import Category, InvalidInput, Message, Scope, SourceKind, Status, Turn
 from mnemo.memory import Memory
 from mnemo.store.postgres import PostgresStore
 from mnemo.store.sqlite import SQLiteStore
-from mnemo.transfer import Format, ImportRefused, import_file
-from mnemo.transfer import restore as restore_module
 from tests.helpers import texts
 
 CHATGPT = Path(__file__).parent.parent / "data" / "chatgpt" / "conversations.json"
@@ -417,7 +417,7 @@ async def test_a_dry_run_writes_nothing(memory, tmp_path):
 async def test_backfill_marks_travel_with_the_conversations(llm_memory, other, scripted_llm, tmp_path):
     """What backfill learnt is learnt on the copy too: an import keeps the marks, so backfill
     there has nothing left to learn but the turn that was never learnt."""
-    from mnemo.backfill import Backfill
+    from mnemo.batch.backfill import Backfill
     from tests.fakes.learner import Learner
 
     scripted_llm.responder = learner = Learner()

@@ -43,7 +43,10 @@ import psycopg
 import pytest
 from pglast import ast, parse_sql
 
-from mnemo import audit, export
+from mnemo import audit
+from mnemo.batch import export
+from mnemo.batch.jobs import Worker
+from mnemo.batch.reindex import Reindex
 from mnemo.domain import (
     Agent,
     BackfillMark,
@@ -62,11 +65,9 @@ from mnemo.domain import (
     User,
     new_id,
 )
-from mnemo.jobs import Worker
 from mnemo.memory import Memory
 from mnemo.providers.chat import OpenAIChatModel
 from mnemo.recall.recaller import Recaller
-from mnemo.reindex import Reindex
 from mnemo.settings import Settings
 from mnemo.store import postgres as postgres_module
 from mnemo.store.migrations.postgres import MIGRATIONS

@@ -11,7 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from ..backfill import KINDS, Backfill, DeleteReport, NoModel, Report, Stop
+from ..batch.backfill import KINDS, Backfill, DeleteReport, NoModel, Report, Stop
 from ..memory import Memory
 from . import output
 from .interrupt import two_step_interrupt

@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
+from ..batch.export import event_record
 from ..domain import Category, Status, StatusFilter, Turn
-from ..export import event_record
 from . import output
 from .options import AsOf, FactId, Json, Limit
 from .runtime import Session, parse_when, run

@@ -11,8 +11,8 @@ from rich.progress import MofNCompleteColumn, Progress, SpinnerColumn, TextColum
 from rich.table import Table
 from rich.text import Text
 
+from ..batch.reindex import BATCH_SIZE, Reindex, Report
 from ..memory import Memory
-from ..reindex import BATCH_SIZE, Reindex, Report
 from . import output
 from .interrupt import two_step_interrupt
 from .options import Json

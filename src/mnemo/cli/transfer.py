@@ -14,10 +14,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
-from .. import export
+from ..batch import export
+from ..batch.transfer import Format, ImportReport, import_file
 from ..domain import Conflict
 from ..memory import Memory
-from ..transfer import Format, ImportReport, import_file
 from . import output
 from .options import Json
 from .runtime import CliFailure, Options, Session, run, run_memory

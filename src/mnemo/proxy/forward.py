@@ -15,8 +15,8 @@ from typing import Any
 
 import httpx2
 
+from ..batch.jobs import Worker
 from ..domain import StorageFull, User
-from ..jobs import Worker
 from ..memory import Memory
 from ..settings import Settings
 from .prepare import Prepared, prepare

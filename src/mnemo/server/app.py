@@ -11,8 +11,8 @@ from datetime import timedelta
 from fastapi import FastAPI
 
 from .. import web
+from ..batch.jobs import Worker
 from ..build import open_memory
-from ..jobs import Worker
 from ..mcp.http import McpEndpoint
 from ..memory import Memory
 from ..settings import Settings

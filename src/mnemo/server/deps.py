@@ -6,8 +6,8 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request, status
 
+from ..batch.jobs import Worker
 from ..domain import User
-from ..jobs import Worker
 from ..memory import Memory
 from ..settings import Settings
 from .callers import Caller, KeyRefused, identify

@@ -5,7 +5,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from .. import export
+from ..batch import export
 from .forms import number
 from .history import actor_label, entry
 from .render import HEADERS, page

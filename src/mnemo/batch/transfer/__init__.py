@@ -1,6 +1,6 @@
 """Import and export: files of conversations and facts in, everything a person owns out.
 
-`mnemo.export` writes the export; `importer.import_file` reads any of the
+`mnemo.batch.export` writes the export; `importer.import_file` reads any of the
 formats of `formats.Format` (see docs/export-format.md).
 """
 

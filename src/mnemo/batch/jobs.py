@@ -16,9 +16,9 @@ import socket
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from .domain import Claim, Conflict, Job, utcnow
-from .memory import Memory
-from .write.writer import WriteReport
+from ..domain import Claim, Conflict, Job, utcnow
+from ..memory import Memory
+from ..write.writer import WriteReport
 
 log = logging.getLogger(__name__)
 

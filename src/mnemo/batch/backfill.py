@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from .domain import (
+from ..domain import (
     Action,
     BackfillMark,
     Change,
@@ -55,8 +55,8 @@ from .domain import (
     parse_time,
     shift,
 )
-from .memory import Memory
-from .write import changes
+from ..memory import Memory
+from ..write import changes
 
 ACTOR = "backfill"
 RUN_KEY = "backfill:run"  # the current (or last) run, in the server-wide settings

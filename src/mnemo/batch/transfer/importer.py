@@ -20,7 +20,7 @@ import uuid
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from ..domain import (
+from ...domain import (
     Conflict,
     Conversation,
     InvalidInput,
@@ -33,7 +33,7 @@ from ..domain import (
     shift,
     text_hash,
 )
-from ..memory import Memory
+from ...memory import Memory
 from .formats import (
     ConversationItem,
     FactItem,

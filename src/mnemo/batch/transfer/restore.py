@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import audit
-from ..domain import (
+from ... import audit
+from ...domain import (
     Action,
     Agent,
     BackfillMark,
@@ -43,8 +43,8 @@ from ..domain import (
     is_unicode,
     parse_time,
 )
+from ...memory import Memory
 from ..export import FORMAT
-from ..memory import Memory
 from .formats import json_lines
 from .report import ImportRefused, ImportReport, Step, no_step
 

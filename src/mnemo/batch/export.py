@@ -1,7 +1,7 @@
 """Everything mnemo holds about a person, as JSON records: one per line makes JSONL.
 
 The web page's "Export everything" streams these and `mnemo export` writes
-them; `mnemo import` reads them back losslessly (see mnemo.transfer and
+them; `mnemo import` reads them back losslessly (see mnemo.batch.transfer and
 docs/export-format.md). Records, in order: a header (`type: "header"`: the
 format, mnemo's version, when, and the user), each agent (`"agent"`), each
 fact with every event of its history (`"fact"`, newest fact first; the events
@@ -24,8 +24,8 @@ from dataclasses import replace
 from importlib import metadata
 from typing import Any
 
-from .domain import Agent, Conversation, Event, Scope, User
-from .memory import Memory
+from ..domain import Agent, Conversation, Event, Scope, User
+from ..memory import Memory
 
 FORMAT = 3  # 3: each event's salt (see mnemo.audit); 2: backfill marks
 _BATCH = 500
