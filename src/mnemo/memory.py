@@ -36,6 +36,7 @@ from .domain import (
     Status,
     Turn,
     User,
+    clean_text,
     new_id,
     text_hash,
     utcnow,
@@ -306,7 +307,7 @@ class Memory:
         stores a new fact as a candidate that the person approves or rejects (restating a
         waiting candidate reinforces it). The same text added many times at once makes one
         fact, reinforced by the others."""
-        text = changes.clean_text(text)
+        text = clean_text(text)
         status = Status.CANDIDATE if held else Status.ACTIVE
         vector = None
 
@@ -377,7 +378,7 @@ class Memory:
         fact = await self._current(scope, fact_id, version)
         now = self.clock()
         batch: list[Change] = []
-        new_text = changes.clean_text(text) if text is not None else fact.text
+        new_text = clean_text(text) if text is not None else fact.text
         if new_text != fact.text or (category is not None and category != fact.category):
             text_changed = new_text != fact.text
             vector = (await self.embedder.embed([new_text]))[0] if text_changed else None

@@ -28,10 +28,10 @@ from ..domain import (
     Status,
     User,
     find_agent,
+    is_uuid,
 )
 from ..gate import memory_enabled
 from ..memory import Memory
-from ..server.schemas import is_uuid
 from .schemas import (
     ForgetArgs,
     Forgotten,

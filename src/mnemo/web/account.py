@@ -17,8 +17,6 @@ from .session import FormDep, Session, SessionDep, memory_of, sign_out
 
 router = web_router()
 
-_KEY_ID = 16  # hex characters of a key's id
-
 
 async def render_settings(request: Request, session: Session, *, status: int = 200, **extra: Any) -> Response:
     memory = memory_of(request)
@@ -131,7 +129,7 @@ async def create_key(request: Request, session: SessionDep, form: FormDep) -> Re
 
 @router.post("/settings/keys/{key}/revoke")
 async def revoke_key(request: Request, session: SessionDep, form: FormDep, key: str) -> Response:
-    if len(key) != _KEY_ID or any(c not in "0123456789abcdef" for c in key):
+    if not keys.is_key_id(key):
         raise NotFound(f"no API key {key[:40]!r}")
     revoked = await memory_of(request).revoke_api_key(session.user.id, key)
     signed_with = keys.parse(session.key)

@@ -13,11 +13,10 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..domain import as_unicode, is_unicode, new_id
+from ..domain import as_unicode, is_unicode, is_uuid, new_id
 from ..proxy.forward import complete
 from ..proxy.prepare import AGENT_HEADER, CONVERSATION_HEADER, check_body
 from ..proxy.wire import ChatError
-from ..server.schemas import is_uuid
 from .forms import text
 from .render import page
 from .routing import web_router

@@ -5,8 +5,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..domain import Category, Conflict, InvalidInput
-from ..write.changes import MAX_TEXT
+from ..domain import MAX_TEXT, Category, Conflict, InvalidInput
 from .forms import choice, fact_id, flag, number, text
 from .history import story
 from .render import local_path, page, redirect

@@ -9,9 +9,8 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..domain import Agent, Category, Fact, InvalidInput, NotFound, Scope, StatusFilter
+from ..domain import MAX_TEXT, Agent, Category, Fact, InvalidInput, NotFound, Scope, StatusFilter
 from ..memory import Memory
-from ..write.changes import MAX_TEXT
 from .forms import PAGE_SIZE, choice, flag, number, text
 from .render import page, redirect
 from .routing import web_router

@@ -7,8 +7,7 @@ import contextlib
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..domain import Conflict, Fact, InvalidInput, NotFound, Status
-from ..write.changes import MAX_TEXT
+from ..domain import MAX_TEXT, Conflict, Fact, InvalidInput, NotFound, Status
 from .forms import PAGE_SIZE, fact_id, number, text
 from .history import source_messages
 from .memories import scope_for

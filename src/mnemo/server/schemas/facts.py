@@ -15,7 +15,8 @@ from ...domain import (
     Status,
 )
 from ...recall.fuse import Hit
-from .base import FactText, Id, NoNul, QueryText, Request, UtcTime, json_int
+from ...shapes import ArmPublic, FactText, Id, NoNul, QueryText, UtcTime, json_int, reasons_of
+from .base import Request
 
 
 class SourcePublic(BaseModel):
@@ -120,11 +121,6 @@ class AuditReportPublic(BaseModel):
         return cls(ok=report.ok, events=report.events, problems=list(report.problems))
 
 
-class ArmPublic(BaseModel):
-    rank: int
-    score: float
-
-
 class HitPublic(BaseModel):
     fact: FactPublic
     score: float
@@ -132,8 +128,7 @@ class HitPublic(BaseModel):
 
     @classmethod
     def of(cls, hit: Hit) -> HitPublic:
-        reasons = {arm: ArmPublic(rank=r.rank, score=r.score) for arm, r in hit.reasons.items()}
-        return cls(fact=FactPublic.of(hit.fact), score=hit.score, reasons=reasons)
+        return cls(fact=FactPublic.of(hit.fact), score=hit.score, reasons=reasons_of(hit))
 
 
 class SearchRequest(Request):
