@@ -50,8 +50,8 @@ def serve(
     def start(settings: Settings) -> None:
         import uvicorn
 
+        from ..http.serving import uvicorn_options
         from ..server.app import create_app
-        from ..server.serving import uvicorn_options
 
         try:
             check_database_url(settings)

@@ -19,7 +19,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import Receive, Scope, Send
 
 from ..domain import find_agent
-from ..proxy.prepare import AGENT_HEADER
+from ..http.headers import AGENT_HEADER
 from ..server.deps import get_caller, get_memory, get_user
 from ..settings import Settings
 from .server import build_server

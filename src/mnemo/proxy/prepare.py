@@ -20,6 +20,7 @@ from ..domain import (
     is_unicode,
     new_id,
 )
+from ..http.headers import AGENT_HEADER, AUTOMATION_HEADER, CONVERSATION_HEADER
 from ..memory import Memory
 from ..recall.fuse import Hit
 from ..recall.render import inject, render
@@ -28,9 +29,6 @@ from .wire import ChatError, content_text
 
 log = logging.getLogger(__name__)
 
-AGENT_HEADER = "x-mnemo-agent"
-CONVERSATION_HEADER = "x-mnemo-conversation"
-AUTOMATION_HEADER = "x-mnemo-automation"
 _SYSTEM_ROLES = ("system", "developer")  # "developer" is OpenAI's newer name for it
 
 

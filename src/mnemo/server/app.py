@@ -13,10 +13,11 @@ from fastapi import FastAPI
 from .. import web
 from ..batch.jobs import Worker
 from ..build import open_memory
+from ..http import errors, timeouts
 from ..mcp.http import McpEndpoint
 from ..memory import Memory
 from ..settings import Settings
-from . import docs, errors, timeouts
+from . import docs
 from .auth_limit import AuthLimiter
 from .routes import account, admin, agents, audit, chat, memories, review, turns
 

@@ -16,8 +16,8 @@ from starlette.requests import HTTPConnection
 
 from .. import keys
 from ..domain import User
+from ..http.client_address import address_of
 from .auth_limit import AuthLimiter
-from .client_address import address_of
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,10 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from ..batch import export
+from ..http.headers import HEADERS
 from .forms import number
 from .history import actor_label, entry
-from .render import HEADERS, page
+from .render import page
 from .routing import web_router
 from .session import SessionDep, memory_of
 

@@ -14,8 +14,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ..domain import as_unicode, is_unicode, is_uuid, new_id
+from ..http.headers import AGENT_HEADER, CONVERSATION_HEADER
 from ..proxy.forward import complete
-from ..proxy.prepare import AGENT_HEADER, CONVERSATION_HEADER, check_body
+from ..proxy.prepare import check_body
 from ..proxy.wire import ChatError
 from .forms import text
 from .render import page

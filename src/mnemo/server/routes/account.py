@@ -7,10 +7,10 @@ from fastapi import status as http
 
 from ...domain import MemoryMode, User
 from ...gate import memory_enabled
+from ...http.responses import errors
 from ...memory import Memory
 from ..deps import CurrentUser, MemoryDep
 from ..params import KeyIdPath
-from ..responses import errors
 from ..schemas import KeyCreate, KeyCreated, KeyPublic, MePublic, MeSettingsUpdate, UserPublic
 
 router = APIRouter(prefix="/v1/me", tags=["account"], responses=errors(404))

@@ -6,9 +6,9 @@ from fastapi import APIRouter
 from fastapi import status as http
 
 from ...domain import MemoryMode
+from ...http.responses import errors
 from ...memory import Memory
 from ..deps import Admin, MemoryDep
-from ..responses import errors
 from ..schemas import (
     AdminSettings,
     AdminSettingsUpdate,

@@ -5,9 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi import status as http
 
+from ...http.responses import errors
 from ..deps import CurrentUser, MemoryDep
 from ..params import AgentIdPath
-from ..responses import errors
 from ..schemas import AgentCreate, AgentDeleted, AgentPublic, AgentUpdate
 
 router = APIRouter(prefix="/v1/agents", tags=["agents"], responses=errors(404, 409))

@@ -7,9 +7,9 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from ...domain import Scope
+from ...http.responses import errors
 from ..deps import CurrentUser, MemoryDep
 from ..params import Limit, Offset
-from ..responses import errors
 from ..schemas import AuditReportPublic, EventPublic, Id, Page
 
 router = APIRouter(prefix="/v1/audit", tags=["audit"], responses=errors(404))

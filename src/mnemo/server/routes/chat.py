@@ -15,13 +15,14 @@ from collections.abc import AsyncIterator
 
 from fastapi import APIRouter, FastAPI, Request, Response
 
+from ...http.headers import AGENT_HEADER, AUTOMATION_HEADER, CONVERSATION_HEADER
+from ...http.responses import errors
 from ...proxy.forward import complete, forward, remember, unstored
-from ...proxy.prepare import AGENT_HEADER, AUTOMATION_HEADER, CONVERSATION_HEADER, MAX_DEPTH, check_body
+from ...proxy.prepare import MAX_DEPTH, check_body
 from ...proxy.relay import StreamRelay
 from ...proxy.upstream import Upstream, relayed_headers
 from ...proxy.wire import ChatError, model_entry
 from ..deps import CurrentUser, MemoryDep, SettingsDep, WorkerDep
-from ..responses import errors
 
 
 @contextlib.asynccontextmanager

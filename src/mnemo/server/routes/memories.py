@@ -13,9 +13,9 @@ from fastapi import APIRouter, Query, Response
 from fastapi import status as http
 
 from ...domain import InvalidInput, Scope, Status
+from ...http.responses import errors
 from ..deps import CurrentUser, MemoryDep
 from ..params import AgentFilter, AsOf, FactIdPath, Limit, Offset, assistant_scope, view_scope
-from ..responses import errors
 from ..schemas import (
     EventPublic,
     FactCreate,

@@ -5,9 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from ...domain import Scope, Status
+from ...http.responses import errors
 from ..deps import CurrentUser, MemoryDep
 from ..params import AgentFilter, FactIdPath, Limit, Offset, view_scope
-from ..responses import errors
 from ..schemas import FactPublic, Page, ReasonBody
 
 router = APIRouter(prefix="/v1/review", tags=["review"], responses=errors(404, 409))

@@ -8,9 +8,9 @@ from fastapi import APIRouter, Query, Response
 from fastapi import status as http
 
 from ...domain import JobStatus, Message, Turn
+from ...http.responses import errors
 from ..deps import CurrentUser, MemoryDep, WorkerDep
 from ..params import JobIdPath, Limit, Offset, assistant_scope
-from ..responses import errors
 from ..schemas import JobPublic, Page, TurnCreate, TurnResult
 
 router = APIRouter(prefix="/v1", tags=["turns"], responses=errors(404))
