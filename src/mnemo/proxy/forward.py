@@ -1,9 +1,9 @@
 """One chat turn through the proxy: prepare, forward to the upstream, then store the turn.
 
-Shared by /v1/chat/completions and the web page's "Try it", so that what a
-person tries on the page is exactly what their assistants get: the same agent
-choice, recall, injection, upstream call and storing of the turn (or not, when
-memory is off).
+Shared by /v1/chat/completions and the web page's "Try it" (which the app that
+mounts both hands a `Proxy`), so that what a person tries on the page is
+exactly what their assistants get: the same agent choice, recall, injection,
+upstream call and storing of the turn (or not, when memory is off).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx2
 
-from ..batch.jobs import Worker
+from ..accounts import Accounts
 from ..domain import StorageFull, User
 from ..memory import Memory
 from ..settings import Settings
@@ -45,28 +45,6 @@ class Completed:
     stored: Stored
 
 
-async def forward(
-    memory: Memory,
-    settings: Settings,
-    upstream: Upstream | None,
-    user: User,
-    body: dict[str, Any],
-    headers: Mapping[str, str],
-    *,
-    stream: bool = False,
-) -> Forwarded:
-    """Recall, inject and send the request upstream; a ChatError says why not."""
-    if upstream is None:
-        raise ChatError(
-            503,
-            "no upstream model is configured: set MNEMO_UPSTREAM_BASE_URL (or MNEMO_LLM_BASE_URL)",
-            "server_error",
-            "upstream_not_configured",
-        )
-    prepared = await prepare(memory, settings, user, body, headers)
-    return Forwarded(prepared, await upstream.chat(prepared.body, stream=stream))
-
-
 @dataclass(frozen=True)
 class Stored:
     """Whether a turn was stored to learn from, and if not, why (X-Mnemo-Stored and its reason)."""
@@ -82,51 +60,68 @@ class Stored:
         return out
 
 
-async def unstored(memory: Memory, prepared: Prepared) -> Stored | None:
-    """Why this turn will not be stored, known before the reply is (a streamed reply's headers
-    leave first); None when it is to be stored."""
-    if prepared.user_text is None:
-        return Stored(False, "no new user message")
-    if prepared.automation:
-        return Stored(False, "automation")
-    if not await memory.memory_enabled(prepared.scope.user_id):
-        return Stored(False, "memory is off")
-    return None
+class Proxy:
+    """The chat proxy over one core: Memory recalls and stores, Accounts names the agents and
+    says whether memory is on; `upstream` is None when no model server is configured."""
 
+    def __init__(
+        self, memory: Memory, accounts: Accounts, settings: Settings, upstream: Upstream | None
+    ) -> None:
+        self.memory = memory
+        self.accounts = accounts
+        self.settings = settings
+        self.upstream = upstream
 
-async def remember(memory: Memory, worker: Worker | None, prepared: Prepared, reply: str) -> Stored:
-    """Store the turn and queue its learning. A failure here is logged and reported as not
-    stored, never turned into an error: the client still gets the model's reply."""
-    turn = prepared.turn(reply)
-    if turn is None:
-        return Stored(False, "no new user message")
-    try:
-        job = await memory.submit(turn)  # None when memory is off or this is automation
-    except StorageFull:
-        log.error("a chat turn of user %s was not stored: the database's disk is full", turn.scope.user_id)
-        return Stored(False, "storage is full", failed=True)
-    except Exception:
-        log.exception("a chat turn of user %s was not stored", turn.scope.user_id)
-        return Stored(False, "could not store the turn", failed=True)
-    if job is None:
-        return Stored(False, "automation" if turn.automation else "memory is off")
-    if worker is not None:
-        worker.wake()
-    return Stored(True)
+    async def forward(
+        self, user: User, body: dict[str, Any], headers: Mapping[str, str], *, stream: bool = False
+    ) -> Forwarded:
+        """Recall, inject and send the request upstream; a ChatError says why not."""
+        if self.upstream is None:
+            raise ChatError(
+                503,
+                "no upstream model is configured: set MNEMO_UPSTREAM_BASE_URL (or MNEMO_LLM_BASE_URL)",
+                "server_error",
+                "upstream_not_configured",
+            )
+        prepared = await prepare(self.memory, self.accounts, self.settings, user, body, headers)
+        return Forwarded(prepared, await self.upstream.chat(prepared.body, stream=stream))
 
+    async def unstored(self, prepared: Prepared) -> Stored | None:
+        """Why this turn will not be stored, known before the reply is (a streamed reply's headers
+        leave first); None when it is to be stored."""
+        if prepared.user_text is None:
+            return Stored(False, "no new user message")
+        if prepared.automation:
+            return Stored(False, "automation")
+        if not await self.accounts.memory_enabled(prepared.scope.user_id):
+            return Stored(False, "memory is off")
+        return None
 
-async def complete(
-    memory: Memory,
-    settings: Settings,
-    upstream: Upstream | None,
-    worker: Worker | None,
-    user: User,
-    body: dict[str, Any],
-    headers: Mapping[str, str],
-) -> Completed:
-    """A non-streamed turn, start to end. Stored before returning: once the caller has
-    the reply, its turn is durable."""
-    forwarded = await forward(memory, settings, upstream, user, body, headers)
-    text = completion_text(forwarded.reply.content)
-    stored = await remember(memory, worker, forwarded.prepared, text)
-    return Completed(forwarded.prepared, forwarded.reply, text, stored)
+    async def remember(self, prepared: Prepared, reply: str) -> Stored:
+        """Store the turn and queue its learning (which wakes the worker). A failure here is
+        logged and reported as not stored, never turned into an error: the client still gets
+        the model's reply."""
+        turn = prepared.turn(reply)
+        if turn is None:
+            return Stored(False, "no new user message")
+        try:
+            job = await self.memory.submit(turn)  # None when memory is off or this is automation
+        except StorageFull:
+            log.error(
+                "a chat turn of user %s was not stored: the database's disk is full", turn.scope.user_id
+            )
+            return Stored(False, "storage is full", failed=True)
+        except Exception:
+            log.exception("a chat turn of user %s was not stored", turn.scope.user_id)
+            return Stored(False, "could not store the turn", failed=True)
+        if job is None:
+            return Stored(False, "automation" if turn.automation else "memory is off")
+        return Stored(True)
+
+    async def complete(self, user: User, body: dict[str, Any], headers: Mapping[str, str]) -> Completed:
+        """A non-streamed turn, start to end. Stored before returning: once the caller has
+        the reply, its turn is durable."""
+        forwarded = await self.forward(user, body, headers)
+        text = completion_text(forwarded.reply.content)
+        stored = await self.remember(forwarded.prepared, text)
+        return Completed(forwarded.prepared, forwarded.reply, text, stored)

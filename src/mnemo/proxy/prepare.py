@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..accounts import Accounts
 from ..domain import (
     Agent,
     InvalidValue,
@@ -111,9 +112,14 @@ def conversation_of(headers: Mapping[str, str]) -> str:
 
 
 async def prepare(
-    memory: Memory, settings: Settings, user: User, body: dict[str, Any], headers: Mapping[str, str]
+    memory: Memory,
+    accounts: Accounts,
+    settings: Settings,
+    user: User,
+    body: dict[str, Any],
+    headers: Mapping[str, str],
 ) -> Prepared:
-    agents = await memory.agents(user.id)
+    agents = await accounts.agents(user.id)
     requested = body.get("model")
     agent = choose_agent(agents, headers.get(AGENT_HEADER), requested)
     model = upstream_model(agent, requested, settings)

@@ -1,4 +1,4 @@
-"""The HTTP server: one Memory and one worker per process, built at start-up."""
+"""The HTTP server: one core (Memory, Accounts) and one worker per process, built at start-up."""
 
 from __future__ import annotations
 
@@ -6,16 +6,14 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from datetime import timedelta
 
 from fastapi import FastAPI
 
 from .. import web
-from ..batch.jobs import Worker
-from ..build import open_memory
+from ..accounts import Accounts
+from ..build import Core, open_core
 from ..http import errors, timeouts
 from ..mcp.http import McpEndpoint
-from ..memory import Memory
 from ..settings import Settings
 from . import docs
 from .auth_limit import AuthLimiter
@@ -24,46 +22,34 @@ from .routes import account, admin, agents, audit, chat, memories, review, turns
 log = logging.getLogger(__name__)
 
 
-async def bootstrap(memory: Memory, settings: Settings) -> str | None:
+async def bootstrap(accounts: Accounts, settings: Settings) -> str | None:
     """A key for the local user, so that one can begin at once: on the first start of an
     empty store, or when the local user was created (by the CLI) but never had a key."""
-    user = await memory.find_user(settings.user)
+    user = await accounts.find_user(settings.user)
     if user is None:
-        if await memory.store.any_user():
+        if await accounts.any_user():
             return None  # a deployment whose users were made by the admin: add no one
-        user = await memory.user(settings.user)
-    elif await memory.api_keys(user.id):
+        user = await accounts.user(settings.user)
+    elif await accounts.api_keys(user.id):
         return None  # it has (or had) keys: never mint one behind the person's back
-    _, token = await memory.create_api_key(user.id, "first start")
+    _, token = await accounts.create_api_key(user.id, "first start")
     return token
 
 
-def build_worker(memory: Memory, settings: Settings) -> Worker:
-    jobs = settings.jobs
-    return Worker(
-        memory,
-        lease=timedelta(seconds=jobs.lease_seconds),
-        max_attempts=jobs.max_attempts,
-        backoff=timedelta(seconds=jobs.backoff_seconds),
-        poll=jobs.poll_seconds,
-    )
-
-
-def create_app(settings: Settings, memory: Memory | None = None) -> FastAPI:
-    """The ASGI app. Tests may hand in a Memory; otherwise it is built from settings."""
+def create_app(settings: Settings, core: Core | None = None) -> FastAPI:
+    """The ASGI app. Tests may hand in a Core; otherwise it is built from settings."""
     mcp = McpEndpoint(settings)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        built = memory or await open_memory(settings)
-        if memory is not None:
-            await built.open()
-        token = await bootstrap(built, settings)
+        built = await core.open() if core is not None else await open_core(settings)
+        token = await bootstrap(built.accounts, settings)
         if token:
             # printed, not logged: this is the only time the key exists in clear
             print(f"mnemo: created user {settings.user!r}. Its API key (shown once):\n  {token}", flush=True)
-        app.state.memory = built
-        app.state.worker = build_worker(built, settings) if settings.worker else None
+        app.state.memory = built.memory
+        app.state.accounts = built.accounts
+        app.state.worker = built.worker() if settings.worker else None
         stop = asyncio.Event()
         task = asyncio.create_task(app.state.worker.run(stop)) if app.state.worker else None
         try:

@@ -41,7 +41,7 @@ async def identify(request: HTTPConnection, token: str) -> Caller:
     settings = request.app.state.settings
     if settings.admin_key and keys.same_secret(token, settings.admin_key):
         return Caller(None, admin=True)
-    user = await request.app.state.memory.authenticate(token)
+    user = await request.app.state.accounts.authenticate(token)
     if user is not None:
         return Caller(user)
     limiter: AuthLimiter = request.app.state.auth_limiter

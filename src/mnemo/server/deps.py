@@ -1,4 +1,4 @@
-"""What routes receive: the Memory, the worker, and who is calling."""
+"""What routes receive: the Memory, the Accounts, the settings, and who is calling."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request, status
 
-from ..batch.jobs import Worker
+from ..accounts import Accounts
 from ..domain import User
 from ..memory import Memory
 from ..settings import Settings
@@ -21,8 +21,8 @@ def get_settings(request: Request) -> Settings:
     return request.app.state.settings
 
 
-def get_worker(request: Request) -> Worker | None:
-    return request.app.state.worker
+def get_accounts(request: Request) -> Accounts:
+    return request.app.state.accounts
 
 
 def _bearer(request: Request) -> str:
@@ -67,6 +67,6 @@ async def require_admin(caller: Annotated[Caller, Depends(get_caller)]) -> Calle
 
 MemoryDep = Annotated[Memory, Depends(get_memory)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
-WorkerDep = Annotated[Worker | None, Depends(get_worker)]
+AccountsDep = Annotated[Accounts, Depends(get_accounts)]
 CurrentUser = Annotated[User, Depends(get_user)]
 Admin = Annotated[Caller, Depends(require_admin)]

@@ -7,8 +7,8 @@ from typing import Annotated
 from fastapi import Depends, Query
 
 from .. import keys
+from ..accounts import Accounts
 from ..domain import NotFound, Scope, User, known_id
-from ..memory import Memory
 from ..shapes import Id, UtcTime
 
 # Ids in paths: one that cannot exist answers like one that does not (404).
@@ -43,16 +43,16 @@ AgentFilter = Annotated[Id | None, Query(description="Only what this agent sees.
 AsOf = Annotated[UtcTime | None, Query(description="As memory stood then (ISO date-time; naive = UTC).")]
 
 
-async def view_scope(memory: Memory, user: User, agent_id: str | None) -> Scope:
+async def view_scope(accounts: Accounts, user: User, agent_id: str | None) -> Scope:
     """The person's own view: everything they own, or only what one of their agents sees."""
     if agent_id is None:
         return Scope(user.id, all_agents=True)
-    await memory.agent(user.id, agent_id)  # another user's agent: 404
+    await accounts.agent(user.id, agent_id)  # another user's agent: 404
     return Scope(user.id, agent_id)
 
 
-async def assistant_scope(memory: Memory, user: User, agent_id: str | None) -> Scope:
+async def assistant_scope(accounts: Accounts, user: User, agent_id: str | None) -> Scope:
     """What an assistant acts as: the default one, or one of the user's agents."""
     if agent_id is not None:
-        await memory.agent(user.id, agent_id)
+        await accounts.agent(user.id, agent_id)
     return Scope(user.id, agent_id)

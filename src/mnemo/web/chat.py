@@ -15,13 +15,12 @@ from starlette.responses import Response
 
 from ..domain import as_unicode, is_unicode, is_uuid, new_id
 from ..http.headers import AGENT_HEADER, CONVERSATION_HEADER
-from ..proxy.forward import complete
 from ..proxy.prepare import check_body
 from ..proxy.wire import ChatError
 from .forms import text
 from .render import page
 from .routing import web_router
-from .session import BadForm, FormDep, Session, SessionDep, memory_of
+from .session import BadForm, FormDep, Session, SessionDep, accounts_of
 
 router = web_router()
 
@@ -91,7 +90,7 @@ async def render_chat(
     error: str = "",
     status: int = 200,
 ) -> Response:
-    memory = memory_of(request)
+    accounts = accounts_of(request)
     return page(
         request,
         "chat.html",
@@ -101,11 +100,11 @@ async def render_chat(
         history_json=json.dumps(history or [], ensure_ascii=False),
         conversation=conversation or new_id(),
         agent=agent,
-        agents=await memory.agents(session.user.id),
+        agents=await accounts.agents(session.user.id),
         message=message,
         error=error,
-        configured=request.app.state.upstream is not None,
-        enabled=await memory.memory_enabled(session.user.id),
+        configured=request.app.state.proxy.upstream is not None,
+        enabled=await accounts.memory_enabled(session.user.id),
         max_message=MAX_MESSAGE,
     )
 
@@ -132,18 +131,9 @@ async def say(request: Request, session: SessionDep, form: FormDep) -> Response:
         headers[AGENT_HEADER] = agent
     messages = [{"role": m["role"], "content": m["content"]} for m in history]
     body = {"messages": [*messages, {"role": "user", "content": message}]}
-    memory = memory_of(request)
     try:
         check_body(body)  # as the proxy checks what a client sends it
-        done = await complete(
-            memory,
-            request.app.state.settings,
-            request.app.state.upstream,
-            request.app.state.worker,
-            session.user,
-            body,
-            headers,
-        )
+        done = await request.app.state.proxy.complete(session.user, body, headers)
     except ChatError as err:
         return await render_chat(request, session, **keep, error=err.message, status=err.status)
     recalled = [

@@ -13,7 +13,7 @@ from .history import source_messages
 from .memories import scope_for
 from .render import page, redirect
 from .routing import web_router
-from .session import FormDep, Session, SessionDep, memory_of
+from .session import FormDep, Session, SessionDep, accounts_of, memory_of
 
 router = web_router()
 
@@ -33,7 +33,8 @@ async def render_review(
     offset = number(query.get("offset"), 0) or 0
     agent = text(query, "agent", 100)
     problems: list[str] = []
-    scope = await scope_for(memory, session, agent, problems)
+    accounts = accounts_of(request)
+    scope = await scope_for(accounts, session, agent, problems)
     facts = await memory.list(scope, statuses=(Status.CANDIDATE,), limit=PAGE_SIZE + 1, offset=offset)
     shown = facts[:PAGE_SIZE]
     replaced = {}
@@ -41,7 +42,7 @@ async def render_review(
         if fact.supersedes:
             with contextlib.suppress(NotFound):
                 replaced[fact.id] = await memory.get(session.scope, fact.supersedes)
-    agents = await memory.agents(session.user.id)
+    agents = await accounts.agents(session.user.id)
     return page(
         request,
         "review.html",

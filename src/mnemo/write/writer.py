@@ -34,7 +34,7 @@ from ..providers.base import ChatModel, Embedder, ModelError, ModelUnavailable
 from ..settings import WriteSettings
 from ..store.base import Store
 from . import changes
-from .extract import Extractor, Proposal
+from .extract import ExplicitExtractor, Extractor, ModelExtractor, Proposal
 from .policy import Ruled, rule
 from .reconcile import Op, reconcile
 
@@ -68,6 +68,23 @@ class WriteReport:
             for e in self.events
             if e.action == Action.CREATE and (e.after or {}).get("status") == Status.CANDIDATE
         ]
+
+
+def new_writer(
+    store: Store,
+    embedder: Embedder,
+    chat: ChatModel | None,
+    settings: WriteSettings,
+    clock: Callable[[], datetime],
+) -> Writer:
+    """A writer that extracts with the chat model, or without one only what is asked for
+    explicitly ("remember that …")."""
+    extractor = (
+        ModelExtractor(chat, exchanges=settings.exchanges, max_facts=settings.max_new_facts)
+        if chat is not None
+        else ExplicitExtractor()
+    )
+    return Writer(store, embedder, extractor, chat, settings, clock)
 
 
 class Writer:

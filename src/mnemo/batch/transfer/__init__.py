@@ -9,5 +9,6 @@ from __future__ import annotations
 from .formats import Format
 from .importer import import_file
 from .report import ImportRefused, ImportReport
+from .restore import Destination
 
-__all__ = ["Format", "ImportRefused", "ImportReport", "import_file"]
+__all__ = ["Destination", "Format", "ImportRefused", "ImportReport", "import_file"]

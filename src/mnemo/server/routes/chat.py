@@ -17,23 +17,26 @@ from fastapi import APIRouter, FastAPI, Request, Response
 
 from ...http.headers import AGENT_HEADER, AUTOMATION_HEADER, CONVERSATION_HEADER
 from ...http.responses import errors
-from ...proxy.forward import complete, forward, remember, unstored
+from ...proxy.forward import Proxy
 from ...proxy.prepare import MAX_DEPTH, check_body
 from ...proxy.relay import StreamRelay
 from ...proxy.upstream import Upstream, relayed_headers
 from ...proxy.wire import ChatError, model_entry
-from ..deps import CurrentUser, MemoryDep, SettingsDep, WorkerDep
+from ..deps import AccountsDep, CurrentUser, SettingsDep
 
 
 @contextlib.asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """One pooled client to the upstream for the app's lifetime (FastAPI runs this inside the app's own)."""
-    app.state.upstream = Upstream.from_settings(app.state.settings)
+    """The proxy, with one pooled client to the upstream for the app's lifetime (FastAPI runs this
+    inside the app's own, which has opened the core)."""
+    state = app.state
+    upstream = Upstream.from_settings(state.settings)
+    state.proxy = Proxy(state.memory, state.accounts, state.settings, upstream)
     try:
         yield
     finally:
-        if app.state.upstream is not None:
-            await app.state.upstream.aclose()
+        if upstream is not None:
+            await upstream.aclose()
 
 
 router = APIRouter(
@@ -82,20 +85,18 @@ _BODY_DOC = {
 
 
 @router.post("/chat/completions", openapi_extra=_BODY_DOC)
-async def chat_completions(
-    request: Request, user: CurrentUser, memory: MemoryDep, worker: WorkerDep, settings: SettingsDep
-) -> Response:
+async def chat_completions(request: Request, user: CurrentUser) -> Response:
     """OpenAI's chat completions, streamed or not, with memory recalled before and learnt after."""
-    upstream: Upstream | None = request.app.state.upstream
+    proxy: Proxy = request.app.state.proxy
     try:
         body = check_body(await _json(request))
         mnemo_headers = _mnemo_headers(request)
         stream = bool(body.get("stream"))
         if not stream:
-            done = await complete(memory, settings, upstream, worker, user, body, mnemo_headers)
+            done = await proxy.complete(user, body, mnemo_headers)
             prepared, reply = done.prepared, done.reply
         else:
-            forwarded = await forward(memory, settings, upstream, user, body, mnemo_headers, stream=True)
+            forwarded = await proxy.forward(user, body, mnemo_headers, stream=True)
             prepared, reply = forwarded.prepared, forwarded.reply
     except ChatError as err:
         return err.response()
@@ -114,21 +115,21 @@ async def chat_completions(
         )
     headers["cache-control"] = "no-cache"
     # its turn is stored once the stream ends: the header can only say in advance when it won't be
-    if (known := await unstored(memory, prepared)) is not None:
+    if (known := await proxy.unstored(prepared)) is not None:
         headers.update(known.headers())
 
     async def finish(text: str) -> None:
-        await remember(memory, worker, prepared, text)
+        await proxy.remember(prepared, text)
 
     return StreamRelay(reply, headers, finish)
 
 
 @router.get("/models")
-async def list_models(user: CurrentUser, memory: MemoryDep, settings: SettingsDep) -> dict:
+async def list_models(user: CurrentUser, accounts: AccountsDep, settings: SettingsDep) -> dict:
     """The upstream model, and one model per agent of the caller: naming it in `model` picks the agent."""
     data = [model_entry(settings.upstream_model, "upstream")] if settings.upstream_model else []
     names = {settings.upstream_model}
-    for agent in await memory.agents(user.id):
+    for agent in await accounts.agents(user.id):
         if agent.name not in names:
             names.add(agent.name)
             data.append(model_entry(agent.name, "mnemo-agent"))

@@ -6,7 +6,7 @@ from fastapi import APIRouter
 
 from ...domain import Scope, Status
 from ...http.responses import errors
-from ..deps import CurrentUser, MemoryDep
+from ..deps import AccountsDep, CurrentUser, MemoryDep
 from ..params import AgentFilter, FactIdPath, Limit, Offset, view_scope
 from ..schemas import FactPublic, Page, ReasonBody
 
@@ -16,13 +16,14 @@ router = APIRouter(prefix="/v1/review", tags=["review"], responses=errors(404, 4
 @router.get("")
 async def list_candidates(
     memory: MemoryDep,
+    accounts: AccountsDep,
     user: CurrentUser,
     agent_id: AgentFilter = None,
     limit: Limit = 50,
     offset: Offset = 0,
 ) -> Page[FactPublic]:
     """Candidates awaiting your decision, newest first."""
-    scope = await view_scope(memory, user, agent_id)
+    scope = await view_scope(accounts, user, agent_id)
     facts = await memory.list(scope, statuses=(Status.CANDIDATE,), limit=limit + 1, offset=offset)
     return Page[FactPublic].of([FactPublic.of(f) for f in facts], limit, offset)
 
