@@ -67,7 +67,7 @@ class JobSettings(BaseModel):
 
 
 class AuthLimitSettings(BaseModel):
-    """Failed authentications per client address and per key id (server/auth_limit.py). Counted in
+    """Failed authentications per client address and per key id (mnemo/auth.py). Counted in
     each server process's own memory: processes behind a load balancer count apart, and a restart
     forgets."""
 

@@ -18,9 +18,9 @@ from mcp.server import ServerRequestContext
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import Receive, Scope, Send
 
+from ..auth import get_caller, get_user
 from ..domain import find_agent
 from ..http.headers import AGENT_HEADER
-from ..server.deps import get_caller, get_user
 from ..settings import Settings
 from .server import build_server
 from .tools import Caller

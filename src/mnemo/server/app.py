@@ -11,12 +11,12 @@ from fastapi import FastAPI
 
 from .. import web
 from ..accounts import Accounts
+from ..auth import Authenticator
 from ..build import Core, open_core
 from ..http import errors, timeouts
 from ..mcp.http import McpEndpoint
 from ..settings import Settings
 from . import docs
-from .auth_limit import AuthLimiter
 from .routes import account, admin, agents, audit, chat, memories, review, turns
 
 log = logging.getLogger(__name__)
@@ -49,6 +49,7 @@ def create_app(settings: Settings, core: Core | None = None) -> FastAPI:
             print(f"mnemo: created user {settings.user!r}. Its API key (shown once):\n  {token}", flush=True)
         app.state.memory = built.memory
         app.state.accounts = built.accounts
+        app.state.authenticator = Authenticator.from_settings(built.accounts, settings)
         app.state.worker = built.worker() if settings.worker else None
         stop = asyncio.Event()
         task = asyncio.create_task(app.state.worker.run(stop)) if app.state.worker else None
@@ -74,7 +75,6 @@ def create_app(settings: Settings, core: Core | None = None) -> FastAPI:
         swagger_ui_oauth2_redirect_url=None,
     )
     app.state.settings = settings
-    app.state.auth_limiter = AuthLimiter.from_settings(settings.auth_limit)
     errors.install(app)
     app.add_middleware(errors.BodyLimit, limit=settings.max_body_bytes)
     app.add_middleware(

@@ -2,7 +2,7 @@
 
 The sign-in cookie holds the API key itself (httpOnly, SameSite=Strict, Secure
 over https): every request authenticates it again, by the same rule as a key
-sent to the API (server/callers.py), so revoking the key signs its sessions out
+sent to the API (mnemo.auth), so revoking the key signs its sessions out
 at once, and nothing about a session is kept on the server.
 
 A state-changing form must carry a token, HMAC-SHA256(server secret, key),
@@ -24,9 +24,9 @@ from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
 from ..accounts import Accounts
+from ..auth import KeyRefused, identify
 from ..domain import Scope, User
 from ..memory import Memory
-from ..server.callers import KeyRefused, identify
 
 COOKIE = "mnemo_session"
 CSRF_FIELD = "csrf"

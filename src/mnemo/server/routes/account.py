@@ -6,10 +6,11 @@ from fastapi import APIRouter
 from fastapi import status as http
 
 from ...accounts import Accounts
+from ...auth import CurrentUser
 from ...domain import MemoryMode, User
 from ...gate import memory_enabled
 from ...http.responses import errors
-from ..deps import AccountsDep, CurrentUser
+from ..deps import AccountsDep
 from ..params import KeyIdPath
 from ..schemas import KeyCreate, KeyCreated, KeyPublic, MePublic, MeSettingsUpdate, UserPublic
 

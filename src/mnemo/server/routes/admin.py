@@ -6,9 +6,10 @@ from fastapi import APIRouter
 from fastapi import status as http
 
 from ...accounts import Accounts
+from ...auth import Admin
 from ...domain import MemoryMode
 from ...http.responses import errors
-from ..deps import AccountsDep, Admin
+from ..deps import AccountsDep
 from ..schemas import (
     AdminSettings,
     AdminSettingsUpdate,

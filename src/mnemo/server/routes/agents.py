@@ -5,8 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi import status as http
 
+from ...auth import CurrentUser
 from ...http.responses import errors
-from ..deps import AccountsDep, CurrentUser, MemoryDep
+from ..deps import AccountsDep, MemoryDep
 from ..params import AgentIdPath
 from ..schemas import AgentCreate, AgentDeleted, AgentPublic, AgentUpdate
 

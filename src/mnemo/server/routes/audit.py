@@ -6,9 +6,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from ...auth import CurrentUser
 from ...domain import Scope
 from ...http.responses import errors
-from ..deps import CurrentUser, MemoryDep
+from ..deps import MemoryDep
 from ..params import Limit, Offset
 from ..schemas import AuditReportPublic, EventPublic, Id, Page
 

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 
 from fastapi import APIRouter, FastAPI, Request, Response
 
+from ...auth import CurrentUser
 from ...http.headers import AGENT_HEADER, AUTOMATION_HEADER, CONVERSATION_HEADER
 from ...http.responses import errors
 from ...proxy.forward import Proxy
@@ -22,7 +23,7 @@ from ...proxy.prepare import MAX_DEPTH, check_body
 from ...proxy.relay import StreamRelay
 from ...proxy.upstream import Upstream, relayed_headers
 from ...proxy.wire import ChatError, model_entry
-from ..deps import AccountsDep, CurrentUser, SettingsDep
+from ..deps import AccountsDep, SettingsDep
 
 
 @contextlib.asynccontextmanager

@@ -12,9 +12,10 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 from fastapi import status as http
 
+from ...auth import CurrentUser
 from ...domain import InvalidInput, Scope, Status
 from ...http.responses import errors
-from ..deps import AccountsDep, CurrentUser, MemoryDep
+from ..deps import AccountsDep, MemoryDep
 from ..params import AgentFilter, AsOf, FactIdPath, Limit, Offset, assistant_scope, view_scope
 from ..schemas import (
     EventPublic,

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from ...auth import CurrentUser
 from ...domain import Scope, Status
 from ...http.responses import errors
-from ..deps import AccountsDep, CurrentUser, MemoryDep
+from ..deps import AccountsDep, MemoryDep
 from ..params import AgentFilter, FactIdPath, Limit, Offset, view_scope
 from ..schemas import FactPublic, Page, ReasonBody
 

@@ -7,9 +7,10 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 from fastapi import status as http
 
+from ...auth import CurrentUser
 from ...domain import JobStatus, Message, Turn
 from ...http.responses import errors
-from ..deps import AccountsDep, CurrentUser, MemoryDep
+from ..deps import AccountsDep, MemoryDep
 from ..params import JobIdPath, Limit, Offset, assistant_scope
 from ..schemas import JobPublic, Page, TurnCreate, TurnResult
 
