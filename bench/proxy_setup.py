@@ -50,8 +50,8 @@ def serve_upstream() -> None:
 def serve_mnemo(port: int) -> None:
     import uvicorn
 
+    from mnemo.app import create_app
     from mnemo.http.serving import uvicorn_options
-    from mnemo.server.app import create_app
     from mnemo.settings import Settings
 
     settings = Settings()

@@ -449,7 +449,7 @@ def test_keys_and_the_admin_key_are_compared_by_hmac_compare_digest(server, monk
 SERVE = """
 import logging, sys
 import uvicorn
-from mnemo.server.app import create_app
+from mnemo.app import create_app
 from mnemo.settings import Settings
 logging.basicConfig(level=logging.DEBUG, stream=sys.stderr)
 uvicorn.run(create_app(Settings.load()), host="127.0.0.1", port=int(sys.argv[1]), log_level="debug")

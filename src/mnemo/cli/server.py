@@ -49,8 +49,8 @@ def serve(
     def start(settings: Settings) -> None:
         import uvicorn
 
+        from ..app import create_app
         from ..http.serving import uvicorn_options
-        from ..server.app import create_app
 
         try:
             check_database_url(settings)

@@ -21,7 +21,7 @@ from ..memory import Memory
 from ..settings import Settings
 from .prepare import Prepared, prepare
 from .upstream import Upstream
-from .wire import ChatError, completion_text
+from .wire import ChatError, completion_text, model_entry
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +117,17 @@ class Proxy:
         if job is None:
             return Stored(False, "automation" if turn.automation else "memory is off")
         return Stored(True)
+
+    async def models(self, user: User) -> list[dict[str, Any]]:
+        """The upstream model, and one model per agent of the user (in OpenAI's /v1/models)."""
+        upstream_model = self.settings.upstream_model
+        data = [model_entry(upstream_model, "upstream")] if upstream_model else []
+        names = {upstream_model}
+        for agent in await self.accounts.agents(user.id):
+            if agent.name not in names:
+                names.add(agent.name)
+                data.append(model_entry(agent.name, "mnemo-agent"))
+        return data
 
     async def complete(self, user: User, body: dict[str, Any], headers: Mapping[str, str]) -> Completed:
         """A non-streamed turn, start to end. Stored before returning: once the caller has

@@ -1,4 +1,12 @@
-"""The HTTP server: one core (Memory, Accounts) and one worker per process, built at start-up."""
+"""The composition root of `mnemo serve`: one core per process, and the faces side by side over it.
+
+The app opens the core (Memory, Accounts: mnemo.build), runs its job worker,
+and mounts each face: the HTTP API (mnemo.server), the chat proxy
+(mnemo.proxy), the person's web page (mnemo.web) and the MCP tools at /mcp
+(mnemo.mcp). The faces import none of one another; each finds what it uses in
+the app's state (`memory`, `accounts`, `settings`, `authenticator`), and the
+one face that uses another, the web page's Try it, is handed the proxy here.
+"""
 
 from __future__ import annotations
 
@@ -6,18 +14,21 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from typing import Any
 
 from fastapi import FastAPI
 
-from .. import web
-from ..accounts import Accounts
-from ..auth import Authenticator
-from ..build import Core, open_core
-from ..http import errors, timeouts
-from ..mcp.http import McpEndpoint
-from ..settings import Settings
-from . import docs
-from .routes import account, admin, agents, audit, chat, memories, review, turns
+from . import proxy, server, web
+from .accounts import Accounts
+from .auth import Authenticator
+from .build import Core, open_core
+from .domain import User
+from .http import errors, timeouts
+from .mcp.http import McpEndpoint
+from .proxy.prepare import check_body
+from .proxy.wire import ChatError
+from .settings import Settings
+from .web.chat import ChatRefused, Reply
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +45,26 @@ async def bootstrap(accounts: Accounts, settings: Settings) -> str | None:
         return None  # it has (or had) keys: never mint one behind the person's back
     _, token = await accounts.create_api_key(user.id, "first start")
     return token
+
+
+class TryIt:
+    """The web page's Try it (web.chat.Chat), through the chat proxy's own code: the same checks
+    of the request, the same turn, the same storing of it as for a client of the proxy."""
+
+    def __init__(self, app: FastAPI) -> None:
+        self._state = app.state  # its proxy is made when the app starts
+
+    @property
+    def configured(self) -> bool:
+        return self._state.proxy.upstream is not None
+
+    async def reply(self, user: User, body: dict[str, Any], headers: dict[str, str]) -> Reply:
+        try:
+            check_body(body)  # as the proxy checks what a client sends it
+            done = await self._state.proxy.complete(user, body, headers)
+        except ChatError as err:
+            raise ChatRefused(err.status, err.message) from err
+        return Reply(done.text, done.prepared.hits, done.stored.reason if done.stored.failed else None)
 
 
 def create_app(settings: Settings, core: Core | None = None) -> FastAPI:
@@ -70,7 +101,7 @@ def create_app(settings: Settings, core: Core | None = None) -> FastAPI:
         version="0.1.0",
         summary="Long-term memory for personal AI assistants: learn, recall, correct, audit.",
         lifespan=lifespan,
-        docs_url=None,  # docs.install serves /docs under the site's CSP
+        docs_url=None,  # server.docs serves /docs under the site's CSP
         redoc_url=None,
         swagger_ui_oauth2_redirect_url=None,
     )
@@ -80,14 +111,8 @@ def create_app(settings: Settings, core: Core | None = None) -> FastAPI:
     app.add_middleware(
         timeouts.BodyDeadline, gap=settings.read_timeout_seconds, total=settings.body_timeout_seconds
     )
-
-    @app.get("/healthz", tags=["health"])
-    async def healthz() -> dict[str, str]:
-        return {"status": "ok"}
-
-    for module in (memories, review, audit, account, admin, agents, turns, chat):
-        app.include_router(module.router)
-    docs.install(app)
-    web.install(app)  # the person's page at /, outside the API's schema
+    server.install(app)  # the API at /v1, /healthz and /docs
+    proxy.install(app)  # /v1/chat/completions and /v1/models
+    web.install(app, TryIt(app))  # the person's page at /, outside the API's schema
     app.add_route(mcp.path, mcp, include_in_schema=False)
     return app

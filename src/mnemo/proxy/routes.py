@@ -15,15 +15,14 @@ from collections.abc import AsyncIterator
 
 from fastapi import APIRouter, FastAPI, Request, Response
 
-from ...auth import CurrentUser
-from ...http.headers import AGENT_HEADER, AUTOMATION_HEADER, CONVERSATION_HEADER
-from ...http.responses import errors
-from ...proxy.forward import Proxy
-from ...proxy.prepare import MAX_DEPTH, check_body
-from ...proxy.relay import StreamRelay
-from ...proxy.upstream import Upstream, relayed_headers
-from ...proxy.wire import ChatError, model_entry
-from ..deps import AccountsDep, SettingsDep
+from ..auth import CurrentUser
+from ..http.headers import AGENT_HEADER, AUTOMATION_HEADER, CONVERSATION_HEADER
+from ..http.responses import errors
+from .forward import Proxy
+from .prepare import MAX_DEPTH, check_body
+from .relay import StreamRelay
+from .upstream import Upstream, relayed_headers
+from .wire import ChatError
 
 
 @contextlib.asynccontextmanager
@@ -88,7 +87,7 @@ _BODY_DOC = {
 @router.post("/chat/completions", openapi_extra=_BODY_DOC)
 async def chat_completions(request: Request, user: CurrentUser) -> Response:
     """OpenAI's chat completions, streamed or not, with memory recalled before and learnt after."""
-    proxy: Proxy = request.app.state.proxy
+    proxy = _proxy(request)
     try:
         body = check_body(await _json(request))
         mnemo_headers = _mnemo_headers(request)
@@ -126,15 +125,13 @@ async def chat_completions(request: Request, user: CurrentUser) -> Response:
 
 
 @router.get("/models")
-async def list_models(user: CurrentUser, accounts: AccountsDep, settings: SettingsDep) -> dict:
+async def list_models(request: Request, user: CurrentUser) -> dict:
     """The upstream model, and one model per agent of the caller: naming it in `model` picks the agent."""
-    data = [model_entry(settings.upstream_model, "upstream")] if settings.upstream_model else []
-    names = {settings.upstream_model}
-    for agent in await accounts.agents(user.id):
-        if agent.name not in names:
-            names.add(agent.name)
-            data.append(model_entry(agent.name, "mnemo-agent"))
-    return {"object": "list", "data": data}
+    return {"object": "list", "data": await _proxy(request).models(user)}
+
+
+def _proxy(request: Request) -> Proxy:
+    return request.app.state.proxy
 
 
 async def _json(request: Request) -> object:
