@@ -3,8 +3,9 @@
 Every face (the API, the chat proxy, the web page, MCP, the CLI) changes and
 reads facts through it; account administration (people, agents, API keys,
 switches) is Accounts' (accounts.py), which Memory consults for whether memory
-is on. The batch services (mnemo.batch) are handed the store and the writer by
-mnemo.build, the one module that wires them."""
+is on. The batch services that work on the store itself (mnemo.batch: the job
+worker, backfill, reindex, the import of an export) are handed the store and the
+writer by mnemo.build, the one module that wires them."""
 
 from __future__ import annotations
 
