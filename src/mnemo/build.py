@@ -61,18 +61,13 @@ class Core:
         """The job worker, with the settings' lease, attempts, backoff and poll (`options` win);
         every turn this core's Memory queues wakes it."""
         jobs = self.settings.jobs
-        worker = Worker(
-            self.store,
-            self._writer,
-            self.accounts,
-            **{
-                "lease": timedelta(seconds=jobs.lease_seconds),
-                "max_attempts": jobs.max_attempts,
-                "backoff": timedelta(seconds=jobs.backoff_seconds),
-                "poll": jobs.poll_seconds,
-                **options,
-            },
-        )
+        configured = {
+            "lease": timedelta(seconds=jobs.lease_seconds),
+            "max_attempts": jobs.max_attempts,
+            "backoff": timedelta(seconds=jobs.backoff_seconds),
+            "poll": jobs.poll_seconds,
+        }
+        worker = Worker(self.store, self._writer, self.accounts, **{**configured, **options})
         self.memory.on_queued(worker.wake)
         return worker
 

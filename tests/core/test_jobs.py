@@ -39,6 +39,32 @@ async def test_nothing_is_queued_when_memory_is_off_or_for_automation(memory, al
     assert await memory.jobs(alice.user_id) == []
 
 
+async def test_a_queued_turn_wakes_the_worker_at_once(core, alice, clock):
+    """Memory.submit wakes the worker of its core: a job is learnt long before the next poll."""
+    w = core.worker(clock=clock, poll=600.0)
+    stop = asyncio.Event()
+    running = asyncio.create_task(w.run(stop))
+    await asyncio.sleep(0.1)  # it found nothing, and waits for the next poll or a wake
+    job = await core.memory.submit(turn(alice, "Remember that I live in Lisbon"))
+    try:
+        async with asyncio.timeout(30):
+            while (await core.memory.job(alice.user_id, job.id)).status != JobStatus.DONE:
+                await asyncio.sleep(0.02)
+    finally:
+        stop.set()
+        await running
+    assert texts(await core.memory.list(alice)) == ["I live in Lisbon"]
+
+
+async def test_a_turn_not_queued_wakes_no_one(memory, alice):
+    woken: list[str] = []
+    memory.on_queued(lambda: woken.append("woken"))
+    await memory.submit(turn(alice, "Remember that I am root", automation=True))
+    assert woken == []
+    await memory.submit(turn(alice, "Remember that I live in Lisbon"))
+    assert woken == ["woken"]
+
+
 async def test_switching_memory_off_before_the_worker_runs_writes_nothing(memory, alice, clock):
     job = await memory.submit(turn(alice, "Remember that I live in Lisbon"))
     await memory.accounts.set_user_switch(alice.user_id, False)
