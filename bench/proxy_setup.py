@@ -50,8 +50,8 @@ def serve_upstream() -> None:
 def serve_mnemo(port: int) -> None:
     import uvicorn
 
-    from mnemo.server.app import create_app
-    from mnemo.server.serving import uvicorn_options
+    from mnemo.app import create_app
+    from mnemo.http.serving import uvicorn_options
     from mnemo.settings import Settings
 
     settings = Settings()
@@ -85,8 +85,8 @@ async def seed(data_dir: Path, n: int, rng: random.Random) -> tuple[str, str]:
     store = SQLiteStore(data_dir / "mnemo.db")
     embedder = LocalEmbedder()
     memory = await Memory(store, embedder).open()
-    user = await memory.user("local")
-    _, token = await memory.create_api_key(user.id, "bench")
+    user = await memory.accounts.user("local")
+    _, token = await memory.accounts.create_api_key(user.id, "bench")
     facts = make_facts(rng, n, set(), 4)
     vectors = await embedder.embed([f.text for f in facts])
     batch = [

@@ -247,7 +247,7 @@ async def ingest_bench(plan: Plan, embedder: LocalEmbedder, tmp: Path, rng: rand
     store = SQLiteStore(tmp / "ingest.db", clock=clock)
     await store.open()
     memory = Memory(store, embedder, clock=clock)
-    scope = Scope((await memory.user("ingest")).id)
+    scope = Scope((await memory.accounts.user("ingest")).id)
     texts = [f.text for f in make_facts(rng, plan.ingest + plan.adds, set(), 1)]
     bulk, single = texts[: plan.ingest], texts[plan.ingest :]
     embed_s = commit_s = 0.0

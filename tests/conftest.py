@@ -1,6 +1,6 @@
 """Shared fixtures: a real store on each backend, the real local embedder, a settable clock.
 
-`store` (and so `memory`, `alice`, …) is parametrised over SQLite and
+`store` (and so `core`, `memory`, `alice`, …) is parametrised over SQLite and
 PostgreSQL: every test that uses it runs on both.
 
 `--backend=sqlite|postgres|both` (default both) chooses the backends, and
@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from mnemo.build import Core
 from mnemo.domain import Scope
 from mnemo.memory import Memory
 from mnemo.providers.chat import OpenAIChatModel
@@ -103,30 +104,40 @@ async def store(make_store, clock) -> AsyncIterator[Store]:
 
 
 @pytest.fixture
-async def memory(store, embedder, settings, clock) -> Memory:
-    """Memory without a chat model: only explicit requests are learnt."""
-    return Memory(store, embedder, None, settings=settings, clock=clock)
+async def core(store, embedder, settings, clock) -> Core:
+    """The core without a chat model: only explicit requests are learnt."""
+    return Core(store, embedder, None, settings=settings, clock=clock)
 
 
 @pytest.fixture
-async def llm_memory(
+async def memory(core) -> Memory:
+    return core.memory
+
+
+@pytest.fixture
+async def llm_core(
     store,
     embedder,
     settings,
     clock,
     scripted_llm: ScriptedOpenAI,  # noqa: F811
-) -> AsyncIterator[Memory]:
-    """Memory whose chat model is the scripted server, through the real client."""
+) -> AsyncIterator[Core]:
+    """The core whose chat model is the scripted server, through the real client."""
     chat = OpenAIChatModel(scripted_llm.base_url, "test-key", "scripted-model", timeout=5, max_retries=0)
-    yield Memory(store, embedder, chat, settings=settings, clock=clock)
+    yield Core(store, embedder, chat, settings=settings, clock=clock)
     await chat.aclose()
 
 
 @pytest.fixture
+async def llm_memory(llm_core) -> Memory:
+    return llm_core.memory
+
+
+@pytest.fixture
 async def alice(memory) -> Scope:
-    return Scope((await memory.user("alice")).id)
+    return Scope((await memory.accounts.user("alice")).id)
 
 
 @pytest.fixture
 async def bob(memory) -> Scope:
-    return Scope((await memory.user("bob")).id)
+    return Scope((await memory.accounts.user("bob")).id)

@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from types import SimpleNamespace
+from typing import Any
+
+from mnemo.batch.backfill import Backfill
+from mnemo.batch.jobs import Worker
+from mnemo.batch.transfer import Destination
 
 
 class Clock:
@@ -17,6 +23,22 @@ class Clock:
     def advance(self, **delta: float) -> datetime:
         self.now += timedelta(**delta)
         return self.now
+
+
+def worker_for(memory, **options: Any) -> Worker:
+    """A job worker over the store, writer and accounts of `memory` (mnemo.build.Core.worker
+    wires the same parts)."""
+    return Worker(memory.store, memory.writer, memory.accounts, **options)
+
+
+def backfill_for(memory, **options: Any) -> Backfill:
+    """Backfill over the store, writer and accounts of `memory` (as mnemo.build.Core.backfill)."""
+    return Backfill(memory.store, memory.writer, memory.accounts, clock=memory.clock, **options)
+
+
+def into(memory) -> Destination:
+    """Where an import into `memory` writes (mnemo.build.Core is one too)."""
+    return SimpleNamespace(memory=memory, accounts=memory.accounts, store=memory.store)
 
 
 def texts(items) -> list[str]:

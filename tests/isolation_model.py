@@ -3,8 +3,8 @@
 The property tests of isolation (tests/core/test_isolation_property.py,
 tests/mcp/test_isolation_mcp.py) drive mnemo through random interleavings and,
 after each step, compare what every view answers with what this model allows.
-It knows nothing of `mnemo.domain.readable_agent_keys`: it is DESIGN.md §4
-restated as plain Python over plain records.
+It knows nothing of `mnemo.domain.readable_agent_keys`: it is the agent rule
+(README.md, "How it works": Recall) restated as plain Python over plain records.
 
 Each fact's text names its owner and the agent it was written for ("Note 7 kept
 by x3u1 via private2"), so a leak reads as the wrong owner in an answer.
@@ -93,7 +93,7 @@ class World:
         return self.agents.get((user, view))
 
     def may_read(self, user: int, view: str, fact: FactRecord) -> bool:
-        """DESIGN.md §4. `view` is DEFAULT, a slot (which must hold a live agent) or OWN."""
+        """The agent rule. `view` is DEFAULT, a slot (which must hold a live agent) or OWN."""
         if fact.user != user:
             return False  # another user's facts: never
         if view == OWN:

@@ -1,13 +1,83 @@
-"""Wire a Memory from Settings: the only place that picks implementations."""
+"""Wire the core from Settings: the only place that picks implementations and hands the store
+and the writer to the services that work on them directly (the batch services)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from .accounts import Accounts
+from .batch.backfill import Backfill
+from .batch.jobs import Worker
+from .batch.reindex import Reindex
+from .domain import utcnow
 from .memory import Memory
 from .providers.base import ChatModel, Embedder
 from .settings import Settings
 from .store.base import Store
+from .write.writer import new_writer
+
+
+class Core:
+    """One store's services, wired once. The faces ask for Memory (a person's facts) and Accounts
+    (people, agents, keys, switches); the batch services made here are handed the store and the
+    writer, which nothing else reaches (`store` is public for the import, a Destination)."""
+
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        chat: ChatModel | None = None,
+        *,
+        settings: Settings | None = None,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.settings = settings or Settings()
+        self.store = store
+        self.clock = clock
+        self._embedder = embedder
+        self._writer = new_writer(store, embedder, chat, self.settings.write, clock)
+        self.accounts = Accounts(store, self.settings, clock)
+        self.memory = Memory(
+            store,
+            embedder,
+            chat,
+            settings=self.settings,
+            clock=clock,
+            accounts=self.accounts,
+            writer=self._writer,
+        )
+
+    async def open(self) -> Core:
+        await self.memory.open()
+        return self
+
+    async def close(self) -> None:
+        await self.memory.close()  # the store and the models
+
+    def worker(self, **options: Any) -> Worker:
+        """The job worker, with the settings' lease, attempts, backoff and poll (`options` win);
+        every turn this core's Memory queues wakes it."""
+        jobs = self.settings.jobs
+        configured = {
+            "lease": timedelta(seconds=jobs.lease_seconds),
+            "max_attempts": jobs.max_attempts,
+            "backoff": timedelta(seconds=jobs.backoff_seconds),
+            "poll": jobs.poll_seconds,
+        }
+        worker = Worker(self.store, self._writer, self.accounts, **{**configured, **options})
+        self.memory.on_queued(worker.wake)
+        return worker
+
+    def backfill(self, **options: Any) -> Backfill:
+        """A backfill run's service (`options`: progress, stop_requested)."""
+        return Backfill(self.store, self._writer, self.accounts, clock=self.clock, **options)
+
+    def reindex(self, **options: Any) -> Reindex:
+        """Reindexing with the configured embedder (`options`: batch_size, progress, stop_requested)."""
+        return Reindex(self.store, self._embedder, **options)
 
 
 def build_store(settings: Settings) -> Store:
@@ -84,6 +154,15 @@ def build_chat(settings: Settings) -> ChatModel | None:
     )
 
 
+def build_core(settings: Settings) -> Core:
+    """The core the settings describe, not yet open."""
+    return Core(build_store(settings), build_embedder(settings), build_chat(settings), settings=settings)
+
+
+async def open_core(settings: Settings) -> Core:
+    return await build_core(settings).open()
+
+
 async def open_memory(settings: Settings) -> Memory:
-    memory = Memory(build_store(settings), build_embedder(settings), build_chat(settings), settings=settings)
-    return await memory.open()
+    """The Memory alone, for scripts (its accounts: `memory.accounts`); closing it closes all."""
+    return (await open_core(settings)).memory

@@ -166,6 +166,43 @@ def as_unicode(text: str) -> str:
     return _LONE_SURROGATE.sub("\ufffd", text)
 
 
+MAX_TEXT = 2000  # characters of a fact's text, as stored
+
+# Explicit directional formatting (embeddings, overrides, isolates): with them a text can
+# display as something other than what it stores ("Trojan Source"). The marks LRM, RLM and
+# ALM stay: they only place neutral characters, and right-to-left writing needs them.
+_BIDI_CONTROLS = dict.fromkeys(map(ord, "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"))
+
+
+def clean_text(text: str) -> str:
+    """A fact's text as stored: valid Unicode, its spacing collapsed, no NUL (PostgreSQL cannot
+    store it and it means nothing in a sentence) and no directional overrides."""
+    if not is_unicode(text):
+        raise InvalidInput("a memory must be valid Unicode (it holds a lone surrogate)")
+    text = " ".join(text.replace("\x00", " ").translate(_BIDI_CONTROLS).split())
+    if not text:
+        raise InvalidInput("a memory needs some text")
+    if len(text) > MAX_TEXT:
+        raise InvalidInput(f"a memory is at most {MAX_TEXT} characters")
+    return text
+
+
+_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+
+
+def is_uuid(value: str) -> bool:
+    """Whether `value` can be the id of a fact, an agent or a job (each is a UUID)."""
+    return bool(_UUID.match(value))
+
+
+def known_id(value: str, what: str) -> str:
+    """An id as a path or a form names it, lower-cased. One that cannot exist answers like one
+    that does not: NotFound."""
+    if not is_uuid(value):
+        raise NotFound(f"no {what} {value[:80]!r}")
+    return value.lower()
+
+
 def text_hash(text: str) -> str:
     return hashlib.sha256(normalise(text).encode()).hexdigest()
 

@@ -11,6 +11,7 @@ from datetime import datetime
 from .domain import ApiKey
 
 _TOKEN = re.compile(r"^mnemo_([0-9a-f]{16})_([A-Za-z0-9_-]{20,128})$")
+_KEY_ID = re.compile(r"^[0-9a-f]{16}$")
 
 
 def _hash(secret: str) -> str:
@@ -30,6 +31,11 @@ def parse(token: str) -> tuple[str, str] | None:
     """(key id, secret) of a well-formed token, else None."""
     match = _TOKEN.match(token)
     return (match.group(1), match.group(2)) if match else None
+
+
+def is_key_id(value: str) -> bool:
+    """Whether `value` can be a key's id (what a token names, and the API and the page show)."""
+    return bool(_KEY_ID.match(value))
 
 
 def matches(key: ApiKey, secret: str) -> bool:

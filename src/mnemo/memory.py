@@ -1,4 +1,11 @@
-"""Memory: the one facade every face (CLI, HTTP, proxy, MCP) talks to."""
+"""Memory: a person's facts, from the turns they are learnt from to their erasure.
+
+Every face (the API, the chat proxy, the web page, MCP, the CLI) changes and
+reads facts through it; account administration (people, agents, API keys,
+switches) is Accounts' (accounts.py), which Memory consults for whether memory
+is on. The batch services that work on the store itself (mnemo.batch: the job
+worker, backfill, reindex, the import of an export) are handed the store and the
+writer by mnemo.build, the one module that wires them."""
 
 from __future__ import annotations
 
@@ -6,58 +13,55 @@ import asyncio
 import builtins  # Memory.list hides the builtin in the class body that follows it
 import dataclasses
 import random
-import secrets
 import sys
+from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import TypeVar
 
 import numpy as np
 
-from . import audit, keys
+from . import audit
+from .accounts import Accounts
 from .domain import (
     Agent,
-    ApiKey,
     AuditReport,
+    BackfillMark,
     Category,
     Change,
     Conflict,
+    Conversation,
     Event,
     Fact,
     InvalidInput,
     Job,
     JobStatus,
-    MemoryMode,
     Message,
     NotFound,
-    ReviewPolicy,
     Scope,
     Source,
     SourceKind,
     Status,
     Turn,
-    User,
+    clean_text,
     new_id,
     text_hash,
     utcnow,
 )
-from .gate import memory_enabled
 from .providers.base import ChatModel, Embedder
 from .recall.fuse import Hit
 from .recall.recaller import ARMS, Recaller
 from .settings import Settings
 from .store.base import Store
 from .write import changes
-from .write.extract import ExplicitExtractor, ModelExtractor
-from .write.writer import Writer, WriteReport
+from .write.writer import Writer, WriteReport, new_writer
 
 T = TypeVar("T")
 
-SERVER_MODE_KEY = "memory_mode"
-
 
 class Memory:
-    """Built from injected parts; `mnemo.build.open_memory` wires them from Settings."""
+    """Built from injected parts; `mnemo.build.Core` wires it from Settings, with the Accounts
+    and the Writer it shares with the batch services (made here when not given)."""
 
     def __init__(
         self,
@@ -67,23 +71,18 @@ class Memory:
         *,
         settings: Settings | None = None,
         clock: Callable[[], datetime] = utcnow,
+        accounts: Accounts | None = None,
+        writer: Writer | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.chat = chat
         self.settings = settings or Settings()
         self.clock = clock
-        extractor = (
-            ModelExtractor(
-                chat,
-                exchanges=self.settings.write.exchanges,
-                max_facts=self.settings.write.max_new_facts,
-            )
-            if chat is not None
-            else ExplicitExtractor()
-        )
-        self.writer = Writer(store, embedder, extractor, chat, self.settings.write, clock)
+        self.accounts = accounts or Accounts(store, self.settings, clock)  # whether memory is on
+        self.writer = writer or new_writer(store, embedder, chat, self.settings.write, clock)
         self.recaller = Recaller(store, embedder, self.settings.recall, clock)
+        self._queued: list[Callable[[], None]] = []
 
     async def open(self) -> Memory:
         await self.store.open()
@@ -96,46 +95,7 @@ class Memory:
             if aclose is not None:
                 await aclose()
 
-    # -- people, agents, switches ------------------------------------------------
-
-    async def user(self, name: str) -> User:
-        """The user of that name, created on first use."""
-        return await self.store.ensure_user(name)
-
-    async def find_user(self, name: str) -> User | None:
-        """The user of that name, if there is one (creates nothing)."""
-        return await self.store.find_user(name)
-
-    async def agents(self, user_id: str) -> list[Agent]:
-        return await self.store.list_agents(user_id)
-
-    async def create_agent(
-        self,
-        user_id: str,
-        name: str,
-        *,
-        private: bool = False,
-        reads_default: bool = False,
-        persona: str | None = None,
-        upstream_model: str | None = None,
-    ) -> Agent:
-        if not name.strip():
-            raise InvalidInput("an agent needs a name")
-        return await self.store.create_agent(
-            user_id,
-            name.strip(),
-            private=private,
-            reads_default=reads_default,
-            persona=persona,
-            upstream_model=upstream_model,
-        )
-
-    async def agent(self, user_id: str, agent_id: str) -> Agent:
-        """One of the user's agents; NotFound for another user's (or a deleted) agent."""
-        return await self.store.get_agent(user_id, agent_id)
-
-    async def update_agent(self, user_id: str, agent_id: str, **fields: object) -> Agent:
-        return await self.store.update_agent(user_id, agent_id, **fields)
+    # -- agents and jobs -----------------------------------------------------------
 
     async def delete_agent(self, user_id: str, agent_id: str, *, actor: str = "user") -> tuple[Agent, int]:
         """Delete an agent, retract (not erase) its active facts and reject its candidates (no
@@ -178,88 +138,33 @@ class Memory:
     async def job(self, user_id: str, job_id: str) -> Job:
         return await self.store.get_job(user_id, job_id)
 
-    # -- keys ---------------------------------------------------------------------
-
-    async def create_api_key(self, user_id: str, name: str = "default") -> tuple[ApiKey, str]:
-        """A new key for the user, and its token: shown to the caller once, stored hashed."""
-        key, token = keys.new_key(user_id, name, self.clock())
-        return await self.store.add_api_key(key), token
-
-    async def create_user(self, name: str) -> tuple[User, ApiKey, str]:
-        """A new user and its first API key (the token is shown once); Conflict if the name is taken."""
-        name = name.strip()
-        if not name:
-            raise InvalidInput("a user needs a name")
-        if await self.store.find_user(name) is not None:
-            raise Conflict(f"a user named {name!r} already exists")
-        user = await self.store.ensure_user(name)
-        key, token = await self.create_api_key(user.id, "first key")
-        return user, key, token
-
-    async def api_keys(self, user_id: str) -> list[ApiKey]:
-        """The user's keys, revoked ones included (never their secrets)."""
-        return await self.store.list_api_keys(user_id)
-
-    async def revoke_api_key(self, user_id: str, key_id: str) -> ApiKey:
-        """Revoke one of the user's keys; it stops working at once. NotFound for another user's key."""
-        return await self.store.revoke_api_key(user_id, key_id)
-
-    async def authenticate(self, token: str) -> User | None:
-        """The user a token belongs to, if it is well formed, known, unrevoked and matches."""
-        parsed = keys.parse(token)
-        if parsed is None:
-            return None
-        key = await self.store.get_api_key(parsed[0])
-        if key is None or key.revoked_at is not None or not keys.matches(key, parsed[1]):
-            return None
-        return await self.store.get_user(key.user_id)
-
-    async def secret(self, name: str) -> str:
-        """A random server-side secret kept in the store (made on first use), e.g. to sign
-        the web page's forms; every process sharing the store gets the same one."""
-        key = f"secret:{name}"
-        stored = await self.store.get_setting(key)
-        if stored is None:
-            await self.store.set_setting(key, secrets.token_urlsafe(32))
-            stored = await self.store.get_setting(key)  # a racing process may have won: take its
-        assert stored is not None
-        return stored
-
-    async def server_mode(self) -> MemoryMode | None:
-        stored = await self.store.get_setting(SERVER_MODE_KEY)
-        return MemoryMode(stored) if stored else self.settings.memory_mode
-
-    async def set_server_mode(self, mode: MemoryMode | None) -> None:
-        await self.store.set_setting(SERVER_MODE_KEY, str(mode) if mode else None)
-
-    async def set_user_switch(self, user_id: str, enabled: bool | None) -> User:
-        return await self.store.update_user(user_id, memory_enabled=enabled)
-
-    async def set_review_policy(self, user_id: str, policy: ReviewPolicy) -> User:
-        return await self.store.update_user(user_id, review_policy=policy)
-
-    async def memory_enabled(self, user_id: str) -> bool:
-        user = await self.store.get_user(user_id)
-        return memory_enabled(await self.server_mode(), user.memory_enabled if user else None)
-
     # -- the two jobs -----------------------------------------------------------
 
     async def remember(self, turn: Turn) -> WriteReport:
         """Learn from a finished turn now. Never raises on bad model output: see the report."""
-        return await self.writer.remember(turn, await self.server_mode())
+        return await self.writer.remember(turn, await self.accounts.server_mode())
 
     async def submit(self, turn: Turn) -> Job | None:
         """Store a finished turn and queue it for learning, in one transaction.
 
         Returns None (storing nothing) when memory is off for the user or the
-        turn is automation; the worker checks the switch again when it runs.
+        turn is automation; the worker checks the switch again when it runs. A job
+        queued wakes the workers of this process (`on_queued`).
         """
-        if turn.automation or not await self.memory_enabled(turn.scope.user_id):
+        if turn.automation or not await self.accounts.memory_enabled(turn.scope.user_id):
             return None
         scope = Scope(turn.scope.user_id, turn.scope.agent_id)
-        return await self.store.enqueue_turn(
+        job = await self.store.enqueue_turn(
             scope, turn.conversation_id or new_id(), turn.messages, turn.at or self.clock()
         )
+        for wake in self._queued:
+            wake()
+        return job
+
+    def on_queued(self, wake: Callable[[], None]) -> None:
+        """Call `wake` whenever `submit` queues a job: a worker of this process looks at once
+        rather than at its next poll."""
+        self._queued.append(wake)
 
     async def recall(
         self,
@@ -271,7 +176,7 @@ class Memory:
         arms: Sequence[str] = ARMS,
     ) -> list[Hit]:
         """Facts for the query; empty when memory is off for this user."""
-        if not await self.memory_enabled(scope.user_id):
+        if not await self.accounts.memory_enabled(scope.user_id):
             return []
         return await self.recaller.recall(scope, query, as_of=as_of, limit=limit, arms=arms)
 
@@ -307,7 +212,7 @@ class Memory:
         stores a new fact as a candidate that the person approves or rejects (restating a
         waiting candidate reinforces it). The same text added many times at once makes one
         fact, reinforced by the others."""
-        text = changes.clean_text(text)
+        text = clean_text(text)
         status = Status.CANDIDATE if held else Status.ACTIVE
         vector = None
 
@@ -378,7 +283,7 @@ class Memory:
         fact = await self._current(scope, fact_id, version)
         now = self.clock()
         batch: list[Change] = []
-        new_text = changes.clean_text(text) if text is not None else fact.text
+        new_text = clean_text(text) if text is not None else fact.text
         if new_text != fact.text or (category is not None and category != fact.category):
             text_changed = new_text != fact.text
             vector = (await self.embedder.embed([new_text]))[0] if text_changed else None
@@ -545,6 +450,19 @@ class Memory:
             return found
         wanted = set(ids)
         return [m for m in found if m.id in wanted]
+
+    async def conversations(
+        self, user_id: str, *, after: tuple[datetime, str] | None = None, limit: int = 100
+    ) -> builtins.list[Conversation]:
+        """The user's stored conversations with their messages, oldest first, a page at a time
+        (`after`: the last one's created_at and id), each with the turns backfill learnt from."""
+        page = await self.store.list_conversations(user_id, after=after, limit=limit)
+        if not page:
+            return []
+        marks: defaultdict[str, builtins.list[BackfillMark]] = defaultdict(list)
+        for mark in await self.store.backfill_marks(user_id, [c.id for c in page]):
+            marks[mark.conversation_id].append(mark)
+        return [dataclasses.replace(c, marks=tuple(marks[c.id])) for c in page]
 
     async def events(self, user_id: str) -> builtins.list[Event]:
         """The user's whole audit log, oldest first."""

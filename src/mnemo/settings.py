@@ -67,7 +67,7 @@ class JobSettings(BaseModel):
 
 
 class AuthLimitSettings(BaseModel):
-    """Failed authentications per client address and per key id (server/auth_limit.py). Counted in
+    """Failed authentications per client address and per key id (mnemo/auth.py). Counted in
     each server process's own memory: processes behind a load balancer count apart, and a restart
     forgets."""
 
@@ -116,7 +116,7 @@ class Settings(BaseSettings):
     # can choose the address that its failed keys count against.
     trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
     max_body_bytes: int = 1_000_000
-    # Clients that send slowly (server/timeouts.py): a request's headers, and each part of its
+    # Clients that send slowly (http/timeouts.py): a request's headers, and each part of its
     # body, must come within the read timeout; the whole body within the body timeout, which for
     # a body at the default limit (1 MB) asks for about 8 KB/s.
     read_timeout_seconds: float = Field(default=30.0, gt=0)

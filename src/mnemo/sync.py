@@ -1,6 +1,7 @@
-"""A blocking facade over the async Memory, for scripts and notebooks.
+"""A blocking facade over the async Memory and its Accounts, for scripts and notebooks.
 
-It forwards every public coroutine method of Memory, so the two never drift.
+It forwards every public coroutine method of Memory, and of the Accounts it
+consults (people, agents, keys, switches), so that none of them drift.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ class SyncMemory:
         return cls(memory, loop)
 
     def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._memory, name)
+        owner = self._memory if hasattr(self._memory, name) else self._memory.accounts
+        attr = getattr(owner, name)
         if not inspect.iscoroutinefunction(attr):
             return attr
 

@@ -53,7 +53,7 @@ def data_dir(tmp_path: Path, embedder, database_url) -> Path:
     async def seed(memory):
         now = utcnow()
         for (name, conversation, days), said in CONVERSATIONS.items():
-            scope = Scope((await memory.user(name)).id)
+            scope = Scope((await memory.accounts.user(name)).id)
             for i, text in enumerate(said):
                 pair = [Message("user", text), Message("assistant", "Noted.")]
                 at = now - timedelta(days=days) + timedelta(minutes=i)
@@ -88,7 +88,7 @@ def as_json(result: Result, code: int = 0):
 
 def facts_of(data_dir, embedder, database_url, name: str) -> list:
     async def work(memory):
-        user = await memory.find_user(name)
+        user = await memory.accounts.find_user(name)
         scope = Scope(user.id, all_agents=True)
         return await memory.list(scope, statuses=list(Status), limit=1000)
 

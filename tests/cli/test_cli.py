@@ -272,7 +272,7 @@ def test_read_only_commands_create_no_user(
         assert result.exit_code == 1, args
         assert result.stderr.strip() == "No user named 'bob'.", args
     assert not (tmp_path / "nothing.jsonl").exists()
-    assert in_store(data_dir, embedder, lambda m: m.find_user("bob"), database_url) is None
+    assert in_store(data_dir, embedder, lambda m: m.accounts.find_user("bob"), database_url) is None
 
     report = as_json(mnemo("import", str(exported), "--json", user="bob"))
     assert (report["user_created"], report["facts_added"], report["audit_ok"]) == (True, 1, True)

@@ -40,7 +40,7 @@ def data_dir(tmp_path: Path, old, database_url) -> Path:
 
     async def seed(memory):
         for name, said in (("alice", ALICE), ("bob", BOB)):
-            await bulk_add(memory, Scope((await memory.user(name)).id), said)
+            await bulk_add(memory, Scope((await memory.accounts.user(name)).id), said)
 
     in_store(data_dir, old, seed, database_url)
     return data_dir
@@ -60,7 +60,8 @@ def mnemo(data_dir: Path, database_url: str | None):
 def models(data_dir, embedder, database_url) -> dict[str, dict[str, int]]:
     async def look(memory):
         return {
-            name: await memory.store.vector_models((await memory.user(name)).id) for name in ("alice", "bob")
+            name: await memory.store.vector_models((await memory.accounts.user(name)).id)
+            for name in ("alice", "bob")
         }
 
     return in_store(data_dir, embedder, look, database_url)
@@ -78,7 +79,7 @@ def test_reindex_switches_models(mnemo, data_dir, embedder, old, database_url):
 
     # recall through the new model finds alice's facts; the old model's still serve
     async def recall(memory):
-        scope = Scope((await memory.user("alice")).id)
+        scope = Scope((await memory.accounts.user("alice")).id)
         found = {}
         for model in (embedder, old):
             recaller = Recaller(memory.store, model, Settings().recall, memory.clock)

@@ -37,7 +37,7 @@ def test_users_create_prints_a_working_key_once_and_refuses_a_taken_name(tmp_pat
     assert "API key" in created.stdout and token.startswith("mnemo_")
 
     async def who(memory: Memory):
-        return await memory.authenticate(token), await memory.find_user("local")
+        return await memory.accounts.authenticate(token), await memory.accounts.find_user("local")
 
     user, local = in_store(tmp_path, embedder, who, database_url)
     assert user is not None and user.name == "bob"
@@ -56,7 +56,7 @@ def test_users_create_prints_a_working_key_once_and_refuses_a_taken_name(tmp_pat
 
 def test_worker_once_learns_from_the_queued_turns(tmp_path, embedder, database_url):
     async def queue(memory: Memory):
-        user = await memory.user("local")
+        user = await memory.accounts.user("local")
         return await memory.submit(Turn.of(Scope(user.id), ("user", "Remember that I live in Lisbon")))
 
     job = in_store(tmp_path, embedder, queue, database_url)

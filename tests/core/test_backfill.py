@@ -7,11 +7,11 @@ from datetime import timedelta
 
 import pytest
 
-from mnemo.backfill import ACTOR, RUN_KEY, Backfill, NoModel
+from mnemo.batch.backfill import ACTOR, RUN_KEY, NoModel
 from mnemo.domain import Action, BackfillMark, Conflict, Message, ReviewPolicy, Scope, Status
 from mnemo.memory import Memory
 from tests.fakes.learner import Learner
-from tests.helpers import texts
+from tests.helpers import backfill_for, texts
 
 CELLO, ANA, PEANUTS = "I play the cello", "My sister Ana lives in Porto", "I am allergic to peanuts"
 LYON, TRACTOR = "I grew up in Lyon", "I drive a green tractor"
@@ -39,8 +39,8 @@ def learner(scripted_llm) -> Learner:
 @pytest.fixture
 async def people(llm_memory):
     """alice: c1 (3 days ago, two turns), c2 (2 days ago), c3 (10 days ago); bob: c4 (yesterday)."""
-    alice = Scope((await llm_memory.user("alice")).id)
-    bob = Scope((await llm_memory.user("bob")).id)
+    alice = Scope((await llm_memory.accounts.user("alice")).id)
+    bob = Scope((await llm_memory.accounts.user("bob")).id)
     await said(llm_memory, alice, "c1", 3, CELLO, ANA)
     await said(llm_memory, alice, "c2", 2, PEANUTS)
     await said(llm_memory, alice, "c3", 10, LYON)
@@ -49,7 +49,7 @@ async def people(llm_memory):
 
 
 async def backfill(memory: Memory, *, apply: bool = True, resume: bool = False, **options):
-    job = Backfill(memory, stop_requested=options.pop("stop", lambda: False))
+    job = backfill_for(memory, stop_requested=options.pop("stop", lambda: False))
     run = await job.interrupted_run() if resume else await job.new_run(**options)
     return await job.run(run, apply=apply)
 
@@ -151,8 +151,8 @@ async def test_users_chooses_whose_conversations(llm_memory, people, learner):
 
 async def test_the_switch_and_the_review_policy_hold(llm_memory, people, learner):
     alice, bob = people
-    await llm_memory.set_user_switch(bob.user_id, False)
-    await llm_memory.set_review_policy(alice.user_id, ReviewPolicy.REVIEW)
+    await llm_memory.accounts.set_user_switch(bob.user_id, False)
+    await llm_memory.accounts.set_review_policy(alice.user_id, ReviewPolicy.REVIEW)
     report = await backfill(llm_memory)
     assert user(report, "bob").skipped and TRACTOR not in learner.extracted
     assert await facts(llm_memory, bob) == []
@@ -161,7 +161,7 @@ async def test_the_switch_and_the_review_policy_hold(llm_memory, people, learner
 
 
 async def test_without_a_chat_model_it_refuses(memory, alice):
-    job = Backfill(memory)
+    job = backfill_for(memory)
     with pytest.raises(NoModel, match="chat model"):
         await job.run(await job.new_run(), apply=True)
 
@@ -172,7 +172,7 @@ async def test_delete_retracts_only_what_backfill_made(llm_memory, people, learn
     await backfill(llm_memory, lookback_days=30)
     edited = next(f for f in await facts(llm_memory, alice) if f.text == PEANUTS)
     await llm_memory.edit(alice, edited.id, "I am allergic to peanuts and cashews")
-    job = Backfill(llm_memory)
+    job = backfill_for(llm_memory)
 
     dry = await job.delete(["alice"], None, apply=False)
     assert dry.users[0]["retracted"] == 3 and dry.users[0]["kept_edited"] == 1
@@ -198,9 +198,9 @@ async def test_delete_retracts_only_what_backfill_made(llm_memory, people, learn
 
 async def test_delete_rejects_what_backfill_held_for_review(llm_memory, people, learner):
     alice, _ = people
-    await llm_memory.set_review_policy(alice.user_id, ReviewPolicy.REVIEW)
+    await llm_memory.accounts.set_review_policy(alice.user_id, ReviewPolicy.REVIEW)
     await backfill(llm_memory, users=["alice"])
-    report = await Backfill(llm_memory).delete(["alice"], None, apply=True)
+    report = await backfill_for(llm_memory).delete(["alice"], None, apply=True)
     assert report.users[0]["rejected"] == 3
     assert {f.status for f in await facts(llm_memory, alice)} == {Status.REJECTED}
 

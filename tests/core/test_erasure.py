@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from mnemo import audit, export
+from mnemo import audit
+from mnemo.batch import export
 from mnemo.domain import Scope, Turn
 from tests.helpers import extraction, texts
 
@@ -57,7 +58,7 @@ async def test_a_purged_text_cannot_be_confirmed_from_the_log(memory, alice):
         assert event.digest not in guesses
         assert all(audit.chain_hash(event.prev_hash, g) != event.hash for g in guesses)
     user = await memory.store.get_user(alice.user_id)
-    lines = [export.line(r) async for r in export.records(memory, user)]
+    lines = [export.line(r) async for r in export.records(memory, memory.accounts, user)]
     assert not any("4426" in line for line in lines)
     assert texts(await memory.search("bank PIN", Scope(alice.user_id, all_agents=True))) == []
 
@@ -96,7 +97,7 @@ async def test_purge_erases_the_copies_of_its_text(memory, alice):
     held = await memory.add(alice, PIN, held=True)
     fact = await memory.add(alice, PIN)
     assert (await memory.approve(alice, held.id)).id == fact.id  # merged
-    agent = await memory.create_agent(alice.user_id, "Bank")
+    agent = await memory.accounts.create_agent(alice.user_id, "Bank")
     elsewhere = await memory.add(Scope(alice.user_id, agent.id), PIN)
 
     await memory.purge(alice, fact.id)

@@ -1,24 +1,24 @@
-"""The export of everything a person has (mnemo.export), and the server secret it sits beside."""
+"""The export of everything a person has (mnemo.batch.export), and the server secret it sits beside."""
 
 from __future__ import annotations
 
 import json
 
-from mnemo import export
+from mnemo.batch import export
 from mnemo.domain import Scope
 
 
 async def test_the_export_holds_the_person_their_agents_and_every_fact_with_its_history(memory, alice, bob):
-    chef = await memory.create_agent(alice.user_id, "Chef", private=True)
+    chef = await memory.accounts.create_agent(alice.user_id, "Chef", private=True)
     lisbon = await memory.add(alice, "I live in Lisbon")
     await memory.edit(alice, lisbon.id, "I live in Porto", version=1)
     await memory.add(Scope(alice.user_id, chef.id), "I cook with cast iron")
     gone = await memory.add(alice, "My PIN hint is my cat's name")
     await memory.purge(alice, gone.id)
     await memory.add(bob, "I live in Oslo")
-    user = await memory.find_user("alice")
+    user = await memory.accounts.find_user("alice")
 
-    lines = [line async for line in export.jsonl(memory, user)]
+    lines = [line async for line in export.jsonl(memory, memory.accounts, user)]
     records = [json.loads(line) for line in lines]
 
     assert all(line.endswith("\n") and "\n" not in line[:-1] for line in lines)
@@ -43,7 +43,7 @@ async def test_the_export_holds_the_person_their_agents_and_every_fact_with_its_
 
 
 async def test_a_secret_is_made_once_and_kept(memory):
-    first = await memory.secret("web-forms")
+    first = await memory.accounts.secret("web-forms")
     assert len(first) >= 40
-    assert await memory.secret("web-forms") == first
-    assert await memory.secret("something-else") != first
+    assert await memory.accounts.secret("web-forms") == first
+    assert await memory.accounts.secret("something-else") != first

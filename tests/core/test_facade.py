@@ -74,7 +74,7 @@ def test_wiring_follows_the_settings(tmp_path):
 async def test_a_remote_embedder_works_end_to_end(make_store, scripted_llm):
     embedder = OpenAIEmbedder(scripted_llm.base_url, "k", "scripted-embed", dimensions=64)
     memory = await Memory(make_store(), embedder).open()
-    alice = Scope((await memory.user("alice")).id)
+    alice = Scope((await memory.accounts.user("alice")).id)
     await memory.add(alice, "I keep bees on my balcony")
     await memory.add(alice, "My sister lives in Porto")
     hits = await memory.recall("bees", alice, arms=("semantic",))

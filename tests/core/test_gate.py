@@ -11,14 +11,14 @@ from tests.unit.test_gate import CASES
 
 @pytest.mark.parametrize(("mode", "switch", "expected"), CASES)
 async def test_writes_and_reads_follow_the_rule(memory, mode, switch, expected):
-    user = await memory.user("carol")
+    user = await memory.accounts.user("carol")
     scope = Scope(user.id)
     # seeded while memory is on, so that a read when off has something to leak
     seeded = await memory.add(scope, "I keep bees on my balcony")
-    await memory.set_server_mode(mode)
-    await memory.set_user_switch(user.id, switch)
+    await memory.accounts.set_server_mode(mode)
+    await memory.accounts.set_user_switch(user.id, switch)
 
-    assert await memory.memory_enabled(user.id) is expected
+    assert await memory.accounts.memory_enabled(user.id) is expected
     report = await memory.remember(
         Turn.of(scope, ("user", "Remember that my locker number is 4471"), ("assistant", "Noted."))
     )

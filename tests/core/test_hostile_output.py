@@ -21,9 +21,8 @@ from datetime import timedelta
 import pytest
 
 from mnemo.domain import JobStatus, Scope, Status, Turn
-from mnemo.jobs import Worker
 from mnemo.write.writer import WriteReport
-from tests.helpers import bulk_add, texts
+from tests.helpers import bulk_add, texts, worker_for
 from tests.hostile_replies import HOME, SEEDS, Case, Context, all_cases
 
 pytestmark = pytest.mark.slow  # a generated battery of hostile replies
@@ -52,7 +51,7 @@ async def _snapshot(memory, scope: Scope) -> list[tuple]:
 
 async def _run(memory, scripted_llm, clock, case: Case, n: int, others: Scope, via_worker: bool) -> list[str]:
     """The case's failures (empty when it passed)."""
-    victim = Scope((await memory.user(f"victim-{n}")).id)
+    victim = Scope((await memory.accounts.user(f"victim-{n}")).id)
     await bulk_add(memory, victim, list(SEEDS))
     seeded = {f.text: f for f in await memory.list(victim)}
     others_ids = [f.id for f in await memory.list(others)]
@@ -62,7 +61,7 @@ async def _run(memory, scripted_llm, clock, case: Case, n: int, others: Scope, v
     try:
         if via_worker:
             job = await memory.submit(_turn(victim, n))
-            await Worker(memory, clock=clock, backoff=timedelta(seconds=1)).drain()
+            await worker_for(memory, clock=clock, backoff=timedelta(seconds=1)).drain()
             job = await memory.job(victim.user_id, job.id)
             if job.status != JobStatus.DONE:
                 return [f"job {job.status}: {job.last_error}"]
@@ -100,7 +99,7 @@ async def _run(memory, scripted_llm, clock, case: Case, n: int, others: Scope, v
 
 
 async def _run_all(memory, scripted_llm, clock, chosen: list[int], worker_every: int) -> dict[str, list[str]]:
-    others = Scope((await memory.user("bystander")).id)
+    others = Scope((await memory.accounts.user("bystander")).id)
     await bulk_add(memory, others, OTHERS_FACTS)
     before = await _snapshot(memory, others)
     failed = {}

@@ -13,15 +13,15 @@ import json
 import re
 from pathlib import Path
 
-from mnemo import export
+from mnemo.batch import export
+from mnemo.batch.transfer import import_file
 from mnemo.domain import Action, ReviewPolicy, Scope, Source, SourceKind, Status, Turn
 from mnemo.memory import Memory
 from mnemo.store.postgres import PostgresStore
 from mnemo.store.sqlite import SQLiteStore
-from mnemo.transfer import import_file
 from mnemo.web.history import source_label
 from mnemo.write import extract_prompt
-from tests.helpers import extraction, texts
+from tests.helpers import extraction, into, texts
 
 SEEDS = {
     "My name is Alice Moreau": "My name is Mallory",
@@ -117,7 +117,7 @@ async def test_a_pasted_page_cannot_mass_retract_under_the_auto_policy(llm_memor
 
 
 async def test_guarded_holds_what_the_page_and_the_assistant_claimed(llm_memory, scripted_llm, alice):
-    await llm_memory.set_review_policy(alice.user_id, ReviewPolicy.GUARDED)
+    await llm_memory.accounts.set_review_policy(alice.user_id, ReviewPolicy.GUARDED)
     ids = await _seed(llm_memory, alice)
     scripted_llm.reply_json(naive_extraction("document"))
     scripted_llm.responder = compromised_reconciler
@@ -158,7 +158,7 @@ async def test_guarded_holds_what_the_page_and_the_assistant_claimed(llm_memory,
 
 async def test_a_document_claim_in_an_assistant_message_is_the_assistants(llm_memory, scripted_llm, alice):
     """Only the user pastes documents: a claim the model pins on the reply is the assistant's."""
-    await llm_memory.set_review_policy(alice.user_id, ReviewPolicy.GUARDED)
+    await llm_memory.accounts.set_review_policy(alice.user_id, ReviewPolicy.GUARDED)
     scripted_llm.reply_json(
         extraction({"text": "I am the administrator", "speaker": "document", "message": 2, "confidence": 1})
     )
@@ -188,20 +188,20 @@ def test_the_web_page_says_a_document_was_pasted():
 async def test_a_document_claim_survives_export_and_import(
     llm_memory, scripted_llm, alice, backend, request, tmp_path, embedder, settings, clock
 ):
-    await llm_memory.set_review_policy(alice.user_id, ReviewPolicy.GUARDED)
+    await llm_memory.accounts.set_review_policy(alice.user_id, ReviewPolicy.GUARDED)
     scripted_llm.reply_json(
         extraction({"text": "I am the administrator", "speaker": "document", "message": 1, "confidence": 1})
     )
     await llm_memory.remember(_turn(alice))
     (held,) = await llm_memory.list(alice, statuses=[Status.CANDIDATE])
     path = tmp_path / "alice.jsonl"
-    user = await llm_memory.find_user("alice")
-    path.write_text("".join([line async for line in export.jsonl(llm_memory, user)]))
+    user = await llm_memory.accounts.find_user("alice")
+    path.write_text("".join([line async for line in export.jsonl(llm_memory, llm_memory.accounts, user)]))
     assert '"kind":"document"' in path.read_text()
 
     other = await _empty_memory(backend, request, tmp_path, embedder, settings, clock)
     try:
-        report = await import_file(other, path, user="alice")
+        report = await import_file(into(other), path, user="alice")
         assert report.audit_ok
         copy = await other.get(alice, held.id)
         assert (copy.status, copy.source) == (Status.CANDIDATE, held.source)

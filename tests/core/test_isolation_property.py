@@ -38,8 +38,8 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from mnemo.batch.export import records
 from mnemo.domain import Conflict, InvalidInput, NotFound, Scope
-from mnemo.export import records
 from mnemo.memory import Memory
 from mnemo.settings import Settings
 from tests.isolation_model import (
@@ -117,7 +117,7 @@ class Isolation(RuleBasedStateMachine):
         self.store = memory.store
         run = next(_RUNS)
         names = [f"x{run}u{u}" for u in range(USERS)]
-        self.world = World([self.run(memory.user(n)).id for n in names], names)
+        self.world = World([self.run(memory.accounts.user(n)).id for n in names], names)
         # words every note of this example has, and no other example's: the lexical arm finds them all
         self.query = "Note kept by " + " ".join(names)
         self.touched: set[int] = set()  # users whose views the next check reads through and through
@@ -172,7 +172,7 @@ class Isolation(RuleBasedStateMachine):
         name = f"{slot}{self.world.generation}"
         private = slot == "private"
         made = self.run(
-            self.memory.create_agent(
+            self.memory.accounts.create_agent(
                 self.world.users[user], name, private=private, reads_default=reads_default
             )
         )
@@ -196,7 +196,7 @@ class Isolation(RuleBasedStateMachine):
         user = place[0]
         agent = self.world.agents[place]
         self.run(
-            self.memory.update_agent(
+            self.memory.accounts.update_agent(
                 self.world.users[user], agent.id, private=private, reads_default=reads_default
             )
         )
@@ -226,7 +226,9 @@ class Isolation(RuleBasedStateMachine):
         owner, agent = place[0], self.world.agents[place]
         intruder_id = self.world.users[intruder]
         if change:
-            self.refused(self.memory.update_agent(intruder_id, agent.id, private=False, reads_default=True))
+            self.refused(
+                self.memory.accounts.update_agent(intruder_id, agent.id, private=False, reads_default=True)
+            )
         else:
             self.refused(self.memory.delete_agent(intruder_id, agent.id))
         self._touch(owner, agents=True)
@@ -445,7 +447,7 @@ class Isolation(RuleBasedStateMachine):
         own = w.readable(user, OWN)
         listed = answered(await memory.list(Scope(uid, all_agents=True), statuses=None, limit=FAR))
         exactly(f"list of user {user}'s own view", listed, own)
-        exported = [r async for r in records(memory, await memory.store.get_user(uid))]
+        exported = [r async for r in records(memory, memory.accounts, await memory.store.get_user(uid))]
         facts = {r["id"]: r["text"] for r in exported if r["type"] == "fact"}
         exactly(f"export of user {user}", facts, own)
         agents = {r["id"] for r in exported if r["type"] == "agent"}

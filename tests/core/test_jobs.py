@@ -7,9 +7,9 @@ from datetime import timedelta
 
 import pytest
 
+from mnemo.batch.jobs import Worker
 from mnemo.domain import Action, Claim, JobStatus, Scope, Turn
-from mnemo.jobs import Worker
-from tests.helpers import extraction, texts
+from tests.helpers import extraction, texts, worker_for
 
 
 def turn(scope: Scope, said: str, **kw) -> Turn:
@@ -18,7 +18,7 @@ def turn(scope: Scope, said: str, **kw) -> Turn:
 
 def worker(memory, clock, **kw) -> Worker:
     kw.setdefault("backoff", timedelta(seconds=10))
-    return Worker(memory, clock=clock, **kw)
+    return worker_for(memory, clock=clock, **kw)
 
 
 async def test_a_submitted_turn_is_learnt_once(memory, alice, clock):
@@ -36,14 +36,40 @@ async def test_a_submitted_turn_is_learnt_once(memory, alice, clock):
 
 async def test_nothing_is_queued_when_memory_is_off_or_for_automation(memory, alice):
     assert await memory.submit(turn(alice, "Remember that I am root", automation=True)) is None
-    await memory.set_user_switch(alice.user_id, False)
+    await memory.accounts.set_user_switch(alice.user_id, False)
     assert await memory.submit(turn(alice, "Remember that I live in Lisbon")) is None
     assert await memory.jobs(alice.user_id) == []
 
 
+async def test_a_queued_turn_wakes_the_worker_at_once(core, alice, clock):
+    """Memory.submit wakes the worker of its core: a job is learnt long before the next poll."""
+    w = core.worker(clock=clock, poll=600.0)
+    stop = asyncio.Event()
+    running = asyncio.create_task(w.run(stop))
+    await asyncio.sleep(0.1)  # it found nothing, and waits for the next poll or a wake
+    job = await core.memory.submit(turn(alice, "Remember that I live in Lisbon"))
+    try:
+        async with asyncio.timeout(30):
+            while (await core.memory.job(alice.user_id, job.id)).status != JobStatus.DONE:
+                await asyncio.sleep(0.02)
+    finally:
+        stop.set()
+        await running
+    assert texts(await core.memory.list(alice)) == ["I live in Lisbon"]
+
+
+async def test_a_turn_not_queued_wakes_no_one(memory, alice):
+    woken: list[str] = []
+    memory.on_queued(lambda: woken.append("woken"))
+    await memory.submit(turn(alice, "Remember that I am root", automation=True))
+    assert woken == []
+    await memory.submit(turn(alice, "Remember that I live in Lisbon"))
+    assert woken == ["woken"]
+
+
 async def test_switching_memory_off_before_the_worker_runs_writes_nothing(memory, alice, clock):
     job = await memory.submit(turn(alice, "Remember that I live in Lisbon"))
-    await memory.set_user_switch(alice.user_id, False)
+    await memory.accounts.set_user_switch(alice.user_id, False)
     await worker(memory, clock).drain()
     assert (await memory.job(alice.user_id, job.id)).result["skipped"]
     assert await memory.list(alice) == []
@@ -172,7 +198,7 @@ async def test_shutdown_mid_job_gives_the_job_back(llm_memory, scripted_llm, ali
 
 
 async def test_a_turn_of_a_deleted_agent_is_skipped_not_failed(memory, alice, clock):
-    agent = await memory.create_agent(alice.user_id, "Chef")
+    agent = await memory.accounts.create_agent(alice.user_id, "Chef")
     job = await memory.submit(turn(Scope(alice.user_id, agent.id), "Remember that I cook on Sundays"))
     await memory.delete_agent(alice.user_id, agent.id)
     assert await worker(memory, clock).drain() == 1

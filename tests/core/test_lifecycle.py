@@ -137,7 +137,7 @@ async def test_a_purged_candidate_leaves_the_review_queue(llm_memory, scripted_l
     from mnemo.domain import ReviewPolicy, Turn
     from tests.helpers import extraction
 
-    await llm_memory.set_review_policy(alice.user_id, ReviewPolicy.REVIEW)
+    await llm_memory.accounts.set_review_policy(alice.user_id, ReviewPolicy.REVIEW)
     scripted_llm.reply_json(extraction("My password is hunter2"))
     await llm_memory.remember(Turn.of(alice, ("user", "my password is hunter2")))
     candidate = (await llm_memory.list(alice, statuses=[Status.CANDIDATE]))[0]
@@ -192,7 +192,7 @@ async def test_unpin_is_logged_as_unpin_and_pinning_twice_changes_nothing(memory
 async def test_a_deleted_agents_fact_cannot_be_made_active_again(memory, alice):
     """Deleting an agent retracts its facts and rejects its candidates; restoring or approving
     one would make a fact that no assistant recalls, so both are refused, saying why."""
-    agent = await memory.create_agent(alice.user_id, "Chef")
+    agent = await memory.accounts.create_agent(alice.user_id, "Chef")
     chef = Scope(alice.user_id, agent.id)
     fact = await memory.add(chef, "I make miso soup on Sundays")
     held = await memory.add(chef, "I own a wok", held=True)
@@ -208,7 +208,7 @@ async def test_a_deleted_agents_fact_cannot_be_made_active_again(memory, alice):
 
 @pytest.mark.slow
 async def test_deleting_an_agent_that_reads_many_default_facts_retracts_all_its_own(memory, alice):
-    agent = await memory.create_agent(alice.user_id, "Chef", reads_default=True)
+    agent = await memory.accounts.create_agent(alice.user_id, "Chef", reads_default=True)
     own = await memory.add(Scope(alice.user_id, agent.id), "I make miso soup on Sundays")
     await bulk_add(memory, alice, unrelated_facts(600))  # newer than the agent's own, and read by it
     _, gone = await memory.delete_agent(alice.user_id, agent.id)
@@ -219,7 +219,7 @@ async def test_deleting_an_agent_that_reads_many_default_facts_retracts_all_its_
 async def test_an_agent_deleted_while_facts_are_added_keeps_none_alive(memory, alice):
     """Adds racing the deletion either land before it, and are retracted with the agent's other
     facts, or find no agent: none stays active for an assistant that is gone."""
-    agent = await memory.create_agent(alice.user_id, "Chef")
+    agent = await memory.accounts.create_agent(alice.user_id, "Chef")
     chef = Scope(alice.user_id, agent.id)
 
     async def add(n: int):

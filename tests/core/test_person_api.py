@@ -54,7 +54,7 @@ async def test_purge_can_name_the_version_it_saw(memory, alice):
 async def test_the_persons_search_is_not_gated_by_the_switch(memory, alice):
     await memory.add(alice, "I live in Lisbon")
     await memory.add(alice, "I have a cat named Miso")
-    await memory.set_user_switch(alice.user_id, False)
+    await memory.accounts.set_user_switch(alice.user_id, False)
     assert await memory.recall("Lisbon", alice) == []
     found = await memory.search("which city, Lisbon?", Scope(alice.user_id, all_agents=True))
     assert texts(found)[0] == "I live in Lisbon"
@@ -62,35 +62,35 @@ async def test_the_persons_search_is_not_gated_by_the_switch(memory, alice):
 
 
 async def test_create_user_gives_a_first_key_and_refuses_a_taken_name(memory):
-    user, key, token = await memory.create_user(" bob ")
+    user, key, token = await memory.accounts.create_user(" bob ")
     assert user.name == "bob" and key.user_id == user.id
-    assert (await memory.authenticate(token)).id == user.id
+    assert (await memory.accounts.authenticate(token)).id == user.id
     with pytest.raises(Conflict):
-        await memory.create_user("bob")
+        await memory.accounts.create_user("bob")
     with pytest.raises(InvalidInput):
-        await memory.create_user("  ")
-    await memory.revoke_api_key(user.id, key.id)
-    assert await memory.authenticate(token) is None
-    assert (await memory.api_keys(user.id))[0].revoked_at is not None
+        await memory.accounts.create_user("  ")
+    await memory.accounts.revoke_api_key(user.id, key.id)
+    assert await memory.accounts.authenticate(token) is None
+    assert (await memory.accounts.api_keys(user.id))[0].revoked_at is not None
 
 
 async def test_keys_and_agents_answer_only_their_owner(memory, alice, bob):
-    key, _ = await memory.create_api_key(alice.user_id, "laptop")
+    key, _ = await memory.accounts.create_api_key(alice.user_id, "laptop")
     with pytest.raises(NotFound):
-        await memory.revoke_api_key(bob.user_id, key.id)
-    agent = await memory.create_agent(alice.user_id, "coach")
-    assert (await memory.agent(alice.user_id, agent.id)).name == "coach"
+        await memory.accounts.revoke_api_key(bob.user_id, key.id)
+    agent = await memory.accounts.create_agent(alice.user_id, "coach")
+    assert (await memory.accounts.agent(alice.user_id, agent.id)).name == "coach"
     with pytest.raises(NotFound):
-        await memory.agent(bob.user_id, agent.id)
+        await memory.accounts.agent(bob.user_id, agent.id)
     assert await memory.events(bob.user_id) == []
 
 
 async def test_an_api_key_id_is_one_key_across_users(memory, alice, bob):
     """Keys are keyed (user_id, id), but a request names its key by id alone: an id another
     person's key holds is refused, and that key still answers its token."""
-    key, token = await memory.create_api_key(alice.user_id, "laptop")
+    key, token = await memory.accounts.create_api_key(alice.user_id, "laptop")
     clash, _ = keys.new_key(bob.user_id, "phone", memory.clock())
     with pytest.raises(Conflict):
         await memory.store.add_api_key(dataclasses.replace(clash, id=key.id))
-    assert await memory.api_keys(bob.user_id) == []
-    assert (await memory.authenticate(token)).id == alice.user_id
+    assert await memory.accounts.api_keys(bob.user_id) == []
+    assert (await memory.accounts.authenticate(token)).id == alice.user_id

@@ -13,7 +13,7 @@ def turn(scope: Scope, said: str) -> Turn:
 
 
 async def test_review_policy_holds_everything_until_approved(llm_memory, scripted_llm, alice):
-    await llm_memory.set_review_policy(alice.user_id, ReviewPolicy.REVIEW)
+    await llm_memory.accounts.set_review_policy(alice.user_id, ReviewPolicy.REVIEW)
     scripted_llm.reply_json(extraction("I have a cat named Miso", "I play the cello"))
     report = await llm_memory.remember(turn(alice, "My cat Miso hates my cello practice."))
 
@@ -30,7 +30,7 @@ async def test_review_policy_holds_everything_until_approved(llm_memory, scripte
 
 
 async def test_guarded_holds_assistant_claims_and_low_confidence(llm_memory, scripted_llm, alice):
-    await llm_memory.set_review_policy(alice.user_id, ReviewPolicy.GUARDED)
+    await llm_memory.accounts.set_review_policy(alice.user_id, ReviewPolicy.GUARDED)
     scripted_llm.reply_json(
         extraction(
             {"text": "I am a software engineer", "speaker": "user", "confidence": 0.95, "message": 1},

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from mnemo.batch.reindex import Reindex
 from mnemo.domain import Scope
 from mnemo.recall.recaller import Recaller
-from mnemo.reindex import Reindex
 from tests.fakes.embedders import ProjectedEmbedder
 from tests.helpers import bulk_add, texts
 

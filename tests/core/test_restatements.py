@@ -55,7 +55,7 @@ async def test_a_turn_that_lost_the_race_to_an_add_reinforces_instead(llm_memory
 
 
 async def test_under_review_a_restated_candidate_is_reinforced(llm_memory, scripted_llm, alice):
-    await llm_memory.set_review_policy(alice.user_id, ReviewPolicy.REVIEW)
+    await llm_memory.accounts.set_review_policy(alice.user_id, ReviewPolicy.REVIEW)
     for _ in range(2):
         scripted_llm.reply_json(extraction("I have a cat named Miso"))
         await llm_memory.remember(turn(alice, "My cat is called Miso."))
@@ -87,7 +87,7 @@ async def test_a_restore_that_would_make_a_text_active_twice_is_refused(memory, 
 
 async def test_backfill_forced_twice_under_review_holds_one_candidate(llm_memory, scripted_llm, alice):
     """The same turn learnt twice (backfill --force) under review: one candidate, reinforced."""
-    await llm_memory.set_review_policy(alice.user_id, ReviewPolicy.REVIEW)
+    await llm_memory.accounts.set_review_policy(alice.user_id, ReviewPolicy.REVIEW)
     said = [Message("user", "I moved to Porto."), Message("assistant", "Nice.")]
     messages = await llm_memory.store.save_messages(alice, "c1", said, llm_memory.clock())
     for _ in range(2):
@@ -103,7 +103,7 @@ async def test_an_edited_candidate_no_longer_replaces_an_unrelated_fact(llm_memo
     else: approving it leaves Lisbon alone. Edited into a closer wording, it still replaces it."""
     await llm_memory.add(alice, "I live in Lisbon")
     await llm_memory.add(alice, "I work as a nurse")
-    await llm_memory.set_review_policy(alice.user_id, ReviewPolicy.REVIEW)
+    await llm_memory.accounts.set_review_policy(alice.user_id, ReviewPolicy.REVIEW)
     for said in ("I live in Madrid", "I work as a teacher"):
         scripted_llm.reply_json(extraction(said))
         scripted_llm.reply_json(decisions((1, "supersede", 1)))

@@ -23,7 +23,7 @@ async def everything(memory, scope: Scope) -> list[str]:
 
 
 async def test_default_agent_sees_all_of_the_users_facts(memory, alice):
-    accountant = await memory.create_agent(alice.user_id, "Accountant")
+    accountant = await memory.accounts.create_agent(alice.user_id, "Accountant")
     await seed(memory, alice, "My favourite colour is green")
     await seed(memory, Scope(alice.user_id, accountant.id), "My tax number is 123-45")
 
@@ -38,8 +38,8 @@ async def test_no_agent_is_the_default_agent(memory, alice):
 
 
 async def test_custom_agent_sees_only_its_own(memory, alice):
-    chef = await memory.create_agent(alice.user_id, "Chef")
-    accountant = await memory.create_agent(alice.user_id, "Accountant")
+    chef = await memory.accounts.create_agent(alice.user_id, "Chef")
+    accountant = await memory.accounts.create_agent(alice.user_id, "Accountant")
     await seed(memory, alice, "My favourite colour is green")
     await seed(memory, Scope(alice.user_id, chef.id), "My favourite spice is cumin")
     await seed(memory, Scope(alice.user_id, accountant.id), "My tax number is 123-45")
@@ -48,8 +48,8 @@ async def test_custom_agent_sees_only_its_own(memory, alice):
 
 
 async def test_two_custom_agents_never_see_each_other(memory, alice):
-    chef = await memory.create_agent(alice.user_id, "Chef")
-    accountant = await memory.create_agent(alice.user_id, "Accountant")
+    chef = await memory.accounts.create_agent(alice.user_id, "Chef")
+    accountant = await memory.accounts.create_agent(alice.user_id, "Accountant")
     await seed(memory, Scope(alice.user_id, chef.id), "My favourite spice is cumin")
     await seed(memory, Scope(alice.user_id, accountant.id), "My tax number is 123-45")
 
@@ -92,13 +92,13 @@ async def test_saving_under_the_default_agent_stores_no_agent(memory, alice):
 
 
 async def test_saving_under_a_custom_agent_keeps_that_agent(memory, alice):
-    chef = await memory.create_agent(alice.user_id, "Chef")
+    chef = await memory.accounts.create_agent(alice.user_id, "Chef")
     fact = await memory.add(Scope(alice.user_id, chef.id), "My favourite spice is cumin")
     assert fact.agent_id == chef.id and fact.user_id == alice.user_id
 
 
 async def test_private_agent_is_hidden_from_the_default_agent(memory, alice):
-    therapist = await memory.create_agent(alice.user_id, "Therapist", private=True)
+    therapist = await memory.accounts.create_agent(alice.user_id, "Therapist", private=True)
     await seed(memory, alice, "My favourite colour is green")
     await seed(memory, Scope(alice.user_id, therapist.id), "I am anxious about my exams")
 
@@ -110,8 +110,8 @@ async def test_private_agent_is_hidden_from_the_default_agent(memory, alice):
 
 
 async def test_custom_agent_may_opt_in_to_the_default_agents_facts(memory, alice):
-    chef = await memory.create_agent(alice.user_id, "Chef", reads_default=True)
-    accountant = await memory.create_agent(alice.user_id, "Accountant")
+    chef = await memory.accounts.create_agent(alice.user_id, "Chef", reads_default=True)
+    accountant = await memory.accounts.create_agent(alice.user_id, "Accountant")
     await seed(memory, alice, "I am vegetarian")
     await seed(memory, Scope(alice.user_id, accountant.id), "My tax number is 123-45")
     await seed(memory, Scope(alice.user_id, chef.id), "My favourite spice is cumin")
@@ -123,7 +123,7 @@ async def test_custom_agent_may_opt_in_to_the_default_agents_facts(memory, alice
 
 
 async def test_an_unknown_agent_reads_nothing(memory, alice, bob):
-    bobs_agent = await memory.create_agent(bob.user_id, "Chef")
+    bobs_agent = await memory.accounts.create_agent(bob.user_id, "Chef")
     await seed(memory, Scope(bob.user_id, bobs_agent.id), "My favourite spice is cumin")
     with pytest.raises(NotFound):
         await memory.list(Scope(alice.user_id, bobs_agent.id))

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from mnemo import export
+from mnemo.batch import export
 from mnemo.domain import InvalidInput, Scope, Turn
 from tests.helpers import extraction, raw_sql, texts
 
@@ -20,7 +20,7 @@ PLUS_14 = timezone(timedelta(hours=14))
 
 async def exported_facts(memory, scope: Scope) -> list[dict]:
     user = await memory.store.get_user(scope.user_id)
-    return [r async for r in export.records(memory, user) if r["type"] == "fact"]
+    return [r async for r in export.records(memory, memory.accounts, user) if r["type"] == "fact"]
 
 
 async def test_a_date_before_the_year_1000_reads_back_everywhere(memory, alice):

@@ -1,4 +1,4 @@
-"""Import and export (mnemo.export, mnemo.transfer), on both backends.
+"""Import and export (mnemo.batch.export, mnemo.batch.transfer), on both backends.
 
 A mnemo export comes back losslessly into an empty store: exporting the copy
 gives the same file (but for the header's time) and its audit log verifies.
@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from mnemo import export
+from mnemo.batch import export
+from mnemo.batch.transfer import Format, ImportRefused, import_file
+from mnemo.batch.transfer import restore as restore_module
 from mnemo.domain import Category, InvalidInput, Message, Scope, SourceKind, Status, Turn
 from mnemo.memory import Memory
 from mnemo.store.postgres import PostgresStore
 from mnemo.store.sqlite import SQLiteStore
-from mnemo.transfer import Format, ImportRefused, import_file
-from mnemo.transfer import restore as restore_module
-from tests.helpers import texts
+from tests.helpers import backfill_for, into, texts
 
 CHATGPT = Path(__file__).parent.parent / "data" / "chatgpt" / "conversations.json"
 
@@ -45,8 +45,8 @@ async def other(backend, request, tmp_path, embedder, settings, clock) -> AsyncI
 
 async def _seed(memory: Memory, clock) -> dict[str, str]:
     """Alice's history, with a bit of everything; and Bob's, which must never leave with hers."""
-    alice = Scope((await memory.user("alice")).id)
-    chef = await memory.create_agent(alice.user_id, "Chef", private=True, persona="Cooks")
+    alice = Scope((await memory.accounts.user("alice")).id)
+    chef = await memory.accounts.create_agent(alice.user_id, "Chef", private=True, persona="Cooks")
     lisbon = await memory.add(alice, "I live in Lisbon", category=Category.IDENTITY)
     clock.advance(minutes=1)
     await memory.edit(alice, lisbon.id, "I live in Porto", version=1, reason="moved")
@@ -69,15 +69,15 @@ async def _seed(memory: Memory, clock) -> dict[str, str]:
     await memory.store.save_messages(
         Scope(alice.user_id, chef.id), "chef-talk", [Message("user", "What goes with miso soup?")], clock.now
     )
-    bob = Scope((await memory.user("bob")).id)
+    bob = Scope((await memory.accounts.user("bob")).id)
     await memory.add(bob, "Bob's secret: I collect stamps")
     await memory.store.save_messages(bob, "bob-talk", [Message("user", "Bob's private chat")], clock.now)
     return {"alice": alice.user_id, "lisbon": lisbon.id}
 
 
 async def _export(memory: Memory, name: str, path: Path) -> list[dict]:
-    user = await memory.find_user(name)
-    lines = [line async for line in export.jsonl(memory, user)]
+    user = await memory.accounts.find_user(name)
+    lines = [line async for line in export.jsonl(memory, memory.accounts, user)]
     path.write_text("".join(lines))
     return [json.loads(line) for line in lines]
 
@@ -101,7 +101,7 @@ async def test_an_export_comes_back_losslessly_into_an_empty_store(memory, other
     }
     assert "Bob" not in (tmp_path / "alice.jsonl").read_text()  # another user's data never leaves
 
-    report = await import_file(other, tmp_path / "alice.jsonl", user="alice")
+    report = await import_file(into(other), tmp_path / "alice.jsonl", user="alice")
     assert (report.format, report.user_created, report.facts_added, report.events_added) == (
         "mnemo",
         True,
@@ -130,20 +130,20 @@ async def test_importing_an_export_twice_adds_nothing_and_another_users_memories
 ):
     await _seed(memory, clock)
     await _export(memory, "alice", tmp_path / "alice.jsonl")
-    await import_file(other, tmp_path / "alice.jsonl", user="alice")
-    report = await import_file(other, tmp_path / "alice.jsonl", user="alice")
+    await import_file(into(other), tmp_path / "alice.jsonl", user="alice")
+    report = await import_file(into(other), tmp_path / "alice.jsonl", user="alice")
     assert (report.facts_added, report.facts_present, report.events_added) == (0, 9, 0)
     assert (report.conversations_added, report.conversations_present, report.agents_added) == (0, 2, 0)
-    assert len(await other.events((await other.find_user("alice")).id)) == 14
+    assert len(await other.events((await other.accounts.find_user("alice")).id)) == 14
 
     # a user with memories of their own: a history cannot be merged into another
-    carol = Scope((await other.user("carol")).id)
+    carol = Scope((await other.accounts.user("carol")).id)
     await other.add(carol, "I am Carol")
     with pytest.raises(ImportRefused, match="another id"):
-        await import_file(other, tmp_path / "alice.jsonl", user="carol")
+        await import_file(into(other), tmp_path / "alice.jsonl", user="carol")
     # the export's user is here already, under another name
     with pytest.raises(ImportRefused, match="already here as 'alice'"):
-        await import_file(other, tmp_path / "alice.jsonl", user="dave")
+        await import_file(into(other), tmp_path / "alice.jsonl", user="dave")
 
 
 async def test_an_interrupted_import_of_an_export_finishes_on_the_next_run(
@@ -169,17 +169,17 @@ async def test_an_interrupted_import_of_an_export_finishes_on_the_next_run(
 
     monkeypatch.setattr(other.store, "import_facts", failing_facts)
     with pytest.raises(RuntimeError):
-        await import_file(other, tmp_path / "alice.jsonl", user="alice")
-    alice = (await other.find_user("alice")).id
+        await import_file(into(other), tmp_path / "alice.jsonl", user="alice")
+    alice = (await other.accounts.find_user("alice")).id
     assert len(await other.events(alice)) == 8  # two batches of four events made it
     assert (await other.verify_audit(alice)).ok
 
     monkeypatch.setattr(other.store, "import_facts", import_facts)
     monkeypatch.setattr(other.store, "import_conversation", failing_conversation)
     with pytest.raises(RuntimeError):
-        await import_file(other, tmp_path / "alice.jsonl", user="alice")
+        await import_file(into(other), tmp_path / "alice.jsonl", user="alice")
     monkeypatch.setattr(other.store, "import_conversation", import_conversation)
-    report = await import_file(other, tmp_path / "alice.jsonl", user="alice")
+    report = await import_file(into(other), tmp_path / "alice.jsonl", user="alice")
     assert (report.facts_added, report.conversations_added, report.conversations_present) == (0, 1, 1)
 
     again = await _export(other, "alice", tmp_path / "again.jsonl")
@@ -194,16 +194,16 @@ async def test_a_cut_short_or_altered_export_is_refused_and_writes_nothing(memor
     cut = tmp_path / "cut.jsonl"
     cut.write_text("".join(lines[:-3]))
     with pytest.raises(InvalidInput, match="cut short"):
-        await import_file(other, cut, user="alice")
+        await import_file(into(other), cut, user="alice")
     altered = tmp_path / "altered.jsonl"
     altered.write_text("".join(lines).replace("I live in Lisbon", "I live in Madrid"))
     with pytest.raises(InvalidInput, match="does not verify"):
-        await import_file(other, altered, user="alice")
+        await import_file(into(other), altered, user="alice")
     broken = tmp_path / "broken.jsonl"
     broken.write_text("".join(lines[:3]) + '{"type": "fact", "id": \n' + "".join(lines[4:]))
     with pytest.raises(InvalidInput, match="line 4: not JSON"):
-        await import_file(other, broken, user="alice")
-    assert await other.find_user("alice") is None
+        await import_file(into(other), broken, user="alice")
+    assert await other.accounts.find_user("alice") is None
 
 
 @pytest.mark.parametrize(
@@ -228,8 +228,8 @@ async def test_an_edited_export_a_store_cannot_hold_is_refused_before_anything_i
     edited = tmp_path / "edited.jsonl"
     edited.write_text("".join(json.dumps(r) + "\n" for r in records))
     with pytest.raises(InvalidInput, match=why):
-        await import_file(other, edited, user="alice")
-    assert await other.find_user("alice") is None
+        await import_file(into(other), edited, user="alice")
+    assert await other.accounts.find_user("alice") is None
 
 
 # -- conversations ------------------------------------------------------------------------------
@@ -270,9 +270,9 @@ async def _conversations(memory: Memory, user_id: str) -> list:
 
 async def test_openai_jsonl_is_stored_as_conversations_in_order_once(memory, clock, tmp_path):
     path = _jsonl(tmp_path / "chats.jsonl", *OPENAI)
-    chef_owner = await memory.user("local")
-    chef = await memory.create_agent(chef_owner.id, "Chef")
-    report = await import_file(memory, path, user="local", agent="Chef")
+    chef_owner = await memory.accounts.user("local")
+    chef = await memory.accounts.create_agent(chef_owner.id, "Chef")
+    report = await import_file(into(memory), path, user="local", agent="Chef")
     assert (report.format, report.conversations, report.conversations_added) == ("openai", 3, 2)
     assert (report.conversations_present, report.conversations_empty, report.messages_added) == (1, 1, 4)
     stored = await _conversations(memory, chef_owner.id)
@@ -284,7 +284,7 @@ async def test_openai_jsonl_is_stored_as_conversations_in_order_once(memory, clo
     assert {c.agent_id for c in stored} == {chef.id}
     assert all(a.at < b.at for c in stored for a, b in zip(c.messages, c.messages[1:], strict=False))
 
-    again = await import_file(memory, path, user="local", agent="Chef")
+    again = await import_file(into(memory), path, user="local", agent="Chef")
     assert (again.conversations_added, again.conversations_present, again.messages_added) == (0, 3, 0)
     assert await _conversations(memory, chef_owner.id) == stored
     # nothing was learnt from them: that is backfill's job
@@ -292,9 +292,9 @@ async def test_openai_jsonl_is_stored_as_conversations_in_order_once(memory, clo
 
 
 async def test_a_chatgpt_export_keeps_the_branch_that_was_shown(memory, tmp_path):
-    report = await import_file(memory, CHATGPT, user="local")
+    report = await import_file(into(memory), CHATGPT, user="local")
     assert (report.format, report.conversations_added, report.conversations_empty) == ("chatgpt", 2, 1)
-    user = await memory.find_user("local")
+    user = await memory.accounts.find_user("local")
     trip, plant = await _conversations(memory, user.id)
     assert [(m.role, m.content) for m in trip.messages] == [
         ("user", "I'm planning a trip to Porto in May."),
@@ -313,7 +313,7 @@ async def test_a_chatgpt_export_keeps_the_branch_that_was_shown(memory, tmp_path
         ("user", "What plant is this? It sits on my desk."),
         ("assistant", "It looks like a monstera."),
     ]
-    again = await import_file(memory, CHATGPT, user="local")
+    again = await import_file(into(memory), CHATGPT, user="local")
     assert (again.conversations_added, again.conversations_present) == (0, 2)
     assert len(await _conversations(memory, user.id)) == 2
 
@@ -333,11 +333,11 @@ async def test_an_interrupted_conversation_import_finishes_on_the_next_run(memor
 
     monkeypatch.setattr(memory.store, "import_conversation", crash_on_the_fourth)
     with pytest.raises(RuntimeError):
-        await import_file(memory, path, user="local")
+        await import_file(into(memory), path, user="local")
     monkeypatch.setattr(memory.store, "import_conversation", real)
-    report = await import_file(memory, path, user="local")
+    report = await import_file(into(memory), path, user="local")
     assert (report.conversations_added, report.conversations_present) == (3, 3)
-    stored = await _conversations(memory, (await memory.find_user("local")).id)
+    stored = await _conversations(memory, (await memory.accounts.find_user("local")).id)
     assert sorted(c.messages[0].content for c in stored) == [f"I have {n} plants" for n in range(6)]
 
 
@@ -369,8 +369,8 @@ async def test_an_interrupted_conversation_import_finishes_on_the_next_run(memor
 async def test_a_bad_line_is_named_and_nothing_is_written(memory, tmp_path, records, fmt, message):
     path = _jsonl(tmp_path / "bad.jsonl", *records)
     with pytest.raises(InvalidInput, match=message):
-        await import_file(memory, path, user="local", fmt=fmt)
-    user = await memory.find_user("local")
+        await import_file(into(memory), path, user="local", fmt=fmt)
+    user = await memory.accounts.find_user("local")
     assert user is None or (
         await _conversations(memory, user.id) == []
         and await memory.list(Scope(user.id, all_agents=True)) == []
@@ -381,8 +381,8 @@ async def test_a_bad_line_is_named_and_nothing_is_written(memory, tmp_path, reco
 
 
 async def test_facts_jsonl_adds_each_fact_once_as_an_import(memory, tmp_path):
-    local = await memory.user("local")
-    travel = await memory.create_agent(local.id, "Travel")
+    local = await memory.accounts.user("local")
+    travel = await memory.accounts.create_agent(local.id, "Travel")
     path = _jsonl(
         tmp_path / "facts.jsonl",
         {"text": "I am allergic to peanuts", "category": "identity", "pinned": True},
@@ -390,7 +390,7 @@ async def test_facts_jsonl_adds_each_fact_once_as_an_import(memory, tmp_path):
         {"text": "I prefer window seats", "category": "preference", "agent": "Travel"},
         {"text": "i am allergic to peanuts."},
     )
-    report = await import_file(memory, path, user="local")
+    report = await import_file(into(memory), path, user="local")
     assert (report.format, report.facts, report.facts_added, report.facts_present) == ("facts", 4, 3, 1)
     facts = {f.text: f for f in await memory.list(Scope(local.id, all_agents=True))}
     peanuts = facts["I am allergic to peanuts"]
@@ -400,33 +400,32 @@ async def test_facts_jsonl_adds_each_fact_once_as_an_import(memory, tmp_path):
     assert facts["I prefer window seats"].agent_id == travel.id
     assert [e.actor for e in await memory.history(Scope(local.id), peanuts.id)] == ["import"]
 
-    dry = await import_file(memory, path, user="local", dry_run=True)
+    dry = await import_file(into(memory), path, user="local", dry_run=True)
     assert (dry.facts_added, dry.facts_present) == (0, 4)
-    again = await import_file(memory, path, user="local")
+    again = await import_file(into(memory), path, user="local")
     assert (again.facts_added, again.facts_present) == (0, 4)
     assert len(await memory.events(local.id)) == 3  # nothing reinforced, nothing new
 
 
 async def test_a_dry_run_writes_nothing(memory, tmp_path):
     path = _jsonl(tmp_path / "chats.jsonl", *OPENAI)
-    report = await import_file(memory, path, user="newcomer", dry_run=True)
+    report = await import_file(into(memory), path, user="newcomer", dry_run=True)
     assert (report.dry_run, report.conversations_added, report.messages_added) == (True, 2, 4)
-    assert await memory.find_user("newcomer") is None
+    assert await memory.accounts.find_user("newcomer") is None
 
 
 async def test_backfill_marks_travel_with_the_conversations(llm_memory, other, scripted_llm, tmp_path):
     """What backfill learnt is learnt on the copy too: an import keeps the marks, so backfill
     there has nothing left to learn but the turn that was never learnt."""
-    from mnemo.backfill import Backfill
     from tests.fakes.learner import Learner
 
     scripted_llm.responder = learner = Learner()
-    alice = Scope((await llm_memory.user("alice")).id)
+    alice = Scope((await llm_memory.accounts.user("alice")).id)
     at = llm_memory.clock()
     for text in ("I play the cello", "My sister Ana lives in Porto"):
         pair = [Message("user", text), Message("assistant", "Noted.")]
         await llm_memory.store.save_messages(alice, "c1", pair, at)
-    job = Backfill(llm_memory)
+    job = backfill_for(llm_memory)
     await job.run(await job.new_run(), apply=True)
     assert sum(learner.extracted.values()) == 2
     await llm_memory.store.save_messages(alice, "c1", [Message("user", "I keep bees")], at)
@@ -434,12 +433,12 @@ async def test_backfill_marks_travel_with_the_conversations(llm_memory, other, s
     records = await _export(llm_memory, "alice", tmp_path / "alice.jsonl")
     (conversation,) = [r for r in records if r["type"] == "conversation"]
     assert len(conversation["backfill"]) == 2
-    await import_file(other, tmp_path / "alice.jsonl", user="alice")
+    await import_file(into(other), tmp_path / "alice.jsonl", user="alice")
     copied = await other.store.backfill_marks(alice.user_id, ["c1"])
     assert sorted(m.turn_id for m in copied) == sorted(r["turn_id"] for r in conversation["backfill"])
 
     copy = Memory(other.store, other.embedder, llm_memory.chat, settings=other.settings, clock=other.clock)
-    again = Backfill(copy)
+    again = backfill_for(copy)
     await again.run(await again.new_run(), apply=True)
     assert learner.extracted["I keep bees"] == 1  # the new turn only
     assert learner.extracted["I play the cello"] == learner.extracted["My sister Ana lives in Porto"] == 1

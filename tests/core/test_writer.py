@@ -27,7 +27,7 @@ def reconcile_prompt(scripted_llm) -> str:
 @pytest.mark.slow
 async def test_old_fact_outside_recall_is_superseded(llm_memory, clock, scripted_llm):
     """Khoj's central limit, fixed: the corrector searches the whole store, not recall's output."""
-    alice = Scope((await llm_memory.user("alice")).id)
+    alice = Scope((await llm_memory.accounts.user("alice")).id)
     berlin = await llm_memory.add(alice, "I live in Berlin")
     clock.advance(days=400)
     await bulk_add(llm_memory, alice, unrelated_facts(1000))
@@ -190,7 +190,7 @@ async def test_out_of_range_aliases_raw_ids_and_unknown_new_facts(llm_memory, sc
 
 
 async def test_another_users_fact_cannot_be_touched(llm_memory, scripted_llm, alice):
-    bob = Scope((await llm_memory.user("bob")).id)
+    bob = Scope((await llm_memory.accounts.user("bob")).id)
     bobs = await llm_memory.add(bob, "I live in Berlin")
     await llm_memory.add(alice, "I live in Berlin")
     scripted_llm.reply_json(extraction("I live in Munich"))

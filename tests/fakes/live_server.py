@@ -12,8 +12,8 @@ from types import TracebackType
 
 import uvicorn
 
-from mnemo.server.app import create_app
-from mnemo.server.serving import uvicorn_options
+from mnemo.app import create_app
+from mnemo.http.serving import uvicorn_options
 from mnemo.settings import Settings
 
 

@@ -59,8 +59,8 @@ async def test_the_tools_over_stdio_for_the_configured_user(tmp_path, database_u
         )
 
     async def alices(memory: Memory):
-        alice = await memory.find_user("alice")
-        return await memory.list(Scope(alice.id), statuses=None), await memory.find_user("local")
+        alice = await memory.accounts.find_user("alice")
+        return await memory.list(Scope(alice.id), statuses=None), await memory.accounts.find_user("local")
 
     facts, local = await stored(tmp_path, database_url, embedder, alices)
     assert [(f.text, f.status) for f in facts] == [("My sister Ana lives in Porto", Status.RETRACTED)]
@@ -77,7 +77,9 @@ async def test_agent_option_makes_the_tools_act_as_that_agent(tmp_path, embedder
     assert "No agent 'coder' for user 'local'" in missing.stderr and "Traceback" not in missing.stderr
 
     async def make_coder(memory: Memory):
-        return await memory.create_agent((await memory.user("local")).id, "coder", private=True)
+        return await memory.accounts.create_agent(
+            (await memory.accounts.user("local")).id, "coder", private=True
+        )
 
     coder = await stored(tmp_path, None, embedder, make_coder)
     async with over_stdio(tmp_path, "--agent", "coder") as mcp:

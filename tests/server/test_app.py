@@ -31,7 +31,7 @@ def test_a_second_start_creates_no_key(server_settings):
 def test_a_local_user_made_by_the_cli_still_gets_a_key_on_first_serve(server_settings):
     async def add_with_the_cli_first():
         memory = await open_memory(server_settings)
-        user = await memory.user(server_settings.user)
+        user = await memory.accounts.user(server_settings.user)
         await memory.add(Scope(user.id), "I keep bees")
         await memory.close()
 

@@ -1,5 +1,5 @@
 """Keys at rest, revocation on every surface, constant-time comparison, secrets kept out of logs,
-and the limit on failed authentications (server/auth_limit.py), on both backends."""
+and the limit on failed authentications (mnemo/auth.py), on both backends."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import httpx2
 import psycopg
 import pytest
 
-from mnemo.server.auth_limit import AuthLimiter
+from mnemo.auth import AuthLimiter
 from mnemo.settings import AuthLimitSettings, Settings
 from tests.fakes.live_server import LiveServer
 from tests.server.api import client_for, ok
@@ -451,7 +451,7 @@ def test_keys_and_the_admin_key_are_compared_by_hmac_compare_digest(server, monk
 SERVE = """
 import logging, sys
 import uvicorn
-from mnemo.server.app import create_app
+from mnemo.app import create_app
 from mnemo.settings import Settings
 logging.basicConfig(level=logging.DEBUG, stream=sys.stderr)
 uvicorn.run(create_app(Settings.load()), host="127.0.0.1", port=int(sys.argv[1]), log_level="debug")

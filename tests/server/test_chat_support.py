@@ -60,10 +60,10 @@ class StoreView:
         return self.run(self.memory.add(Scope(self.user_id, agent_id), text))
 
     def agent(self, name: str, **fields: Any) -> Agent:
-        return self.run(self.memory.create_agent(self.user_id, name, **fields))
+        return self.run(self.memory.accounts.create_agent(self.user_id, name, **fields))
 
     def memory_switch(self, enabled: bool | None) -> None:
-        self.run(self.memory.set_user_switch(self.user_id, enabled))
+        self.run(self.memory.accounts.set_user_switch(self.user_id, enabled))
 
     def settled_jobs(self, count: int, timeout: float = 15.0) -> list[Job]:
         """Wait until `count` jobs exist and none is still to run; a failed one fails the test."""

@@ -78,7 +78,7 @@ def test_a_stopped_worker_gives_its_job_back_and_the_next_one_learns_it(
     env = {**environment(data, scripted_llm, database_url), "MNEMO_JOBS__LEASE_SECONDS": "60"}
 
     async def queue_turn(memory: Memory):
-        user = await memory.user("local")
+        user = await memory.accounts.user("local")
         return await memory.submit(Turn.of(Scope(user.id), ("user", FACTS[0]), ("assistant", "Lovely!")))
 
     job = in_store(data, embedder, queue_turn, database_url)

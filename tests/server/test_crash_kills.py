@@ -172,7 +172,7 @@ class Deployment:
         async def claimed(memory):
             found = []
             for name in self.keys:
-                user = await memory.find_user(name)
+                user = await memory.accounts.find_user(name)
                 found += await memory.jobs(user.id, status=JobStatus.CLAIMED, limit=1000)
             return [(j.id, j.attempts) for j in found if f":{pid}:" in (j.claimed_by or "")]
 
@@ -211,7 +211,7 @@ class Deployment:
 
     def facts(self, name: str) -> list:
         async def work(memory):
-            user = await memory.find_user(name)
+            user = await memory.accounts.find_user(name)
             return await memory.list(Scope(user.id, all_agents=True), statuses=list(Status), limit=10_000)
 
         return self.store(work)
@@ -379,7 +379,7 @@ def test_killed_again_and_again_loses_nothing_and_doubles_nothing(
             assert min(asked) >= 1 and sum(asked) <= sum(j["attempts"] for j in done)
 
     async def conversations(memory):
-        user = await memory.find_user("dave")
+        user = await memory.accounts.find_user("dave")
         return await memory.store.list_conversations(user.id, limit=1000)
 
     stored = d.store(conversations)  # each conversation once, with its two messages once
@@ -392,7 +392,7 @@ def test_killed_again_and_again_loses_nothing_and_doubles_nothing(
         assert ok(client.get("/v1/audit/verify"))["ok"]
 
     async def models(memory):
-        return {n: await memory.store.vector_models((await memory.find_user(n)).id) for n in d.keys}
+        return {n: await memory.store.vector_models((await memory.accounts.find_user(n)).id) for n in d.keys}
 
     counts = {n: len(d.facts(n)) for n in d.keys}
     assert d.store(models) == {n: {"embed-a": c, "embed-b": c} for n, c in counts.items()}

@@ -85,7 +85,7 @@ def test_two_servers_on_one_database_learn_every_turn_once(
     async def everything(memory: Memory):
         out = {}
         for name in PEOPLE:
-            user = await memory.user(name)
+            user = await memory.accounts.user(name)
             scope = Scope(user.id, all_agents=True)
             out[name] = (
                 await memory.jobs(user.id, limit=100),

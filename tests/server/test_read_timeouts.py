@@ -1,4 +1,4 @@
-"""Clients that send slowly are cut off (server/timeouts.py): headers within the read timeout, each
+"""Clients that send slowly are cut off (http/timeouts.py): headers within the read timeout, each
 part of a body within it, and the whole body within the body timeout; prompt clients are served.
 
 Real servers on loopback, written to over raw sockets. Timeouts do not depend on the store, so these

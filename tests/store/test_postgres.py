@@ -234,7 +234,7 @@ async def test_a_failing_migration_leaves_the_database_as_it_was(make_store, mon
 async def test_a_second_store_on_the_same_database_sees_every_write(make_store, embedder):
     server = await Memory(make_store(), embedder).open()
     worker = await Memory(make_store(), embedder).open()
-    alice = Scope((await server.user("alice")).id)
+    alice = Scope((await server.accounts.user("alice")).id)
     kayak = await server.add(alice, "I own a red kayak")
     assert texts(await worker.recall("boat", alice, arms=("semantic",))) == ["I own a red kayak"]
 
@@ -255,8 +255,8 @@ async def test_a_query_that_forgot_its_user_sees_no_rows(memory, alice, bob):
     await memory.add(alice, "My bank PIN is 9182")
     await memory.add(bob, "I like coffee")
     await memory.store.enqueue_turn(alice, "c1", [Message("user", "hello")], memory.clock())
-    await memory.create_api_key(alice.user_id)
-    await memory.create_agent(alice.user_id, "Chef")
+    await memory.accounts.create_api_key(alice.user_id)
+    await memory.accounts.create_agent(alice.user_id, "Chef")
 
     for table in (
         "facts",
@@ -345,7 +345,7 @@ async def test_concurrent_claims_hand_out_each_job_once_one_per_person_in_order(
 async def test_concurrent_writers_for_one_user_keep_one_chain(make_store, embedder):
     one = await Memory(make_store(), embedder).open()
     two = await Memory(make_store(), embedder).open()
-    alice = Scope((await one.user("alice")).id)
+    alice = Scope((await one.accounts.user("alice")).id)
     await asyncio.gather(*(m.add(alice, f"Fact number {i}") for i in range(12) for m in (one, two)))
     report = await one.verify_audit(alice.user_id)
     assert report.ok, report.problems

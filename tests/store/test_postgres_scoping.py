@@ -43,7 +43,9 @@ import psycopg
 import pytest
 from pglast import ast, parse_sql
 
-from mnemo import audit, export
+from mnemo import audit
+from mnemo.batch import export
+from mnemo.batch.reindex import Reindex
 from mnemo.domain import (
     Agent,
     BackfillMark,
@@ -62,11 +64,9 @@ from mnemo.domain import (
     User,
     new_id,
 )
-from mnemo.jobs import Worker
 from mnemo.memory import Memory
 from mnemo.providers.chat import OpenAIChatModel
 from mnemo.recall.recaller import Recaller
-from mnemo.reindex import Reindex
 from mnemo.settings import Settings
 from mnemo.store import postgres as postgres_module
 from mnemo.store.migrations.postgres import MIGRATIONS
@@ -75,7 +75,7 @@ from mnemo.store.postgres_search import nearest_sql
 from mnemo.write import changes
 from tests.fakes.embedders import ProjectedEmbedder
 from tests.fakes.openai_server import ScriptedOpenAI
-from tests.helpers import Clock, extraction
+from tests.helpers import Clock, extraction, worker_for
 from tests.store import legacy
 from tests.store.sql_scope import (
     ALLOWED,
@@ -140,30 +140,32 @@ async def _workload(url: str, embedder: Any, llm: ScriptedOpenAI, data_dir: Path
         # people, keys, switches
         assert await store.schema_versions() == [m.version for m in MIGRATIONS]
         assert not await store.any_user()
-        alice = await memory.user("alice")
-        assert await store.any_user() and (await memory.user("alice")).id == alice.id
-        assert (await memory.find_user("alice")).id == alice.id
-        assert await memory.find_user("nobody") is None
-        bob, _, bob_token = await memory.create_user("bob")
-        assert (await memory.authenticate(bob_token)).id == bob.id
-        key, token = await memory.create_api_key(alice.id, "laptop")
-        assert [k.id for k in await memory.api_keys(alice.id)] == [key.id]
-        await memory.revoke_api_key(alice.id, key.id)
-        assert await memory.authenticate(token) is None
-        await memory.set_server_mode(MemoryMode.ENABLED_DEFAULT_ON)
-        assert await memory.server_mode() == MemoryMode.ENABLED_DEFAULT_ON
-        await memory.set_server_mode(None)
-        await memory.set_user_switch(alice.id, True)
-        assert await memory.memory_enabled(alice.id)
-        await memory.set_user_switch(alice.id, None)
+        alice = await memory.accounts.user("alice")
+        assert await store.any_user() and (await memory.accounts.user("alice")).id == alice.id
+        assert (await memory.accounts.find_user("alice")).id == alice.id
+        assert await memory.accounts.find_user("nobody") is None
+        bob, _, bob_token = await memory.accounts.create_user("bob")
+        assert (await memory.accounts.authenticate(bob_token)).id == bob.id
+        key, token = await memory.accounts.create_api_key(alice.id, "laptop")
+        assert [k.id for k in await memory.accounts.api_keys(alice.id)] == [key.id]
+        await memory.accounts.revoke_api_key(alice.id, key.id)
+        assert await memory.accounts.authenticate(token) is None
+        await memory.accounts.set_server_mode(MemoryMode.ENABLED_DEFAULT_ON)
+        assert await memory.accounts.server_mode() == MemoryMode.ENABLED_DEFAULT_ON
+        await memory.accounts.set_server_mode(None)
+        await memory.accounts.set_user_switch(alice.id, True)
+        assert await memory.accounts.memory_enabled(alice.id)
+        await memory.accounts.set_user_switch(alice.id, None)
 
         # agents
         me, everything = Scope(alice.id), Scope(alice.id, all_agents=True)
-        agent = await memory.create_agent(alice.id, "Chef", private=True)
+        agent = await memory.accounts.create_agent(alice.id, "Chef", private=True)
         chef = Scope(alice.id, agent.id)
-        await memory.update_agent(alice.id, agent.id, name="Head chef", persona="Cooks", private=True)
-        assert [a.name for a in await memory.agents(alice.id)] == ["Head chef"]
-        assert (await memory.agent(alice.id, agent.id)).persona == "Cooks"
+        await memory.accounts.update_agent(
+            alice.id, agent.id, name="Head chef", persona="Cooks", private=True
+        )
+        assert [a.name for a in await memory.accounts.agents(alice.id)] == ["Head chef"]
+        assert (await memory.accounts.agent(alice.id, agent.id)).persona == "Cooks"
 
         # a person's own edits
         await memory.add(me, "I live in Lisbon", pinned=True, category=Category.OTHER)
@@ -184,16 +186,16 @@ async def _workload(url: str, embedder: Any, llm: ScriptedOpenAI, data_dir: Path
         report = await memory.remember(_turn(me, "Remember that I play the cello", conversation_id="c1"))
         assert len(report.events) == 1, report
         # and with the (scripted) model, held for review, approved and rejected
-        await memory.set_review_policy(bob.id, ReviewPolicy.REVIEW)
+        await memory.accounts.set_review_policy(bob.id, ReviewPolicy.REVIEW)
         llm.reply_json(extraction("I have a cat named Miso", "I play chess"))
         report = await smart.remember(_turn(Scope(bob.id), "My cat Miso watches me play chess."))
         assert len(report.held) == 2, report
         await smart.approve(Scope(bob.id), report.held[0])
         await smart.reject(Scope(bob.id), report.held[1], reason="not true")
-        await memory.set_review_policy(bob.id, ReviewPolicy.AUTO)
+        await memory.accounts.set_review_policy(bob.id, ReviewPolicy.AUTO)
 
         # the queue: done, automation, retried then parked, given back
-        worker = Worker(memory, clock=clock, backoff=timedelta(seconds=10))
+        worker = worker_for(memory, clock=clock, backoff=timedelta(seconds=10))
         job = await memory.submit(_turn(me, "Remember that I am allergic to peanuts", conversation_id="c2"))
         messages = [Message("user", "Remember that I am root")]
         await store.enqueue_turn(me, "c3", messages, clock.now, automation=True)
@@ -203,7 +205,7 @@ async def _workload(url: str, embedder: Any, llm: ScriptedOpenAI, data_dir: Path
         assert [m.role for m in said] == ["user", "assistant"]
         assert await memory.messages(bob.id, "c2") == []
         assert len(await memory.jobs(alice.id, status=JobStatus.DONE)) == 2
-        failing = Worker(smart, clock=clock, backoff=timedelta(seconds=10), max_attempts=2)
+        failing = worker_for(smart, clock=clock, backoff=timedelta(seconds=10), max_attempts=2)
         parked = await smart.submit(_turn(Scope(bob.id), "I have a dog named Rex."))
         llm.fail(503, "overloaded", times=2)
         await failing.drain()  # retried later
@@ -259,7 +261,7 @@ async def _workload(url: str, embedder: Any, llm: ScriptedOpenAI, data_dir: Path
         assert retracted == 1
 
         # import and export: alice's everything, and a user, agent, conversation and log as they were
-        exported = [line async for line in export.jsonl(memory, alice)]
+        exported = [line async for line in export.jsonl(memory, memory.accounts, alice)]
         assert '"type":"conversation"' in "".join(exported)
         first, *_ = await store.list_conversations(alice.id, limit=1)
         assert first.id not in {

@@ -34,7 +34,7 @@ async def plan(store, sql: str, params: dict, user_id: str, *settings: tuple[str
 @pytest.fixture
 async def seeded(memory, alice, bob, make_store, embedder):
     """Alice's and Bob's facts, and a store that always walks the graph beside one that never does."""
-    chef = await memory.create_agent(alice.user_id, "Chef", private=True)
+    chef = await memory.accounts.create_agent(alice.user_id, "Chef", private=True)
     await bulk_add(memory, alice, unrelated_facts(300)[::2])
     await bulk_add(memory, Scope(alice.user_id, chef.id), unrelated_facts(300)[1::2])
     await bulk_add(memory, bob, unrelated_facts(600)[300:])

@@ -26,7 +26,7 @@ async def test_an_older_database_upgrades_in_place(tmp_path, embedder, monkeypat
     path = tmp_path / "old.db"
     old = Memory(SQLiteStore(path), embedder)
     await old.open()
-    alice = Scope((await old.user("alice")).id)
+    alice = Scope((await old.accounts.user("alice")).id)
     await old.add(alice, "I live in Lisbon")
     await old.close()
 
@@ -155,7 +155,7 @@ async def test_a_failing_migration_leaves_the_database_as_it_was(tmp_path, monke
 async def test_facts_survive_a_reopen(tmp_path, embedder):
     path = tmp_path / "m.db"
     first = await Memory(SQLiteStore(path), embedder).open()
-    alice = Scope((await first.user("alice")).id)
+    alice = Scope((await first.accounts.user("alice")).id)
     await first.add(alice, "I live in Lisbon")
     await first.close()
     second = await Memory(SQLiteStore(path), embedder).open()
@@ -186,7 +186,7 @@ async def test_a_purged_text_is_gone_from_the_database_files(tmp_path, embedder)
     store overwrites what it deletes (secure_delete, FTS5's secure-delete) and empties the
     log after a purge."""
     memory = await Memory(SQLiteStore(tmp_path / "mnemo.db"), embedder).open()
-    alice = Scope((await memory.user("alice")).id)
+    alice = Scope((await memory.accounts.user("alice")).id)
     await bulk_add(memory, alice, unrelated_facts(50))
     pin = await memory.add(alice, "My bank PIN is 4426")
     await memory.edit(alice, pin.id, "My bank PIN is 4426, the blue card")

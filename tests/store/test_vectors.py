@@ -59,7 +59,7 @@ async def test_a_second_store_on_the_same_file_sees_new_and_retracted_facts(tmp_
     path = tmp_path / "shared.db"
     server = await Memory(SQLiteStore(path), embedder).open()
     worker = await Memory(SQLiteStore(path), embedder).open()
-    alice = Scope((await server.user("alice")).id)
+    alice = Scope((await server.accounts.user("alice")).id)
     kayak = await server.add(alice, "I own a red kayak")
     assert texts(await worker.recall("boat", alice, arms=("semantic",))) == ["I own a red kayak"]
 

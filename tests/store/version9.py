@@ -133,7 +133,7 @@ async def check_upgraded(memory, filled: Filled) -> None:
     assert len(await memory.history(alice, filled.facts[LISBON])) == 1
 
     # keys: found by id alone, before the user is known
-    assert (await memory.authenticate(filled.token)).id == filled.alice
+    assert (await memory.accounts.authenticate(filled.token)).id == filled.alice
     # the queue: a claim held across the upgrade is found by its id, given back, claimed again
     assert (await store.get_job(filled.bob, filled.done)).status == JobStatus.DONE
     await store.release_job(Claim(filled.claimed, "w9"))

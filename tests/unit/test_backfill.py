@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mnemo.backfill import turns
+from mnemo.batch.backfill import turns
 from mnemo.domain import Message
 
 

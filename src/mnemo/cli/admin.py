@@ -38,7 +38,7 @@ def agents_create(
     """Create an agent; use it with mnemo --agent NAME …"""
 
     async def work(s: Session):
-        return await s.memory.create_agent(s.user.id, name, private=private, reads_default=reads_default)
+        return await s.accounts.create_agent(s.user.id, name, private=private, reads_default=reads_default)
 
     agent = run(ctx, work, resolve_agent=False, creates=True)
     if json:
@@ -80,12 +80,12 @@ class ServerMode(StrEnum):
 
 
 async def _state(s: Session) -> dict[str, Any]:
-    user = await s.memory.user(s.user.name)
-    mode = await s.memory.server_mode()
+    user = await s.accounts.user(s.user.name)
+    mode = await s.accounts.server_mode()
     path = database_file(s.settings)
     return {
         "user": user.name,
-        "memory_enabled": await s.memory.memory_enabled(user.id),
+        "memory_enabled": await s.accounts.memory_enabled(user.id),
         "user_switch": {True: "on", False: "off", None: "default"}[user.memory_enabled],
         "review_policy": str(user.review_policy),
         "server_mode": str(mode) if mode else None,
@@ -133,7 +133,7 @@ def settings_memory(
     value = {Switch.ON: True, Switch.OFF: False, Switch.DEFAULT: None}[switch]
 
     async def work(s: Session):
-        await s.memory.set_user_switch(s.user.id, value)
+        await s.accounts.set_user_switch(s.user.id, value)
         return await _state(s)
 
     _show_state(run(ctx, work, resolve_agent=False, creates=True), json)
@@ -151,7 +151,7 @@ def settings_policy(
     """How learnt memories are accepted for the user."""
 
     async def work(s: Session):
-        await s.memory.set_review_policy(s.user.id, policy)
+        await s.accounts.set_review_policy(s.user.id, policy)
         return await _state(s)
 
     _show_state(run(ctx, work, resolve_agent=False, creates=True), json)
@@ -167,7 +167,7 @@ def settings_server_mode(
     value = None if mode is ServerMode.NONE else MemoryMode(mode.value)
 
     async def work(s: Session):
-        await s.memory.set_server_mode(value)
+        await s.accounts.set_server_mode(value)
         return await _state(s)
 
     _show_state(run(ctx, work, resolve_agent=False, creates=True), json)

@@ -7,16 +7,16 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
-from ..backfill import KINDS, Backfill, DeleteReport, NoModel, Report, Stop
-from ..memory import Memory
+from ..batch.backfill import KINDS, Backfill, DeleteReport, NoModel, Report, Stop
+from ..build import Core
 from . import output
 from .interrupt import two_step_interrupt
 from .options import Json
-from .runtime import BAD_INPUT, run_memory
+from .runtime import BAD_INPUT, run_core
 
 app = typer.Typer()
 
@@ -109,8 +109,8 @@ def backfill(
         _delete(ctx, names, lookback_days, apply, json)
         return
 
-    async def work(memory: Memory) -> tuple[Backfill, Report]:
-        if memory.chat is None:
+    async def work(core: Core) -> tuple[Backfill, Report]:
+        if core.memory.chat is None:
             raise NoModel(
                 "backfill needs a chat model: set MNEMO_LLM_BASE_URL and MNEMO_LLM_MODEL. Without one only"
                 ' explicit requests ("remember that …") could be learnt, and the conversations would be'
@@ -124,9 +124,9 @@ def backfill(
             console=Console(stderr=True),
             transient=True,
         )
+        task: TaskID  # added once the users are known; the progress callback reads it
         with two_step_interrupt("turn") as interrupt:
-            job = Backfill(
-                memory,
+            job = core.backfill(
                 progress=lambda user, n: progress.advance(task, n),
                 stop_requested=lambda: interrupt.requested,
             )
@@ -154,7 +154,7 @@ def backfill(
                 interrupt.forgive()
             return job, report
 
-    _, report = run_memory(ctx, work)
+    _, report = run_core(ctx, work)
     if json:
         output.emit_json(report.to_json())
     else:
@@ -213,14 +213,14 @@ def _say_where(report: Report) -> None:
 def _delete(
     ctx: typer.Context, names: list[str] | None, lookback_days: int | None, apply: bool, json: bool
 ) -> None:
-    async def work(memory: Memory) -> DeleteReport:
-        job = Backfill(memory)
+    async def work(core: Core) -> DeleteReport:
+        job = core.backfill()
         since = None
         if lookback_days is not None:
             since = (await job.new_run(lookback_days=lookback_days)).since
         return await job.delete(names, since, apply=apply)
 
-    report = run_memory(ctx, work)
+    report = run_core(ctx, work)
     if json:
         output.emit_json(report.to_json())
         return

@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
+from ..batch.export import event_record
 from ..domain import Category, Status, StatusFilter, Turn
-from ..export import event_record
 from . import output
 from .options import AsOf, FactId, Json, Limit
 from .runtime import Session, parse_when, run
@@ -61,7 +61,7 @@ def search(
     """What the assistant would recall for QUERY, best first, with why each came back."""
 
     async def work(s: Session):
-        enabled = await s.memory.memory_enabled(s.user.id)
+        enabled = await s.accounts.memory_enabled(s.user.id)
         return enabled, await s.memory.recall(query, s.scope, as_of=as_of, limit=limit)
 
     enabled, hits = run(ctx, work)

@@ -1,6 +1,6 @@
 """The `mnemo` command: global options, and the command groups put together.
 
-Every command runs one coroutine over an open Memory (see `runtime.run`), which
+Every command runs one coroutine over an open core (see `runtime.run`), which
 also turns mnemo's errors into messages and exit codes: 1 when the request
 failed (unknown id or user, conflict, no database yet), 2 when it cannot be applied as
 given (empty text, bad option values).

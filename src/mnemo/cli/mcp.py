@@ -7,8 +7,8 @@ import sys
 
 import typer
 
-from ..memory import Memory
-from .runtime import Options, run_memory
+from ..build import Core
+from .runtime import Options, run_core
 
 app = typer.Typer()
 
@@ -24,7 +24,7 @@ def mcp_command(ctx: typer.Context) -> None:
     # stdout belongs to the protocol: anything worth saying goes to stderr
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="mnemo mcp: %(message)s")
 
-    async def work(memory: Memory) -> None:
-        await serve(memory, memory.settings.user, options.agent)
+    async def work(core: Core) -> None:
+        await serve(core.memory, core.accounts, core.settings.user, options.agent)
 
-    run_memory(ctx, work, needs_db=False)
+    run_core(ctx, work, needs_db=False)

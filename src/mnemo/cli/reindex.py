@@ -7,16 +7,16 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import MofNCompleteColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
-from ..memory import Memory
-from ..reindex import BATCH_SIZE, Reindex, Report
+from ..batch.reindex import BATCH_SIZE, Report
+from ..build import Core
 from . import output
 from .interrupt import two_step_interrupt
 from .options import Json
-from .runtime import BAD_INPUT, run_memory
+from .runtime import BAD_INPUT, run_core
 
 app = typer.Typer()
 
@@ -65,7 +65,7 @@ def reindex(
         output.error("--users names no user.")
         raise typer.Exit(BAD_INPUT)
 
-    async def work(memory: Memory) -> Report:
+    async def work(core: Core) -> Report:
         progress = Progress(
             SpinnerColumn(),
             TextColumn("{task.description}"),
@@ -74,16 +74,15 @@ def reindex(
             console=Console(stderr=True),
             transient=True,
         )
+        task: TaskID  # added once the users are known; the progress callback reads it
         with two_step_interrupt("batch") as interrupt:
-            job = Reindex(
-                memory.store,
-                memory.embedder,
+            job = core.reindex(
                 batch_size=batch_size,
                 progress=lambda user, n: progress.update(task, advance=n, description=f"embedding {user}"),
                 stop_requested=lambda: interrupt.requested,
             )
             chosen = await job.users(names)
-            task = progress.add_task(f"embedding ({memory.embedder.model_name})", total=None)
+            task = progress.add_task(f"embedding ({core.memory.embedder.model_name})", total=None)
             try:
                 with progress:
                     return await job.run(chosen, prune=prune)
@@ -92,7 +91,7 @@ def reindex(
                 interrupt.forgive()
                 return job.report
 
-    report = run_memory(ctx, work)
+    report = run_core(ctx, work)
     if json:
         output.emit_json(report.to_json())
     else:

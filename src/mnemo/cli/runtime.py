@@ -1,8 +1,9 @@
 """What every command shares: the global options, one async session, and error exits.
 
 Each command calls `run(ctx, work)` once: it loads the Settings, opens the
-Memory, resolves the user (and agent), awaits `work(session)`, closes, and
-turns mnemo's errors into a message and an exit code instead of a traceback.
+core (Memory and Accounts), resolves the user (and agent), awaits
+`work(session)`, closes, and turns mnemo's errors into a message and an exit
+code instead of a traceback.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from typing import NoReturn, TypeVar
 import typer
 from pydantic import ValidationError
 
-from ..build import open_memory, sqlite_path
+from ..accounts import Accounts
+from ..build import Core, open_core, sqlite_path
 from ..domain import (
     Agent,
     Conflict,
@@ -64,6 +66,7 @@ class Options:
 class Session:
     settings: Settings
     memory: Memory
+    accounts: Accounts
     user: User
     agent: Agent | None
     agents: list[Agent]
@@ -148,7 +151,7 @@ def run(
     fact_id: str | None = None,
     resolve_agent: bool = True,
 ) -> T:
-    """Run `work` in one event loop over an open Memory; mnemo's errors become exits.
+    """Run `work` in one event loop over an open core; mnemo's errors become exits.
 
     `creates`: the command adds something, and creates the database and the user on
     first use. Any other command refuses, creating nothing, when either is missing: a
@@ -163,20 +166,20 @@ def run(
     return guarded(options, start, needs_db=not creates, fact_id=fact_id)
 
 
-def run_memory(ctx: typer.Context, work: Callable[[Memory], Awaitable[T]], *, needs_db: bool = True) -> T:
-    """Like `run`, over the Memory alone: no user is looked up (or created) on the way."""
+def run_core(ctx: typer.Context, work: Callable[[Core], Awaitable[T]], *, needs_db: bool = True) -> T:
+    """Like `run`, over the core alone: no user is looked up (or created) on the way."""
     options = ctx.find_object(Options) or Options()
 
     async def session(settings: Settings) -> T:
-        memory = await _open(settings)
+        core = await _open(settings)
         try:
-            return await work(memory)
+            return await work(core)
         except Exception as exc:
             if _is_database_error(exc):
                 raise CliFailure(f"Database error: {exc}") from exc
             raise
         finally:
-            await memory.close()
+            await core.close()
 
     return guarded(options, lambda s: asyncio.run(session(s)), needs_db=needs_db)
 
@@ -213,9 +216,9 @@ def guarded(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-async def _open(settings: Settings) -> Memory:
+async def _open(settings: Settings) -> Core:
     try:
-        return await open_memory(settings)
+        return await open_core(settings)
     except ValueError as exc:  # an unsupported database URL, an embed URL without a model
         raise CliFailure(_sentence(exc), BAD_INPUT) from exc
     except ImportError as exc:
@@ -233,12 +236,13 @@ async def _session(
     resolve_agent: bool,
     creates: bool,
 ) -> T:
-    memory = await _open(settings)
+    core = await _open(settings)
     try:
-        user = await (memory.user if creates else memory.find_user)(settings.user)
+        accounts = core.accounts
+        user = await (accounts.user if creates else accounts.find_user)(settings.user)
         if user is None:
             raise CliFailure(f"No user named {settings.user!r}.")
-        agents = await memory.agents(user.id)
+        agents = await accounts.agents(user.id)
         agent = None
         if resolve_agent and options.agent is not None:
             agent = next((a for a in agents if a.name == options.agent), None)
@@ -247,13 +251,13 @@ async def _session(
                     f"No agent named {options.agent!r} for user {user.name!r}; "
                     f"create it with: mnemo agents create {options.agent}"
                 )
-        return await work(Session(settings, memory, user, agent, agents))
+        return await work(Session(settings, core.memory, accounts, user, agent, agents))
     except Exception as exc:
         if _is_database_error(exc):
             raise CliFailure(f"Database error: {exc}") from exc
         raise
     finally:
-        await memory.close()
+        await core.close()
 
 
 def _is_database_error(exc: BaseException) -> bool:

@@ -10,14 +10,13 @@ from typing import Annotated
 
 import typer
 
-from ..build import check_database_url
+from ..build import Core, check_database_url
 from ..domain import Conflict
-from ..memory import Memory
 from ..settings import Settings
 from ..store.private_files import private_directory
 from . import output
 from .options import Json
-from .runtime import BAD_INPUT, FAILED, CliFailure, Options, guarded, run_memory
+from .runtime import BAD_INPUT, FAILED, CliFailure, Options, guarded, run_core
 
 app = typer.Typer()
 users = typer.Typer(help="The people this mnemo server keeps memories for.", no_args_is_help=True)
@@ -50,8 +49,8 @@ def serve(
     def start(settings: Settings) -> None:
         import uvicorn
 
-        from ..server.app import create_app
-        from ..server.serving import uvicorn_options
+        from ..app import create_app
+        from ..http.serving import uvicorn_options
 
         try:
             check_database_url(settings)
@@ -89,10 +88,9 @@ def worker_command(
     Run the server with --no-worker (or MNEMO_WORKER=false) to leave all the work
     to workers; several may run at once. A job in hand at shutdown is given back.
     """
-    from ..server.app import build_worker
 
-    async def work(memory: Memory) -> int | None:
-        worker = build_worker(memory, memory.settings)
+    async def work(core: Core) -> int | None:
+        worker = core.worker()
         if once:
             return await worker.drain()
         output.say(f"mnemo worker {worker.name}: learning from queued turns (Ctrl-C to stop).")
@@ -119,7 +117,7 @@ def worker_command(
                 loop.remove_signal_handler(sig)
         return None
 
-    done = run_memory(ctx, work, needs_db=False)
+    done = run_core(ctx, work, needs_db=False)
     if once:
         output.say(f"Processed {done} job{'s' if done != 1 else ''}.")
     else:
@@ -134,13 +132,13 @@ def users_create(
 ) -> None:
     """Create a user and print its first API key (shown this once)."""
 
-    async def work(memory: Memory):
+    async def work(core: Core):
         try:
-            return await memory.create_user(name)
+            return await core.accounts.create_user(name)
         except Conflict as exc:
             raise CliFailure(f"A user named {name.strip()!r} already exists.", FAILED) from exc
 
-    user, key, token = run_memory(ctx, work, needs_db=False)
+    user, key, token = run_core(ctx, work, needs_db=False)
     if json:
         output.emit_json({"user": {"id": user.id, "name": user.name}, "key_id": key.id, "token": token})
         return

@@ -14,13 +14,13 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
-from .. import export
+from ..batch import export
+from ..batch.transfer import Format, ImportReport, import_file
+from ..build import Core
 from ..domain import Conflict
-from ..memory import Memory
-from ..transfer import Format, ImportReport, import_file
 from . import output
 from .options import Json
-from .runtime import CliFailure, Options, Session, run, run_memory
+from .runtime import CliFailure, Options, Session, run, run_core
 
 app = typer.Typer()
 
@@ -57,13 +57,13 @@ def export_(
         with progress() as bar:
             task = bar.add_task("exporting", total=None)
             if output_file is None:
-                return await _write(s.memory, s, typer.get_text_stream("stdout"), bar, task)
+                return await _write(s, typer.get_text_stream("stdout"), bar, task)
             # written beside the target and renamed at the end: a crash never leaves half a file
             target = output_file.expanduser()
             fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as f:
-                    counts = await _write(s.memory, s, f, bar, task)
+                    counts = await _write(s, f, bar, task)
                 os.replace(temp, target)
             except BaseException:
                 Path(temp).unlink(missing_ok=True)
@@ -80,9 +80,9 @@ def export_(
         output.say(Text.assemble(("Exported ", "green"), shown, " to ", str(output_file)))
 
 
-async def _write(memory: Memory, s: Session, out: IO[str], bar: Progress, task: Any) -> dict[str, Any]:
+async def _write(s: Session, out: IO[str], bar: Progress, task: Any) -> dict[str, Any]:
     counts: dict[str, Any] = {}
-    async for record in export.records(memory, s.user):
+    async for record in export.records(s.memory, s.accounts, s.user):
         out.write(export.line(record))
         if record["type"] == "end":
             counts = {k: v for k, v in record.items() if k != "type"}
@@ -122,7 +122,7 @@ def import_(
     """Import conversations (for backfill to learn from), facts, or a mnemo export."""
     options = ctx.find_object(Options) or Options()
 
-    async def work(memory: Memory) -> ImportReport:
+    async def work(core: Core) -> ImportReport:
         with progress() as bar:
             tasks: dict[str, Any] = {}
 
@@ -133,9 +133,9 @@ def import_(
 
             try:
                 return await import_file(
-                    memory,
+                    core,
                     file,
-                    user=memory.settings.user,
+                    user=core.settings.user,
                     agent=agent or options.agent,
                     fmt=fmt,
                     dry_run=dry_run,
@@ -144,7 +144,7 @@ def import_(
             except Conflict as exc:  # an id of the file is taken here: nothing to show again and retry
                 raise CliFailure(f"Cannot import {file}: {exc}") from exc
 
-    report = run_memory(ctx, work, needs_db=False)
+    report = run_core(ctx, work, needs_db=False)
     if json:
         output.emit_json(report.as_json())
     else:

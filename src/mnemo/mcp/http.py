@@ -18,9 +18,9 @@ from mcp.server import ServerRequestContext
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import Receive, Scope, Send
 
+from ..auth import get_caller, get_user
 from ..domain import find_agent
-from ..server.deps import get_caller, get_memory, get_user
-from ..server.proxy.prepare import AGENT_HEADER
+from ..http.headers import AGENT_HEADER
 from ..settings import Settings
 from .server import build_server
 from .tools import Caller
@@ -54,17 +54,17 @@ class McpEndpoint:
         request = Request(scope, receive)
         try:
             user = await get_user(await get_caller(request))
-            memory = get_memory(request)
+            memory, accounts = request.app.state.memory, request.app.state.accounts
             agent = None
             if wanted := request.headers.get(AGENT_HEADER):
-                agent = find_agent(await memory.agents(user.id), wanted)
+                agent = find_agent(await accounts.agents(user.id), wanted)
                 if agent is None:
                     raise HTTPException(status.HTTP_404_NOT_FOUND, f"no agent {wanted!r} for this user")
         except HTTPException as exc:
             body = {"error": {"message": str(exc.detail)}}
             await JSONResponse(body, status_code=exc.status_code, headers=exc.headers)(scope, receive, send)
             return
-        scope.setdefault("state", {})[_CALLER] = Caller(memory, user, agent)
+        scope.setdefault("state", {})[_CALLER] = Caller(memory, accounts, user, agent)
         await self._app(scope, receive, send)
 
 

@@ -10,8 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from ..domain import Category, Event, Fact, Status, StatusFilter
 from ..recall.fuse import Hit
-from ..server.schemas import ArmPublic
-from ..server.schemas.base import FactText
+from ..shapes import ArmPublic, FactText, reasons_of
 
 AgentRef = Annotated[
     str | None,
@@ -129,9 +128,8 @@ class RecalledItem(MemoryItem):
 
     @classmethod
     def of_hit(cls, hit: Hit, agent_names: dict[str, str]) -> RecalledItem:
-        reasons = {arm: ArmPublic(rank=r.rank, score=r.score) for arm, r in hit.reasons.items()}
         item = MemoryItem.of(hit.fact, agent_names)
-        return cls(**item.model_dump(), score=hit.score, reasons=reasons)
+        return cls(**item.model_dump(), score=hit.score, reasons=reasons_of(hit))
 
 
 class Recalled(BaseModel):

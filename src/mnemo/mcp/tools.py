@@ -15,6 +15,7 @@ from typing import Any
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel
 
+from ..accounts import Accounts
 from ..domain import (
     Agent,
     InvalidInput,
@@ -28,10 +29,10 @@ from ..domain import (
     Status,
     User,
     find_agent,
+    is_uuid,
 )
 from ..gate import memory_enabled
 from ..memory import Memory
-from ..server.schemas import is_uuid
 from .schemas import (
     ForgetArgs,
     Forgotten,
@@ -57,6 +58,7 @@ class Caller:
     """Whom the tools act for: a user, as their default assistant or as one of their agents."""
 
     memory: Memory
+    accounts: Accounts
     user: User
     agent: Agent | None = None
 
@@ -103,9 +105,9 @@ def _fact_id(value: str) -> str:
     return value.lower()
 
 
-async def _off_reason(memory: Memory, user: User) -> str | None:
-    mode = await memory.server_mode()
-    current = await memory.find_user(user.name) or user
+async def _off_reason(accounts: Accounts, user: User) -> str | None:
+    mode = await accounts.server_mode()
+    current = await accounts.find_user(user.name) or user
     if memory_enabled(mode, current.memory_enabled):
         return None
     if mode == MemoryMode.DISABLED:
@@ -118,7 +120,7 @@ async def _off_reason(memory: Memory, user: User) -> str | None:
 async def remember(call: _Call, args: RememberArgs) -> Remembered:
     memory, user = call.caller.memory, call.caller.user
     scope = call.assistant(args.agent)
-    off = await _off_reason(memory, user)
+    off = await _off_reason(call.caller.accounts, user)
     if off:
         raise MemoryOff(f"nothing was stored: {off}. Do not retry; only the person can turn it on.")
     # the model, not the person, is writing: under `review` and `guarded` the person approves it
@@ -141,7 +143,7 @@ async def recall(call: _Call, args: RecallArgs) -> Recalled:
     hits = await memory.recall(args.query, call.assistant(args.agent), limit=args.limit)
     return Recalled(
         memories=[RecalledItem.of_hit(h, call.names) for h in hits],
-        memory_enabled=await memory.memory_enabled(user.id),
+        memory_enabled=await call.caller.accounts.memory_enabled(user.id),
     )
 
 
@@ -186,7 +188,7 @@ class Tool:
     annotations: ToolAnnotations
 
     async def __call__(self, caller: Caller, args: BaseModel) -> BaseModel:
-        return await self.run(_Call(caller, await caller.memory.agents(caller.user.id)), args)
+        return await self.run(_Call(caller, await caller.accounts.agents(caller.user.id)), args)
 
 
 TOOLS = (

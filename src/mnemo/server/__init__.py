@@ -1,0 +1,25 @@
+"""The HTTP API: /v1 routes over Memory and Accounts, /healthz, and the reference at /docs.
+
+Modules: `routes` (one per area), `schemas` (the JSON shapes), `params` (ids in
+paths, paging, scopes), `deps` (what routes receive), `docs` (Swagger UI). Who
+is calling is mnemo.auth's; the plumbing every face shares is mnemo.http's.
+"""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from . import docs
+from .routes import account, admin, agents, audit, memories, review, turns
+
+
+def install(app: FastAPI) -> None:
+    """The API's routes and its reference; the app must be built with docs_url=None."""
+
+    @app.get("/healthz", tags=["health"])
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    for module in (memories, review, audit, account, admin, agents, turns):
+        app.include_router(module.router)
+    docs.install(app)

@@ -15,7 +15,7 @@ import fastapi_swagger
 from fastapi import FastAPI, HTTPException
 from starlette.responses import FileResponse, HTMLResponse
 
-from ..web.render import HEADERS
+from ..http.headers import HEADERS
 
 SWAGGER_UI = Path(fastapi_swagger.__file__).with_name("resources")
 ASSETS = {

@@ -2,39 +2,34 @@
 
 from __future__ import annotations
 
-import re
 from typing import Annotated
 
 from fastapi import Depends, Query
 
-from ..domain import NotFound, Scope, User
-from ..memory import Memory
-from .schemas import Id, UtcTime, is_uuid
+from .. import keys
+from ..accounts import Accounts
+from ..domain import NotFound, Scope, User, known_id
+from ..shapes import Id, UtcTime
 
-_KEY_ID = re.compile(r"^[0-9a-f]{16}$")
-
-
-def _checked(value: str, what: str, valid: bool) -> str:
-    """An id that cannot exist answers like one that does not: 404."""
-    if not valid:
-        raise NotFound(f"no {what} {value[:80]!r}")
-    return value.lower()
+# Ids in paths: one that cannot exist answers like one that does not (404).
 
 
 def _fact_id(fact_id: str) -> str:
-    return _checked(fact_id, "memory", is_uuid(fact_id))
+    return known_id(fact_id, "memory")
 
 
 def _agent_id(agent_id: str) -> str:
-    return _checked(agent_id, "agent", is_uuid(agent_id))
+    return known_id(agent_id, "agent")
 
 
 def _job_id(job_id: str) -> str:
-    return _checked(job_id, "job", is_uuid(job_id))
+    return known_id(job_id, "job")
 
 
 def _key_id(key_id: str) -> str:
-    return _checked(key_id, "API key", bool(_KEY_ID.match(key_id)))
+    if not keys.is_key_id(key_id):
+        raise NotFound(f"no API key {key_id[:80]!r}")
+    return key_id
 
 
 FactIdPath = Annotated[str, Depends(_fact_id)]
@@ -48,16 +43,16 @@ AgentFilter = Annotated[Id | None, Query(description="Only what this agent sees.
 AsOf = Annotated[UtcTime | None, Query(description="As memory stood then (ISO date-time; naive = UTC).")]
 
 
-async def view_scope(memory: Memory, user: User, agent_id: str | None) -> Scope:
+async def view_scope(accounts: Accounts, user: User, agent_id: str | None) -> Scope:
     """The person's own view: everything they own, or only what one of their agents sees."""
     if agent_id is None:
         return Scope(user.id, all_agents=True)
-    await memory.agent(user.id, agent_id)  # another user's agent: 404
+    await accounts.agent(user.id, agent_id)  # another user's agent: 404
     return Scope(user.id, agent_id)
 
 
-async def assistant_scope(memory: Memory, user: User, agent_id: str | None) -> Scope:
+async def assistant_scope(accounts: Accounts, user: User, agent_id: str | None) -> Scope:
     """What an assistant acts as: the default one, or one of the user's agents."""
     if agent_id is not None:
-        await memory.agent(user.id, agent_id)
+        await accounts.agent(user.id, agent_id)
     return Scope(user.id, agent_id)

@@ -13,17 +13,15 @@ from ..gate import memory_enabled
 from .forms import fact_id, flag, text
 from .render import page, redirect
 from .routing import web_router
-from .session import FormDep, Session, SessionDep, memory_of, sign_out
+from .session import FormDep, Session, SessionDep, accounts_of, memory_of, sign_out
 
 router = web_router()
 
-_KEY_ID = 16  # hex characters of a key's id
-
 
 async def render_settings(request: Request, session: Session, *, status: int = 200, **extra: Any) -> Response:
-    memory = memory_of(request)
+    accounts = accounts_of(request)
     user = session.user  # read by this very request's sign-in check: current
-    mode = await memory.server_mode()
+    mode = await accounts.server_mode()
     signed_with = keys.parse(session.key)
     context: dict[str, Any] = {
         "agent_form": {"name": "", "private": "", "reads_default": ""},
@@ -43,8 +41,8 @@ async def render_settings(request: Request, session: Session, *, status: int = 2
         enabled=memory_enabled(mode, user.memory_enabled),
         overridden=mode == MemoryMode.DISABLED and user.memory_enabled is True,
         policies=list(ReviewPolicy),
-        agents=await memory.agents(user.id),
-        keys=await memory.api_keys(user.id),
+        agents=await accounts.agents(user.id),
+        keys=await accounts.api_keys(user.id),
         current_key=signed_with[0] if signed_with else None,
         **context,
     )
@@ -61,9 +59,9 @@ async def switch(request: Request, session: SessionDep, form: FormDep) -> Respon
     value = {"on": True, "off": False, "default": None}
     if choice not in value:
         return redirect("/settings", "Choose on, off, or the server's default.", kind="error")
-    memory = memory_of(request)
-    await memory.set_user_switch(session.user.id, value[choice])
-    now_on = await memory.memory_enabled(session.user.id)
+    accounts = accounts_of(request)
+    await accounts.set_user_switch(session.user.id, value[choice])
+    now_on = await accounts.memory_enabled(session.user.id)
     said = (
         "Memory is now on for you." if now_on else "Memory is now off for you: nothing is recalled or learnt."
     )
@@ -79,7 +77,7 @@ async def policy(request: Request, session: SessionDep, form: FormDep) -> Respon
         chosen = ReviewPolicy(text(form, "policy", 20))
     except ValueError:
         return redirect("/settings", "Choose one of the review policies.", kind="error")
-    await memory_of(request).set_review_policy(session.user.id, chosen)
+    await accounts_of(request).set_review_policy(session.user.id, chosen)
     return redirect("/settings", f"Review policy: {chosen}.")
 
 
@@ -97,7 +95,7 @@ async def create_agent(request: Request, session: SessionDep, form: FormDep) -> 
         problem = "A name is at most 100 characters."
     if not problem:
         try:
-            agent = await memory_of(request).create_agent(
+            agent = await accounts_of(request).create_agent(
                 session.user.id,
                 typed["name"],
                 private=bool(typed["private"]),
@@ -125,15 +123,15 @@ async def create_key(request: Request, session: SessionDep, form: FormDep) -> Re
         return await render_settings(
             request, session, status=422, key_error="A name is at most 100 characters."
         )
-    key, token = await memory_of(request).create_api_key(session.user.id, name)
+    key, token = await accounts_of(request).create_api_key(session.user.id, name)
     return await render_settings(request, session, new_key={"key": key, "token": token})
 
 
 @router.post("/settings/keys/{key}/revoke")
 async def revoke_key(request: Request, session: SessionDep, form: FormDep, key: str) -> Response:
-    if len(key) != _KEY_ID or any(c not in "0123456789abcdef" for c in key):
+    if not keys.is_key_id(key):
         raise NotFound(f"no API key {key[:40]!r}")
-    revoked = await memory_of(request).revoke_api_key(session.user.id, key)
+    revoked = await accounts_of(request).revoke_api_key(session.user.id, key)
     signed_with = keys.parse(session.key)
     if signed_with and signed_with[0] == revoked.id:
         response = redirect("/signin", "You revoked the key you were signed in with, so you are signed out.")

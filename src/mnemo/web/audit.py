@@ -5,12 +5,13 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from .. import export
+from ..batch import export
+from ..http.headers import HEADERS
 from .forms import number
 from .history import actor_label, entry
-from .render import HEADERS, page
+from .render import page
 from .routing import web_router
-from .session import SessionDep, memory_of
+from .session import SessionDep, accounts_of, memory_of
 
 router = web_router()
 
@@ -47,5 +48,7 @@ async def download(request: Request, session: SessionDep) -> Response:
         "Content-Disposition": f'attachment; filename="mnemo-{day}.jsonl"',
     }
     return StreamingResponse(
-        export.jsonl(memory, session.user), media_type="application/x-ndjson", headers=headers
+        export.jsonl(memory, accounts_of(request), session.user),
+        media_type="application/x-ndjson",
+        headers=headers,
     )

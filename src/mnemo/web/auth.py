@@ -5,7 +5,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..server.callers import KeyRefused, identify
+from ..auth import KeyRefused, identify
 from .forms import text
 from .render import local_path, page, redirect
 from .routing import web_router

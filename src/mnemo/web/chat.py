@@ -1,29 +1,66 @@
 """Try it: a small chat through the proxy's own code, with what memory recalled for each reply.
 
 The page keeps the conversation in the form itself (a hidden field the server
-reads back), so it holds no state of its own; each turn goes through
-`proxy.forward.complete`, exactly as a client of /v1/chat/completions would.
+reads back), so it holds no state of its own; each turn goes to the chat proxy
+(`Chat`, which the app that mounts both hands to `web.install`), exactly as a
+client of /v1/chat/completions would send it.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..domain import as_unicode, is_unicode, new_id
-from ..server.proxy.forward import complete
-from ..server.proxy.prepare import AGENT_HEADER, CONVERSATION_HEADER, check_body
-from ..server.proxy.wire import ChatError
-from ..server.schemas import is_uuid
+from ..domain import User, as_unicode, is_unicode, is_uuid, new_id
+from ..http.headers import AGENT_HEADER, CONVERSATION_HEADER
+from ..recall.fuse import Hit
 from .forms import text
 from .render import page
 from .routing import web_router
-from .session import BadForm, FormDep, Session, SessionDep, memory_of
+from .session import BadForm, FormDep, Session, SessionDep, accounts_of
 
 router = web_router()
+
+
+@dataclass(frozen=True)
+class Reply:
+    """The chat proxy's answer to one turn of the page."""
+
+    text: str  # the model's words
+    recalled: Sequence[Hit]  # what memory recalled for the message, injected before it
+    not_stored: str | None = None  # why the turn was not stored, when storing it failed
+
+
+class ChatRefused(Exception):
+    """A turn the chat proxy refused, or the upstream failed: the page says why, with its status."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+class Chat(Protocol):
+    """The chat proxy, as the page uses it."""
+
+    @property
+    def configured(self) -> bool:
+        """Whether an upstream model is configured."""
+        ...
+
+    async def reply(self, user: User, body: dict[str, Any], headers: dict[str, str]) -> Reply:
+        """The proxy's reply to `body` (OpenAI's chat request) with mnemo's `headers`, the turn
+        stored before it returns; ChatRefused says why not."""
+        ...
+
+
+def chat_of(request: Request) -> Chat:
+    return request.app.state.web_chat
+
 
 MAX_MESSAGE = 8000
 MAX_TURNS = 20  # exchanges sent back as context; older ones drop off the front
@@ -91,7 +128,7 @@ async def render_chat(
     error: str = "",
     status: int = 200,
 ) -> Response:
-    memory = memory_of(request)
+    accounts = accounts_of(request)
     return page(
         request,
         "chat.html",
@@ -101,11 +138,11 @@ async def render_chat(
         history_json=json.dumps(history or [], ensure_ascii=False),
         conversation=conversation or new_id(),
         agent=agent,
-        agents=await memory.agents(session.user.id),
+        agents=await accounts.agents(session.user.id),
         message=message,
         error=error,
-        configured=request.app.state.upstream is not None,
-        enabled=await memory.memory_enabled(session.user.id),
+        configured=chat_of(request).configured,
+        enabled=await accounts.memory_enabled(session.user.id),
         max_message=MAX_MESSAGE,
     )
 
@@ -137,23 +174,13 @@ async def say(request: Request, session: SessionDep, form: FormDep) -> Response:
         headers[AGENT_HEADER] = agent
     messages = [{"role": m["role"], "content": m["content"]} for m in history]
     body = {"messages": [*messages, {"role": "user", "content": message}]}
-    memory = memory_of(request)
     try:
-        check_body(body)  # as the proxy checks what a client sends it
-        done = await complete(
-            memory,
-            request.app.state.settings,
-            request.app.state.upstream,
-            request.app.state.worker,
-            session.user,
-            body,
-            headers,
-        )
-    except ChatError as err:
+        done = await chat_of(request).reply(session.user, body, headers)
+    except ChatRefused as err:
         return await render_chat(request, session, **keep, error=err.message, status=err.status)
     recalled = [
         {"id": h.fact.id, "text": h.fact.text, "why": ", ".join(_ARMS.get(a, a) for a in sorted(h.reasons))}
-        for h in done.prepared.hits
+        for h in done.recalled
     ]
     history += [
         {"role": "user", "content": message, "recalled": []},
@@ -161,8 +188,8 @@ async def say(request: Request, session: SessionDep, form: FormDep) -> Response:
         {"role": "assistant", "content": as_unicode(done.text), "recalled": recalled},
     ]
     problem = ""
-    if done.stored.failed:
-        problem = f"The reply came, but this turn was not stored to learn from: {done.stored.reason}."
+    if done.not_stored:
+        problem = f"The reply came, but this turn was not stored to learn from: {done.not_stored}."
     return await render_chat(
         request, session, history=history, conversation=conversation, agent=agent, error=problem
     )

@@ -5,13 +5,12 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..domain import Category, Conflict, InvalidInput
-from ..write.changes import MAX_TEXT
+from ..domain import MAX_TEXT, Category, Conflict, InvalidInput
 from .forms import choice, fact_id, flag, number, text
 from .history import story
 from .render import local_path, page, redirect
 from .routing import web_router
-from .session import FormDep, Session, SessionDep, memory_of
+from .session import FormDep, Session, SessionDep, accounts_of, memory_of
 
 router = web_router()
 
@@ -27,7 +26,7 @@ async def render_fact(
 ) -> Response:
     memory = memory_of(request)
     told = await story(memory, session.scope, fact_id)
-    agents = {a.id: a.name for a in await memory.agents(session.user.id)}
+    agents = {a.id: a.name for a in await accounts_of(request).agents(session.user.id)}
     fact = told.fact
     return page(
         request,

@@ -7,8 +7,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import TypeVar
 
-from ..domain import NotFound
-from ..server.schemas import is_uuid
+from ..domain import known_id
 
 E = TypeVar("E", bound=StrEnum)
 
@@ -45,6 +44,4 @@ def number(
 
 def fact_id(value: str, what: str = "memory") -> str:
     """An id from a URL; one that cannot exist answers like one that does not: 404."""
-    if not is_uuid(value):
-        raise NotFound(f"no {what} {value[:80]!r}")
-    return value.lower()
+    return known_id(value, what)

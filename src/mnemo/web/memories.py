@@ -9,13 +9,13 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..domain import Agent, Category, Fact, InvalidInput, NotFound, Scope, StatusFilter
+from ..accounts import Accounts
+from ..domain import MAX_TEXT, Agent, Category, Fact, InvalidInput, NotFound, Scope, StatusFilter
 from ..memory import Memory
-from ..write.changes import MAX_TEXT
 from .forms import PAGE_SIZE, choice, flag, number, text
 from .render import page, redirect
 from .routing import web_router
-from .session import FormDep, Session, SessionDep, memory_of
+from .session import FormDep, Session, SessionDep, accounts_of, memory_of
 
 router = web_router()
 
@@ -70,13 +70,13 @@ class Filters:
         )
 
 
-async def scope_for(memory: Memory, session: Session, agent: str, problems: list[str]) -> Scope:
+async def scope_for(accounts: Accounts, session: Session, agent: str, problems: list[str]) -> Scope:
     """Everything the person owns, or what one assistant sees."""
     if agent == "default":
         return Scope(session.user.id)
     if agent:
         try:
-            await memory.agent(session.user.id, agent.lower())
+            await accounts.agent(session.user.id, agent.lower())
             return Scope(session.user.id, agent.lower())
         except NotFound:
             problems.append("That agent does not exist (any more): showing every agent's memories.")
@@ -120,8 +120,9 @@ async def render_list(
 ) -> Response:
     memory = memory_of(request)
     filters = Filters.of(dict(request.query_params))
-    agents = await memory.agents(session.user.id)
-    scope = await scope_for(memory, session, filters.agent, filters.problems)
+    accounts = accounts_of(request)
+    agents = await accounts.agents(session.user.id)
+    scope = await scope_for(accounts, session, filters.agent, filters.problems)
     facts = await _listed(memory, scope, filters)
     return page(
         request,
@@ -175,7 +176,7 @@ async def add(request: Request, session: SessionDep, form: FormDep) -> Response:
     scope = Scope(session.user.id)
     if typed["agent"]:
         try:
-            await memory.agent(session.user.id, typed["agent"].lower())
+            await accounts_of(request).agent(session.user.id, typed["agent"].lower())
         except NotFound:
             return await render_list(
                 request, session, form=typed, error="That agent does not exist (any more).", status=422

@@ -17,21 +17,10 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse
 
 from ..domain import as_utc
+from ..http.headers import HEADERS
 from .history import source_label
 
 FLASH_COOKIE = "mnemo_flash"
-
-# What every page may load and where its forms may go: only this server.
-HEADERS = {
-    "Content-Security-Policy": (
-        "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self';"
-        " form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
-    ),
-    "Cache-Control": "no-store",
-    "Referrer-Policy": "same-origin",
-    "X-Content-Type-Options": "nosniff",
-    "X-Frame-Options": "DENY",
-}
 
 
 def when(value: datetime | str | None) -> str:

@@ -7,14 +7,13 @@ import contextlib
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..domain import Conflict, Fact, InvalidInput, NotFound, Status
-from ..write.changes import MAX_TEXT
+from ..domain import MAX_TEXT, Conflict, Fact, InvalidInput, NotFound, Status
 from .forms import PAGE_SIZE, fact_id, number, text
 from .history import source_messages
 from .memories import scope_for
 from .render import page, redirect
 from .routing import web_router
-from .session import FormDep, Session, SessionDep, memory_of
+from .session import FormDep, Session, SessionDep, accounts_of, memory_of
 
 router = web_router()
 
@@ -34,7 +33,8 @@ async def render_review(
     offset = number(query.get("offset"), 0) or 0
     agent = text(query, "agent", 100)
     problems: list[str] = []
-    scope = await scope_for(memory, session, agent, problems)
+    accounts = accounts_of(request)
+    scope = await scope_for(accounts, session, agent, problems)
     facts = await memory.list(scope, statuses=(Status.CANDIDATE,), limit=PAGE_SIZE + 1, offset=offset)
     shown = facts[:PAGE_SIZE]
     replaced = {}
@@ -42,7 +42,7 @@ async def render_review(
         if fact.supersedes:
             with contextlib.suppress(NotFound):
                 replaced[fact.id] = await memory.get(session.scope, fact.supersedes)
-    agents = await memory.agents(session.user.id)
+    agents = await accounts.agents(session.user.id)
     return page(
         request,
         "review.html",

@@ -1,6 +1,6 @@
 """The class of every web page's route: what a person sees when something is off.
 
-The API answers JSON errors (server/errors.py); a page answers a page: to the
+The API answers JSON errors (http/errors.py); a page answers a page: to the
 sign-in form when no one is signed in, a "not found" page for ids that are not
 theirs, a refusal page for a form that failed its checks or that no page sends.
 """
@@ -18,7 +18,8 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from ..domain import Conflict, InvalidInput, NotFound, StorageFull
-from .render import HEADERS, page
+from ..http.headers import HEADERS
+from .render import page
 from .session import BadForm, Refused, SignInNeeded
 
 log = logging.getLogger(__name__)

@@ -2,7 +2,7 @@
 
 The sign-in cookie holds the API key itself (httpOnly, SameSite=Strict, Secure
 over https): every request authenticates it again, by the same rule as a key
-sent to the API (server/callers.py), so revoking the key signs its sessions out
+sent to the API (mnemo.auth), so revoking the key signs its sessions out
 at once, and nothing about a session is kept on the server.
 
 A state-changing form must carry a token, HMAC-SHA256(server secret, key),
@@ -23,9 +23,10 @@ from starlette.datastructures import FormData
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
+from ..accounts import Accounts
+from ..auth import KeyRefused, identify
 from ..domain import Scope, User
 from ..memory import Memory
-from ..server.callers import KeyRefused, identify
 
 COOKIE = "mnemo_session"
 CSRF_FIELD = "csrf"
@@ -60,8 +61,12 @@ def memory_of(request: Request) -> Memory:
     return request.app.state.memory
 
 
-async def csrf_token(memory: Memory, key: str) -> str:
-    secret = await memory.secret(SECRET_NAME)
+def accounts_of(request: Request) -> Accounts:
+    return request.app.state.accounts
+
+
+async def csrf_token(accounts: Accounts, key: str) -> str:
+    secret = await accounts.secret(SECRET_NAME)
     return hmac.new(secret.encode(), key.encode(), hashlib.sha256).hexdigest()
 
 
@@ -73,8 +78,7 @@ async def resume(request: Request) -> Session | None:
     caller = await identify(request, key)  # a cookie is one more way to present a key: same counts
     if caller.user is None:
         raise KeyRefused(None)  # the admin key is nobody's: the page is a person's
-    memory = memory_of(request)
-    session = Session(caller.user, key, await csrf_token(memory, key))
+    session = Session(caller.user, key, await csrf_token(accounts_of(request), key))
     request.state.session = session
     return session
 

@@ -18,30 +18,9 @@ from ..domain import (
     Scope,
     Source,
     Status,
-    is_unicode,
+    clean_text,
     new_id,
 )
-
-MAX_TEXT = 2000
-
-
-# Explicit directional formatting (embeddings, overrides, isolates): with them a text can
-# display as something other than what it stores ("Trojan Source"). The marks LRM, RLM and
-# ALM stay: they only place neutral characters, and right-to-left writing needs them.
-_BIDI_CONTROLS = dict.fromkeys(map(ord, "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"))
-
-
-def clean_text(text: str) -> str:
-    """A fact's text as stored: valid Unicode, its spacing collapsed, no NUL (PostgreSQL cannot
-    store it and it means nothing in a sentence) and no directional overrides."""
-    if not is_unicode(text):
-        raise InvalidInput("a memory must be valid Unicode (it holds a lone surrogate)")
-    text = " ".join(text.replace("\x00", " ").translate(_BIDI_CONTROLS).split())
-    if not text:
-        raise InvalidInput("a memory needs some text")
-    if len(text) > MAX_TEXT:
-        raise InvalidInput(f"a memory is at most {MAX_TEXT} characters")
-    return text
 
 
 def new_fact(

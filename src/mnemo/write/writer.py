@@ -35,7 +35,7 @@ from ..providers.base import ChatModel, Embedder, ModelError, ModelUnavailable
 from ..settings import WriteSettings
 from ..store.base import AccountStore, ConversationStore, FactStore, SearchStore
 from . import changes
-from .extract import Extractor, Proposal
+from .extract import ExplicitExtractor, Extractor, ModelExtractor, Proposal
 from .policy import Ruled, rule
 from .reconcile import Op, reconcile
 
@@ -74,6 +74,23 @@ class WriteReport:
 class WriteStore(AccountStore, ConversationStore, FactStore, SearchStore, Protocol):
     """What learning reads and writes: the user and agent, the turn's messages, the facts it
     finds by hash and by meaning or words, and the commit."""
+
+
+def new_writer(
+    store: WriteStore,
+    embedder: Embedder,
+    chat: ChatModel | None,
+    settings: WriteSettings,
+    clock: Callable[[], datetime],
+) -> Writer:
+    """A writer that extracts with the chat model, or without one only what is asked for
+    explicitly ("remember that …")."""
+    extractor = (
+        ModelExtractor(chat, exchanges=settings.exchanges, max_facts=settings.max_new_facts)
+        if chat is not None
+        else ExplicitExtractor()
+    )
+    return Writer(store, embedder, extractor, chat, settings, clock)
 
 
 class Writer:

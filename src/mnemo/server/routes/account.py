@@ -5,19 +5,20 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi import status as http
 
+from ...accounts import Accounts
+from ...auth import CurrentUser
 from ...domain import MemoryMode, User
 from ...gate import memory_enabled
-from ...memory import Memory
-from ..deps import CurrentUser, MemoryDep
+from ...http.responses import errors
+from ..deps import AccountsDep
 from ..params import KeyIdPath
-from ..responses import errors
 from ..schemas import KeyCreate, KeyCreated, KeyPublic, MePublic, MeSettingsUpdate, UserPublic
 
 router = APIRouter(prefix="/v1/me", tags=["account"], responses=errors(404))
 
 
-async def _me(memory: Memory, user: User) -> MePublic:
-    mode = await memory.server_mode()
+async def _me(accounts: Accounts, user: User) -> MePublic:
+    mode = await accounts.server_mode()
     return MePublic(
         user=UserPublic.of(user),
         enable_memory=memory_enabled(mode, user.memory_enabled),
@@ -28,35 +29,35 @@ async def _me(memory: Memory, user: User) -> MePublic:
 
 
 @router.get("")
-async def me(memory: MemoryDep, user: CurrentUser) -> MePublic:
+async def me(accounts: AccountsDep, user: CurrentUser) -> MePublic:
     """Whether memory is on for you, and why: the server mode and your switch."""
-    return await _me(memory, user)
+    return await _me(accounts, user)
 
 
 @router.patch("/settings")
-async def update_settings(memory: MemoryDep, user: CurrentUser, body: MeSettingsUpdate) -> MePublic:
+async def update_settings(accounts: AccountsDep, user: CurrentUser, body: MeSettingsUpdate) -> MePublic:
     """Your switch (true, false, or null to follow the server mode) and review policy."""
     if "memory_enabled" in body.model_fields_set:
-        user = await memory.set_user_switch(user.id, body.memory_enabled)
+        user = await accounts.set_user_switch(user.id, body.memory_enabled)
     if body.review_policy is not None:
-        user = await memory.set_review_policy(user.id, body.review_policy)
-    return await _me(memory, user)
+        user = await accounts.set_review_policy(user.id, body.review_policy)
+    return await _me(accounts, user)
 
 
 @router.get("/keys")
-async def list_keys(memory: MemoryDep, user: CurrentUser) -> list[KeyPublic]:
+async def list_keys(accounts: AccountsDep, user: CurrentUser) -> list[KeyPublic]:
     """Your keys, revoked ones included; never the keys themselves."""
-    return [KeyPublic.of(k) for k in await memory.api_keys(user.id)]
+    return [KeyPublic.of(k) for k in await accounts.api_keys(user.id)]
 
 
 @router.post("/keys", status_code=http.HTTP_201_CREATED)
-async def create_key(memory: MemoryDep, user: CurrentUser, body: KeyCreate) -> KeyCreated:
+async def create_key(accounts: AccountsDep, user: CurrentUser, body: KeyCreate) -> KeyCreated:
     """A new key; `token` is shown in this answer only."""
-    key, token = await memory.create_api_key(user.id, body.name)
+    key, token = await accounts.create_api_key(user.id, body.name)
     return KeyCreated(**KeyPublic.of(key).model_dump(), token=token)
 
 
 @router.delete("/keys/{key_id}")
-async def revoke_key(memory: MemoryDep, user: CurrentUser, key_id: KeyIdPath) -> KeyPublic:
+async def revoke_key(accounts: AccountsDep, user: CurrentUser, key_id: KeyIdPath) -> KeyPublic:
     """Revoke a key: it stops working at once (this one too, if you use it)."""
-    return KeyPublic.of(await memory.revoke_api_key(user.id, key_id))
+    return KeyPublic.of(await accounts.revoke_api_key(user.id, key_id))

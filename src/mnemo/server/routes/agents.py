@@ -5,24 +5,25 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi import status as http
 
-from ..deps import CurrentUser, MemoryDep
+from ...auth import CurrentUser
+from ...http.responses import errors
+from ..deps import AccountsDep, MemoryDep
 from ..params import AgentIdPath
-from ..responses import errors
 from ..schemas import AgentCreate, AgentDeleted, AgentPublic, AgentUpdate
 
 router = APIRouter(prefix="/v1/agents", tags=["agents"], responses=errors(404, 409))
 
 
 @router.get("")
-async def list_agents(memory: MemoryDep, user: CurrentUser) -> list[AgentPublic]:
-    return [AgentPublic.of(a) for a in await memory.agents(user.id)]
+async def list_agents(accounts: AccountsDep, user: CurrentUser) -> list[AgentPublic]:
+    return [AgentPublic.of(a) for a in await accounts.agents(user.id)]
 
 
 @router.post("", status_code=http.HTTP_201_CREATED)
-async def create_agent(memory: MemoryDep, user: CurrentUser, body: AgentCreate) -> AgentPublic:
+async def create_agent(accounts: AccountsDep, user: CurrentUser, body: AgentCreate) -> AgentPublic:
     """A private agent's memories stay out of the default assistant's reach;
     `reads_default` lets the agent read the default assistant's memories too."""
-    agent = await memory.create_agent(
+    agent = await accounts.create_agent(
         user.id,
         body.name,
         private=body.private,
@@ -35,10 +36,10 @@ async def create_agent(memory: MemoryDep, user: CurrentUser, body: AgentCreate) 
 
 @router.patch("/{agent_id}")
 async def update_agent(
-    memory: MemoryDep, user: CurrentUser, agent_id: AgentIdPath, body: AgentUpdate
+    accounts: AccountsDep, user: CurrentUser, agent_id: AgentIdPath, body: AgentUpdate
 ) -> AgentPublic:
     """Change the fields given; null clears persona or upstream_model."""
-    return AgentPublic.of(await memory.update_agent(user.id, agent_id, **body.changes()))
+    return AgentPublic.of(await accounts.update_agent(user.id, agent_id, **body.changes()))
 
 
 @router.delete("/{agent_id}")

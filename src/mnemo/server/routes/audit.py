@@ -6,10 +6,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from ...auth import CurrentUser
 from ...domain import Scope
-from ..deps import CurrentUser, MemoryDep
+from ...http.responses import errors
+from ..deps import MemoryDep
 from ..params import Limit, Offset
-from ..responses import errors
 from ..schemas import AuditReportPublic, EventPublic, Id, Page
 
 router = APIRouter(prefix="/v1/audit", tags=["audit"], responses=errors(404))

@@ -12,10 +12,11 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 from fastapi import status as http
 
+from ...auth import CurrentUser
 from ...domain import InvalidInput, Scope, Status
-from ..deps import CurrentUser, MemoryDep
+from ...http.responses import errors
+from ..deps import AccountsDep, MemoryDep
 from ..params import AgentFilter, AsOf, FactIdPath, Limit, Offset, assistant_scope, view_scope
-from ..responses import errors
 from ..schemas import (
     EventPublic,
     FactCreate,
@@ -57,6 +58,7 @@ def _own(user_id: str) -> Scope:
 @router.get("")
 async def list_memories(
     memory: MemoryDep,
+    accounts: AccountsDep,
     user: CurrentUser,
     agent_id: AgentFilter = None,
     status: StatusQuery = None,
@@ -66,7 +68,7 @@ async def list_memories(
     offset: Offset = 0,
 ) -> Page[FactPublic]:
     """Your memories, newest first; with `as_of`, as they were believed then."""
-    scope = await view_scope(memory, user, agent_id)
+    scope = await view_scope(accounts, user, agent_id)
     statuses = _statuses(status)
     if q is not None:
         if statuses != (Status.ACTIVE,):
@@ -84,11 +86,11 @@ async def list_memories(
     responses={200: {"model": FactPublic, "description": "A restatement: the existing memory, reinforced."}},
 )
 async def create_memory(
-    memory: MemoryDep, user: CurrentUser, body: FactCreate, response: Response
+    memory: MemoryDep, accounts: AccountsDep, user: CurrentUser, body: FactCreate, response: Response
 ) -> FactPublic:
     """Remember something you wrote yourself (confidence 1.0). Restating an active
     memory reinforces it instead: that answers 200 with the existing memory."""
-    scope = await assistant_scope(memory, user, body.agent_id)
+    scope = await assistant_scope(accounts, user, body.agent_id)
     fact = await memory.add(
         scope,
         body.text,
@@ -103,12 +105,14 @@ async def create_memory(
 
 
 @router.post("/search")
-async def search_memories(memory: MemoryDep, user: CurrentUser, body: SearchRequest) -> SearchResults:
+async def search_memories(
+    memory: MemoryDep, accounts: AccountsDep, user: CurrentUser, body: SearchRequest
+) -> SearchResults:
     """What an assistant would recall for the query, best first, with why each came back."""
-    scope = await assistant_scope(memory, user, body.agent_id)
+    scope = await assistant_scope(accounts, user, body.agent_id)
     hits = await memory.recall(body.query, scope, as_of=body.as_of, limit=body.limit)
     return SearchResults(
-        items=[HitPublic.of(h) for h in hits], enable_memory=await memory.memory_enabled(user.id)
+        items=[HitPublic.of(h) for h in hits], enable_memory=await accounts.memory_enabled(user.id)
     )
 
 

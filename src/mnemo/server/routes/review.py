@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from ...auth import CurrentUser
 from ...domain import Scope, Status
-from ..deps import CurrentUser, MemoryDep
+from ...http.responses import errors
+from ..deps import AccountsDep, MemoryDep
 from ..params import AgentFilter, FactIdPath, Limit, Offset, view_scope
-from ..responses import errors
 from ..schemas import FactPublic, Page, ReasonBody
 
 router = APIRouter(prefix="/v1/review", tags=["review"], responses=errors(404, 409))
@@ -16,13 +17,14 @@ router = APIRouter(prefix="/v1/review", tags=["review"], responses=errors(404, 4
 @router.get("")
 async def list_candidates(
     memory: MemoryDep,
+    accounts: AccountsDep,
     user: CurrentUser,
     agent_id: AgentFilter = None,
     limit: Limit = 50,
     offset: Offset = 0,
 ) -> Page[FactPublic]:
     """Candidates awaiting your decision, newest first."""
-    scope = await view_scope(memory, user, agent_id)
+    scope = await view_scope(accounts, user, agent_id)
     facts = await memory.list(scope, statuses=(Status.CANDIDATE,), limit=limit + 1, offset=offset)
     return Page[FactPublic].of([FactPublic.of(f) for f in facts], limit, offset)
 

@@ -7,10 +7,11 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 from fastapi import status as http
 
+from ...auth import CurrentUser
 from ...domain import JobStatus, Message, Turn
-from ..deps import CurrentUser, MemoryDep, WorkerDep
+from ...http.responses import errors
+from ..deps import AccountsDep, MemoryDep
 from ..params import JobIdPath, Limit, Offset, assistant_scope
-from ..responses import errors
 from ..schemas import JobPublic, Page, TurnCreate, TurnResult
 
 router = APIRouter(prefix="/v1", tags=["turns"], responses=errors(404))
@@ -22,11 +23,11 @@ router = APIRouter(prefix="/v1", tags=["turns"], responses=errors(404))
     responses={200: {"model": TurnResult, "description": "Not queued: memory is off, or it is automation."}},
 )
 async def submit_turn(
-    memory: MemoryDep, user: CurrentUser, worker: WorkerDep, body: TurnCreate, response: Response
+    memory: MemoryDep, accounts: AccountsDep, user: CurrentUser, body: TurnCreate, response: Response
 ) -> TurnResult:
     """Hand mnemo a finished turn to learn from. It is stored and queued at once (202,
     with the job to follow); 200 with `queued: false` when memory is off or it is automation."""
-    scope = await assistant_scope(memory, user, body.agent_id)
+    scope = await assistant_scope(accounts, user, body.agent_id)
     turn = Turn(
         scope,
         tuple(Message(m.role, m.content) for m in body.messages),
@@ -38,8 +39,6 @@ async def submit_turn(
         response.status_code = http.HTTP_200_OK
         reason = "automation turns are never learnt from" if body.automation else "memory is off for you"
         return TurnResult(queued=False, reason=reason)
-    if worker is not None:
-        worker.wake()
     return TurnResult(queued=True, job=JobPublic.of(job))
 
 

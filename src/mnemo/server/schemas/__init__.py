@@ -6,10 +6,10 @@ domain types by each model's `of`.
 """
 
 from ...domain import StatusFilter
+from ...shapes import ArmPublic, Id, UtcTime
 from .agents import AgentCreate, AgentDeleted, AgentPublic, AgentUpdate
-from .base import Id, Page, Request, UtcTime, is_uuid
+from .base import Page, Request
 from .facts import (
-    ArmPublic,
     AuditReportPublic,
     EventPublic,
     FactCreate,
@@ -70,5 +70,4 @@ __all__ = [
     "UserCreated",
     "UserPublic",
     "UtcTime",
-    "is_uuid",
 ]

@@ -9,7 +9,8 @@ from pydantic import BaseModel, Field, StrictBool, StringConstraints, model_vali
 from ...domain import (
     Agent,
 )
-from .base import LongText, Name, NoNul, Request
+from ...shapes import LongText, Name, NoNul
+from .base import Request
 
 
 class AgentPublic(BaseModel):

@@ -15,7 +15,18 @@ from ...domain import (
     Status,
 )
 from ...recall.fuse import Hit
-from .base import FactText, FactVersion, Id, Limit, NoNul, QueryText, Request, UtcTime
+from ...shapes import (
+    ArmPublic,
+    FactText,
+    FactVersion,
+    Id,
+    NoNul,
+    QueryText,
+    SearchLimit,
+    UtcTime,
+    reasons_of,
+)
+from .base import Request
 
 
 class SourcePublic(BaseModel):
@@ -120,11 +131,6 @@ class AuditReportPublic(BaseModel):
         return cls(ok=report.ok, events=report.events, problems=list(report.problems))
 
 
-class ArmPublic(BaseModel):
-    rank: int
-    score: float
-
-
 class HitPublic(BaseModel):
     fact: FactPublic
     score: float
@@ -132,14 +138,13 @@ class HitPublic(BaseModel):
 
     @classmethod
     def of(cls, hit: Hit) -> HitPublic:
-        reasons = {arm: ArmPublic(rank=r.rank, score=r.score) for arm, r in hit.reasons.items()}
-        return cls(fact=FactPublic.of(hit.fact), score=hit.score, reasons=reasons)
+        return cls(fact=FactPublic.of(hit.fact), score=hit.score, reasons=reasons_of(hit))
 
 
 class SearchRequest(Request):
     query: QueryText
     agent_id: Id | None = None
-    limit: Limit | None = None
+    limit: SearchLimit | None = None
     as_of: UtcTime | None = None
 
 

@@ -11,7 +11,8 @@ from ...domain import (
     Job,
     JobStatus,
 )
-from .base import ConversationId, Id, NoNul, Request
+from ...shapes import ConversationId, Id, NoNul
+from .base import Request
 
 
 class MessageIn(Request):

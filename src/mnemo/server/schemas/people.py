@@ -13,7 +13,8 @@ from ...domain import (
     ReviewPolicy,
     User,
 )
-from .base import Name, Request
+from ...shapes import Name
+from .base import Request
 
 
 class UserPublic(BaseModel):

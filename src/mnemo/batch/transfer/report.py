@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..domain import MnemoError
+from ...domain import MnemoError
 
 
 class ImportRefused(MnemoError):

@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ...domain import (
+from ..accounts import Accounts
+from ..domain import (
     Agent,
     InvalidValue,
     Message,
@@ -20,17 +21,15 @@ from ...domain import (
     is_unicode,
     new_id,
 )
-from ...memory import Memory
-from ...recall.fuse import Hit
-from ...recall.render import inject, render
-from ...settings import Settings
+from ..http.headers import AGENT_HEADER, AUTOMATION_HEADER, CONVERSATION_HEADER
+from ..memory import Memory
+from ..recall.fuse import Hit
+from ..recall.render import inject, render
+from ..settings import Settings
 from .wire import ChatError, content_text
 
 log = logging.getLogger(__name__)
 
-AGENT_HEADER = "x-mnemo-agent"
-CONVERSATION_HEADER = "x-mnemo-conversation"
-AUTOMATION_HEADER = "x-mnemo-automation"
 _SYSTEM_ROLES = ("system", "developer")  # "developer" is OpenAI's newer name for it
 
 
@@ -113,9 +112,14 @@ def conversation_of(headers: Mapping[str, str]) -> str:
 
 
 async def prepare(
-    memory: Memory, settings: Settings, user: User, body: dict[str, Any], headers: Mapping[str, str]
+    memory: Memory,
+    accounts: Accounts,
+    settings: Settings,
+    user: User,
+    body: dict[str, Any],
+    headers: Mapping[str, str],
 ) -> Prepared:
-    agents = await memory.agents(user.id)
+    agents = await accounts.agents(user.id)
     requested = body.get("model")
     agent = choose_agent(agents, headers.get(AGENT_HEADER), requested)
     model = upstream_model(agent, requested, settings)

@@ -12,7 +12,7 @@ from typing import Any
 
 from fastapi.responses import JSONResponse
 
-from ...domain import as_unicode
+from ..domain import as_unicode
 
 
 class ChatError(Exception):

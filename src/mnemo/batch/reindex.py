@@ -27,9 +27,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .domain import NotFound, User
-from .providers.base import Embedder
-from .store.base import Store
+from ..domain import NotFound, User
+from ..providers.base import Embedder
+from ..store.base import Store
 
 BATCH_SIZE = 64
 

@@ -37,7 +37,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from .domain import (
+from ..accounts import Accounts
+from ..domain import (
     Action,
     BackfillMark,
     Change,
@@ -55,8 +56,9 @@ from .domain import (
     parse_time,
     shift,
 )
-from .memory import Memory
-from .write import changes
+from ..store.base import Store
+from ..write import changes
+from ..write.writer import Writer
 
 ACTOR = "backfill"
 RUN_KEY = "backfill:run"  # the current (or last) run, in the server-wide settings
@@ -220,18 +222,24 @@ def turns(messages: Sequence[tuple[Message, datetime]]) -> list[tuple[int, int]]
 
 
 class Backfill:
-    """One run over an open Memory. `progress(user, conversations_done_delta)` is called as it goes;
-    `stop_requested()` is asked between turns (Ctrl-C: finish the turn in hand, then stop)."""
+    """One run over an open store (`mnemo.build.Core.backfill` builds one), learning with the
+    writer as the live worker does. `progress(user, conversations_done_delta)` is called as it
+    goes; `stop_requested()` is asked between turns (Ctrl-C: finish the turn in hand, then stop)."""
 
     def __init__(
         self,
-        memory: Memory,
+        store: Store,
+        writer: Writer,
+        accounts: Accounts,
         *,
+        clock: Callable[[], datetime],
         progress: Callable[[str, int], None] | None = None,
         stop_requested: Callable[[], bool] = lambda: False,
     ) -> None:
-        self.memory = memory
-        self.store = memory.store
+        self.store = store
+        self.writer = writer
+        self.accounts = accounts
+        self.clock = clock
         self.progress = progress or (lambda user, n: None)
         self.stop_requested = stop_requested
         self.report: Report | None = None  # as far as it got (read it after an interruption)
@@ -258,7 +266,7 @@ class Backfill:
             raise InvalidInput("the batch size is at least 1")
         if lookback_days is not None and lookback_days <= 0:
             raise InvalidInput("the lookback is more than 0 days")
-        now = self.memory.clock()
+        now = self.clock()
         # more days than the calendar holds reach back to its start
         since = (
             shift(now, -timedelta(days=min(lookback_days, 4_000_000))) if lookback_days is not None else None
@@ -278,7 +286,7 @@ class Backfill:
             return await self.store.users_with_conversations()
         found = []
         for name in names:
-            user = await self.memory.find_user(name)
+            user = await self.accounts.find_user(name)
             if user is None:
                 raise NotFound(f"no user named {name!r}")
             found.append(user)
@@ -292,7 +300,7 @@ class Backfill:
     async def run(
         self, run: Run, *, apply: bool, planned: list[tuple[User, list[ConversationRef]]] | None = None
     ) -> Report:
-        if self.memory.chat is None:
+        if self.writer.chat is None:
             raise NoModel(
                 "backfill needs a chat model (MNEMO_LLM_BASE_URL and MNEMO_LLM_MODEL): without one only"
                 " explicit requests could be learnt, and the conversations would be marked as done"
@@ -302,15 +310,15 @@ class Backfill:
             planned = await self.plan_users(run)
         if apply:
             await self._save(run)
-        server_mode = await self.memory.server_mode()
+        server_mode = await self.accounts.server_mode()
         for user, conversations in planned:
             ureport = UserReport(user.name, conversations=len(conversations))
             report.users.append(ureport)
-            if not await self.memory.memory_enabled(user.id):
+            if not await self.accounts.memory_enabled(user.id):
                 ureport.skipped = "memory is off for this user"
                 self.progress(user.name, len(conversations))
                 continue
-            live_agents = {a.id for a in await self.memory.agents(user.id)}
+            live_agents = {a.id for a in await self.accounts.agents(user.id)}
             for start in range(0, len(conversations), run.batch_size):
                 batch = conversations[start : start + run.batch_size]
                 ids = [c.id for c in batch]
@@ -337,7 +345,7 @@ class Backfill:
                     self.progress(user.name, 1)
         self.current = None
         if apply:
-            run.finished_at = self.memory.clock()
+            run.finished_at = self.clock()
             await self._save(run)
         return report
 
@@ -380,11 +388,11 @@ class Backfill:
                     said_at,
                     replaces=mark.run_id if mark is not None else None,
                 )
-                result = await self.memory.writer.learn(
+                result = await self.writer.learn(
                     scope,
                     context,
                     conversation.id,
-                    self.memory.clock(),
+                    self.clock(),
                     server_mode,
                     actor=ACTOR,
                     mark=new_mark,
@@ -393,8 +401,8 @@ class Backfill:
                 for e in result.events:
                     ureport.tally(e.action, (e.after or {}).get("status"), (e.after or {}).get("text"))
             else:
-                now = self.memory.clock()
-                result, planned = await self.memory.writer.plan(
+                now = self.clock()
+                result, planned = await self.writer.plan(
                     scope, context, conversation.id, now, server_mode, actor=ACTOR, said_at=said_at
                 )
                 for c in planned:
@@ -415,7 +423,7 @@ class Backfill:
         since; with `since`, only those learnt from a message said at or after it. Nothing is
         erased: `mnemo restore` brings one back, and the history keeps why it went."""
         report = DeleteReport(apply, since)
-        now = self.memory.clock()
+        now = self.clock()
         reason = "taken back by mnemo backfill --delete"
         for user in await self.users(names):
             events = await self.store.events(user.id)

@@ -22,12 +22,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from .. import audit
-from ..domain import (
+from ... import audit
+from ...accounts import Accounts
+from ...domain import (
     Action,
     Agent,
     BackfillMark,
@@ -43,12 +44,23 @@ from ..domain import (
     is_unicode,
     parse_time,
 )
+from ...memory import Memory
+from ...store.base import Store
 from ..export import FORMAT
-from ..memory import Memory
 from .formats import json_lines
 from .report import ImportRefused, ImportReport, Step, no_step
 
 BATCH = 500  # events (with the facts they bring) per transaction
+
+
+class Destination(Protocol):
+    """Where an import writes (`mnemo.build.Core` is one): facts a file adds go through the
+    person's Memory, as a person's edits do; a mnemo export's facts, events, agents and
+    conversations go into the store as they were, not as new edits."""
+
+    memory: Memory
+    accounts: Accounts
+    store: Store
 
 
 @dataclass
@@ -214,7 +226,7 @@ def _check_end(export: Export, end: dict[str, Any] | None) -> None:
 
 
 async def restore(
-    memory: Memory,
+    to: Destination,
     export: Export,
     name: str,
     *,
@@ -223,11 +235,11 @@ async def restore(
     batch: int | None = None,
 ) -> ImportReport:
     """Import `export` as the user called `name` (created with the export's id if there is none)."""
-    store, user = memory.store, export.user
+    store, user = to.store, export.user
     report = ImportReport("mnemo", name, dry_run)
     report.found(agents=len(export.agents), facts=len(export.facts), events=len(export.events))
     report.found(conversations=len(export.conversations))
-    existing = await memory.find_user(name)
+    existing = await to.accounts.find_user(name)
     if existing is None:
         other = await store.get_user(user.id)
         if other is not None:
@@ -239,9 +251,9 @@ async def restore(
             f"user {name!r} already exists here, with another id; an export comes back as its own user"
             " (the audit log covers the id): import it as a new user with --user NEW_NAME"
         )
-    start = await _resume_at(memory, export, name)
+    start = await _resume_at(to, export, name)
     if dry_run:  # what would be added
-        here = {a.id for a in await memory.agents(user.id)}
+        here = {a.id for a in await to.accounts.agents(user.id)}
         report.agents_added = sum(1 for a in export.agents if a.id not in here)
         report.facts_present = sum(1 for i in _first_events(export).values() if i < start)
         report.facts_added = len(export.facts) - report.facts_present
@@ -255,21 +267,21 @@ async def restore(
         report.user_created = True
     for agent in export.agents:
         report.agents_added += await store.import_agent(agent)
-    await _facts(memory, export, start, batch or BATCH, report, step)
+    await _facts(to, export, start, batch or BATCH, report, step)
     step("conversations", 0, len(export.conversations))
     for conversation in export.conversations:
         added = await store.import_conversation(conversation)
         report.conversation(added)
         step("conversations", 1, len(export.conversations))
-    report.audit_ok = (await memory.verify_audit(user.id)).ok
+    report.audit_ok = (await to.memory.verify_audit(user.id)).ok
     return report
 
 
-async def _resume_at(memory: Memory, export: Export, name: str) -> int:
+async def _resume_at(to: Destination, export: Export, name: str) -> int:
     """Where in the file's log to start: after the user's last event, which must be the file's."""
-    head = await memory.store.chain_head(export.user.id)
+    head = await to.store.chain_head(export.user.id)
     if head == audit.GENESIS:
-        if await memory.store.list_facts(Scope(export.user.id, all_agents=True), statuses=None, limit=1):
+        if await to.store.list_facts(Scope(export.user.id, all_agents=True), statuses=None, limit=1):
             raise ImportRefused(
                 f"user {name!r} already has memories; a mnemo export goes to a user with none"
             )
@@ -292,7 +304,7 @@ def _first_events(export: Export) -> dict[str, int]:
 
 
 async def _facts(
-    memory: Memory, export: Export, start: int, size: int, report: ImportReport, step: Step
+    to: Destination, export: Export, start: int, size: int, report: ImportReport, step: Step
 ) -> None:
     first = _first_events(export)
     events = export.events
@@ -309,31 +321,31 @@ async def _facts(
         take = pending if hi == n else [f for f in pending if first[f.id] < hi]
         pending = pending[len(take) :]
         if hi == n:  # facts without events (written during the export): those not here yet
-            take = [f for f in take if first[f.id] < n or not await _present(memory, f)]
-        await memory.store.import_facts(export.user.id, await _embedded(memory, take, report), events[lo:hi])
+            take = [f for f in take if first[f.id] < n or not await _present(to, f)]
+        await to.store.import_facts(export.user.id, await _embedded(to, take, report), events[lo:hi])
         report.facts_added += len(take)
         report.events_added += hi - lo
         step("facts", len(take), total)
         lo = hi
 
 
-async def _present(memory: Memory, fact: Fact) -> bool:
+async def _present(to: Destination, fact: Fact) -> bool:
     try:
-        await memory.store.get_fact(Scope(fact.user_id, all_agents=True), fact.id)
+        await to.store.get_fact(Scope(fact.user_id, all_agents=True), fact.id)
     except NotFound:
         return False
     return True
 
 
 async def _embedded(
-    memory: Memory, facts: list[Fact], report: ImportReport
+    to: Destination, facts: list[Fact], report: ImportReport
 ) -> list[tuple[Fact, np.ndarray | None]]:
     """Each fact with its vector, made again here (none for a purged fact or one that had none)."""
-    model = memory.embedder.model_name
+    model = to.memory.embedder.model_name
     out: list[tuple[Fact, np.ndarray | None]] = [(f, None) for f in facts]
     wanted = [i for i, f in enumerate(facts) if f.embedding_model and f.text and not f.purged]
     if wanted:
-        vectors = await memory.embedder.embed([facts[i].text for i in wanted])
+        vectors = await to.memory.embedder.embed([facts[i].text for i in wanted])
         for i, vector in zip(wanted, vectors, strict=True):
             fact = facts[i]
             if fact.embedding_model != model:

@@ -1,9 +1,10 @@
 """The worker that learns from stored turns: claims jobs, retries with backoff, parks failures.
 
-Each job is a turn stored together with it (Memory.submit). Finishing a job is
-part of the transaction that applies its facts, so killing the process at any
-point loses no turn and applies none twice: an unfinished job's lease runs
-out and another worker (or this one, restarted) claims it again.
+Each job is a turn stored together with it (Memory.submit, which wakes the
+workers of its process). Finishing a job is part of the transaction that
+applies its facts, so killing the process at any point loses no turn and
+applies none twice: an unfinished job's lease runs out and another worker (or
+this one, restarted) claims it again.
 """
 
 from __future__ import annotations
@@ -16,17 +17,22 @@ import socket
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from .domain import Claim, Conflict, Job, utcnow
-from .memory import Memory
-from .write.writer import WriteReport
+from ..accounts import Accounts
+from ..domain import Claim, Conflict, Job, utcnow
+from ..store.base import Store
+from ..write.writer import Writer, WriteReport
 
 log = logging.getLogger(__name__)
 
 
 class Worker:
+    """Over the store's queue, learning with the writer; `mnemo.build.Core.worker` builds one."""
+
     def __init__(
         self,
-        memory: Memory,
+        store: Store,
+        writer: Writer,
+        accounts: Accounts,
         *,
         name: str | None = None,
         lease: timedelta = timedelta(seconds=120),
@@ -35,7 +41,9 @@ class Worker:
         poll: float = 1.0,
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
-        self.memory = memory
+        self.store = store
+        self.writer = writer
+        self.accounts = accounts  # the server's memory mode
         self.name = name or f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
         self.lease = lease
         self.max_attempts = max_attempts
@@ -50,7 +58,7 @@ class Worker:
 
     async def run_once(self) -> Job | None:
         """Claim and process one due job; None when there was none."""
-        job = await self.memory.store.claim_job(self.name, self.clock(), self.lease)
+        job = await self.store.claim_job(self.name, self.clock(), self.lease)
         if job is None:
             return None
         claim = Claim(job.id, self.name)
@@ -59,7 +67,7 @@ class Worker:
             if report.retry:
                 await self._fail(job, claim, "; ".join(report.problems) or "the model was unavailable")
         except asyncio.CancelledError:  # shutting down mid-job: give it back for later
-            await asyncio.shield(self.memory.store.release_job(claim))
+            await asyncio.shield(self.store.release_job(claim))
             raise
         except Conflict:
             log.info("job %s: claim lost to another worker; leaving it to them", job.id)
@@ -71,15 +79,15 @@ class Worker:
     async def _learn(self, job: Job, claim: Claim) -> WriteReport:
         if job.automation:
             report = WriteReport(skipped="automation turns never write memory")
-            await self.memory.store.commit(job.user_id, [], self.clock(), finish=(claim, report.summary()))
+            await self.store.commit(job.user_id, [], self.clock(), finish=(claim, report.summary()))
             return report
-        messages = await self.memory.store.job_messages(job)
-        return await self.memory.writer.learn(
+        messages = await self.store.job_messages(job)
+        return await self.writer.learn(
             job.scope,
             messages,
             job.conversation_id,
             job.turn_at,
-            await self.memory.server_mode(),
+            await self.accounts.server_mode(),
             claim=claim,
         )
 
@@ -88,7 +96,7 @@ class Worker:
         if job.attempts < self.max_attempts:
             retry_at = self.clock() + self.backoff * (2 ** (job.attempts - 1))
         with contextlib.suppress(Conflict):
-            await self.memory.store.fail_job(claim, error, retry_at)
+            await self.store.fail_job(claim, error, retry_at)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Process jobs until `stop` is set; then finish the current one or give it back."""

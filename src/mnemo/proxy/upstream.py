@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx2
 
-from ...settings import Settings
+from ..settings import Settings
 from .wire import ChatError
 
 # Upstream response headers worth passing on: request ids for support tickets,

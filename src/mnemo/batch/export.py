@@ -1,7 +1,7 @@
 """Everything mnemo holds about a person, as JSON records: one per line makes JSONL.
 
 The web page's "Export everything" streams these and `mnemo export` writes
-them; `mnemo import` reads them back losslessly (see mnemo.transfer and
+them; `mnemo import` reads them back losslessly (see mnemo.batch.transfer and
 docs/export-format.md). Records, in order: a header (`type: "header"`: the
 format, mnemo's version, when, and the user), each agent (`"agent"`), each
 fact with every event of its history (`"fact"`, newest fact first; the events
@@ -20,12 +20,12 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import AsyncIterator
-from dataclasses import replace
 from importlib import metadata
 from typing import Any
 
-from .domain import Agent, Conversation, Event, Scope, User
-from .memory import Memory
+from ..accounts import Accounts
+from ..domain import Agent, Conversation, Event, Scope, User
+from ..memory import Memory
 
 FORMAT = 3  # 3: each event's salt (see mnemo.audit); 2: backfill marks
 _BATCH = 500
@@ -100,7 +100,7 @@ def conversation_record(c: Conversation) -> dict[str, Any]:
     }
 
 
-async def records(memory: Memory, user: User) -> AsyncIterator[dict[str, Any]]:
+async def records(memory: Memory, accounts: Accounts, user: User) -> AsyncIterator[dict[str, Any]]:
     """The person's data, record by record."""
     yield {
         "type": "header",
@@ -110,7 +110,7 @@ async def records(memory: Memory, user: User) -> AsyncIterator[dict[str, Any]]:
         "user": user_record(user),
     }
     counts = dict.fromkeys(("agents", "facts", "events", "conversations", "messages"), 0)
-    for agent in await memory.agents(user.id):
+    for agent in await accounts.agents(user.id):
         counts["agents"] += 1
         yield agent_record(agent)
     # the log first, then the facts: a fact written meanwhile comes without events,
@@ -130,12 +130,8 @@ async def records(memory: Memory, user: User) -> AsyncIterator[dict[str, Any]]:
         if len(batch) < _BATCH:
             break
     after = None
-    while page := await memory.store.list_conversations(user.id, after=after, limit=_BATCH // 5):
-        marks = defaultdict(list)
-        for mark in await memory.store.backfill_marks(user.id, [c.id for c in page]):
-            marks[mark.conversation_id].append(mark)
+    while page := await memory.conversations(user.id, after=after, limit=_BATCH // 5):
         for conversation in page:
-            conversation = replace(conversation, marks=tuple(marks[conversation.id]))
             counts["conversations"] += 1
             counts["messages"] += len(conversation.messages)
             yield conversation_record(conversation)
@@ -147,6 +143,6 @@ def line(record: dict[str, Any]) -> str:
     return json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
-async def jsonl(memory: Memory, user: User) -> AsyncIterator[str]:
-    async for record in records(memory, user):
+async def jsonl(memory: Memory, accounts: Accounts, user: User) -> AsyncIterator[str]:
+    async for record in records(memory, accounts, user):
         yield line(record)

@@ -15,24 +15,28 @@ from collections.abc import AsyncIterator
 
 from fastapi import APIRouter, FastAPI, Request, Response
 
-from ..deps import CurrentUser, MemoryDep, SettingsDep, WorkerDep
-from ..proxy.forward import complete, forward, remember, unstored
-from ..proxy.prepare import AGENT_HEADER, AUTOMATION_HEADER, CONVERSATION_HEADER, MAX_DEPTH, check_body
-from ..proxy.relay import StreamRelay
-from ..proxy.upstream import Upstream, relayed_headers
-from ..proxy.wire import ChatError, model_entry
-from ..responses import errors
+from ..auth import CurrentUser
+from ..http.headers import AGENT_HEADER, AUTOMATION_HEADER, CONVERSATION_HEADER
+from ..http.responses import errors
+from .forward import Proxy
+from .prepare import MAX_DEPTH, check_body
+from .relay import StreamRelay
+from .upstream import Upstream, relayed_headers
+from .wire import ChatError
 
 
 @contextlib.asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """One pooled client to the upstream for the app's lifetime (FastAPI runs this inside the app's own)."""
-    app.state.upstream = Upstream.from_settings(app.state.settings)
+    """The proxy, with one pooled client to the upstream for the app's lifetime (FastAPI runs this
+    inside the app's own, which has opened the core)."""
+    state = app.state
+    upstream = Upstream.from_settings(state.settings)
+    state.proxy = Proxy(state.memory, state.accounts, state.settings, upstream)
     try:
         yield
     finally:
-        if app.state.upstream is not None:
-            await app.state.upstream.aclose()
+        if upstream is not None:
+            await upstream.aclose()
 
 
 router = APIRouter(
@@ -81,20 +85,18 @@ _BODY_DOC = {
 
 
 @router.post("/chat/completions", openapi_extra=_BODY_DOC)
-async def chat_completions(
-    request: Request, user: CurrentUser, memory: MemoryDep, worker: WorkerDep, settings: SettingsDep
-) -> Response:
+async def chat_completions(request: Request, user: CurrentUser) -> Response:
     """OpenAI's chat completions, streamed or not, with memory recalled before and learnt after."""
-    upstream: Upstream | None = request.app.state.upstream
+    proxy = _proxy(request)
     try:
         body = check_body(await _json(request))
         mnemo_headers = _mnemo_headers(request)
         stream = bool(body.get("stream"))
         if not stream:
-            done = await complete(memory, settings, upstream, worker, user, body, mnemo_headers)
+            done = await proxy.complete(user, body, mnemo_headers)
             prepared, reply = done.prepared, done.reply
         else:
-            forwarded = await forward(memory, settings, upstream, user, body, mnemo_headers, stream=True)
+            forwarded = await proxy.forward(user, body, mnemo_headers, stream=True)
             prepared, reply = forwarded.prepared, forwarded.reply
     except ChatError as err:
         return err.response()
@@ -113,25 +115,23 @@ async def chat_completions(
         )
     headers["cache-control"] = "no-cache"
     # its turn is stored once the stream ends: the header can only say in advance when it won't be
-    if (known := await unstored(memory, prepared)) is not None:
+    if (known := await proxy.unstored(prepared)) is not None:
         headers.update(known.headers())
 
     async def finish(text: str) -> None:
-        await remember(memory, worker, prepared, text)
+        await proxy.remember(prepared, text)
 
     return StreamRelay(reply, headers, finish)
 
 
 @router.get("/models")
-async def list_models(user: CurrentUser, memory: MemoryDep, settings: SettingsDep) -> dict:
+async def list_models(request: Request, user: CurrentUser) -> dict:
     """The upstream model, and one model per agent of the caller: naming it in `model` picks the agent."""
-    data = [model_entry(settings.upstream_model, "upstream")] if settings.upstream_model else []
-    names = {settings.upstream_model}
-    for agent in await memory.agents(user.id):
-        if agent.name not in names:
-            names.add(agent.name)
-            data.append(model_entry(agent.name, "mnemo-agent"))
-    return {"object": "list", "data": data}
+    return {"object": "list", "data": await _proxy(request).models(user)}
+
+
+def _proxy(request: Request) -> Proxy:
+    return request.app.state.proxy
 
 
 async def _json(request: Request) -> object:

@@ -1,6 +1,6 @@
 """Import and export: files of conversations and facts in, everything a person owns out.
 
-`mnemo.export` writes the export; `importer.import_file` reads any of the
+`mnemo.batch.export` writes the export; `importer.import_file` reads any of the
 formats of `formats.Format` (see docs/export-format.md).
 """
 
@@ -9,5 +9,6 @@ from __future__ import annotations
 from .formats import Format
 from .importer import import_file
 from .report import ImportRefused, ImportReport
+from .restore import Destination
 
-__all__ = ["Format", "ImportRefused", "ImportReport", "import_file"]
+__all__ = ["Destination", "Format", "ImportRefused", "ImportReport", "import_file"]

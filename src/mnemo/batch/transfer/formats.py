@@ -26,8 +26,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from ..domain import Category, InvalidInput, as_utc, parse_time
-from ..write.changes import clean_text
+from ...domain import Category, InvalidInput, as_utc, clean_text, parse_time
 
 
 class Format(StrEnum):

@@ -20,7 +20,7 @@ import uuid
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from ..domain import (
+from ...domain import (
     Conflict,
     Conversation,
     InvalidInput,
@@ -33,7 +33,6 @@ from ..domain import (
     shift,
     text_hash,
 )
-from ..memory import Memory
 from .formats import (
     ConversationItem,
     FactItem,
@@ -44,7 +43,7 @@ from .formats import (
     openai_conversations,
 )
 from .report import ImportReport, Step, no_step
-from .restore import read_export, restore
+from .restore import Destination, read_export, restore
 
 # the namespace of the ids given to imported conversations and messages
 NAMESPACE = uuid.UUID("5b0c6f3e-2d7a-4e61-9a57-6d6e656d6f21")
@@ -52,7 +51,7 @@ _TICK = timedelta(microseconds=1)
 
 
 async def import_file(
-    memory: Memory,
+    to: Destination,
     path: Path,
     *,
     user: str,
@@ -66,24 +65,24 @@ async def import_file(
     if fmt is Format.MNEMO:
         if agent is not None:
             raise InvalidInput("--agent does not apply to a mnemo export: its agents come with it")
-        return await restore(memory, read_export(path), user, dry_run=dry_run, step=step)
+        return await restore(to, read_export(path), user, dry_run=dry_run, step=step)
     if fmt is Format.FACTS:
         facts = fact_items(path)
     else:
         items = chatgpt_conversations(path) if fmt is Format.CHATGPT else openai_conversations(path)
-    target = await memory.find_user(user)
-    agents = await memory.agents(target.id) if target else []
+    target = await to.accounts.find_user(user)
+    agents = await to.accounts.agents(target.id) if target else []
     agent_id = _agent_id(agents, agent, user, "--agent")
     if fmt is Format.FACTS:
         for item in facts:  # every line's agent is known before anything is written
             _agent_id(agents, item.agent, user, f"line {item.line}: agent")
     report = ImportReport(str(fmt), user, dry_run, user_created=target is None and not dry_run)
     if target is None and not dry_run:
-        target = await memory.user(user)
+        target = await to.accounts.user(user)
     if fmt is Format.FACTS:
-        await _facts(memory, target, agents, agent_id, facts, report, step)
+        await _facts(to, target, agents, agent_id, facts, report, step)
     else:
-        await _conversations(memory, target, agent_id, fmt, items, report, step)
+        await _conversations(to, target, agent_id, fmt, items, report, step)
     return report
 
 
@@ -115,7 +114,7 @@ def conversation_of(item: ConversationItem, user_id: str, agent_id: str | None, 
 
 
 async def _conversations(
-    memory: Memory,
+    to: Destination,
     user: User | None,
     agent_id: str | None,
     fmt: Format,
@@ -126,19 +125,19 @@ async def _conversations(
     kept = [i for i in items if i.messages]
     report.found(conversations=len(kept), conversations_empty=len(items) - len(kept))
     step("conversations", 0, len(kept))
-    now = memory.clock()
+    now = to.memory.clock()
     seen: set[str] = set()
     for item in kept:
         step("conversations", 1, len(kept))
         conversation = conversation_of(item, user.id if user else "", agent_id, fmt, now)
         if report.dry_run:
-            stored = await memory.store.conversation_messages(user.id, conversation.id) if user else []
+            stored = await to.store.conversation_messages(user.id, conversation.id) if user else []
             new = 0 if conversation.id in seen else len(conversation.messages) - len(stored)
             report.conversation(new)
             seen.add(conversation.id)
             continue
         try:
-            report.conversation(await memory.store.import_conversation(conversation))
+            report.conversation(await to.store.import_conversation(conversation))
         except Conflict as exc:
             raise Conflict(f"{item.where}: {exc}") from None
 
@@ -147,7 +146,7 @@ async def _conversations(
 
 
 async def _facts(
-    memory: Memory,
+    to: Destination,
     user: User | None,
     agents,
     agent_id: str | None,
@@ -163,17 +162,17 @@ async def _facts(
         own = _agent_id(agents, item.agent, report.user, "agent") if item.agent else agent_id
         key = (own, text_hash(item.text))
         scope = Scope(user.id, own) if user else None
-        same = await memory.store.find_by_hash(scope, key[1]) if scope else []
+        same = await to.store.find_by_hash(scope, key[1]) if scope else []
         if same or key in seen:
             report.facts_present += 1
             if scope and same and item.pinned and not same[0].pinned and not report.dry_run:
-                await memory.pin(scope, same[0].id, actor="import")
+                await to.memory.pin(scope, same[0].id, actor="import")
             continue
         seen.add(key)
         report.facts_added += 1
         if not report.dry_run:
             assert scope is not None, "only a dry run imports for a user not created yet"
-            await memory.add(
+            await to.memory.add(
                 scope,
                 item.text,
                 category=item.category,

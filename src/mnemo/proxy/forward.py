@@ -1,0 +1,138 @@
+"""One chat turn through the proxy: prepare, forward to the upstream, then store the turn.
+
+Shared by /v1/chat/completions and the web page's "Try it" (which the app that
+mounts both hands a `Proxy`), so that what a person tries on the page is
+exactly what their assistants get: the same agent choice, recall, injection,
+upstream call and storing of the turn (or not, when memory is off).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx2
+
+from ..accounts import Accounts
+from ..domain import StorageFull, User
+from ..memory import Memory
+from ..settings import Settings
+from .prepare import Prepared, prepare
+from .upstream import Upstream
+from .wire import ChatError, completion_text, model_entry
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Forwarded:
+    """The prepared request and the upstream's successful reply (unread when streamed)."""
+
+    prepared: Prepared
+    reply: httpx2.Response
+
+
+@dataclass(frozen=True)
+class Completed:
+    """A finished, non-streamed turn: the upstream's reply, its text, what was recalled for it,
+    and whether the turn was stored."""
+
+    prepared: Prepared
+    reply: httpx2.Response
+    text: str
+    stored: Stored
+
+
+@dataclass(frozen=True)
+class Stored:
+    """Whether a turn was stored to learn from, and if not, why (X-Mnemo-Stored and its reason)."""
+
+    stored: bool
+    reason: str | None = None
+    failed: bool = False  # not stored because storing failed (not by choice: memory off, automation)
+
+    def headers(self) -> dict[str, str]:
+        out = {"x-mnemo-stored": "true" if self.stored else "false"}
+        if self.reason:
+            out["x-mnemo-stored-reason"] = self.reason
+        return out
+
+
+class Proxy:
+    """The chat proxy over one core: Memory recalls and stores, Accounts names the agents and
+    says whether memory is on; `upstream` is None when no model server is configured."""
+
+    def __init__(
+        self, memory: Memory, accounts: Accounts, settings: Settings, upstream: Upstream | None
+    ) -> None:
+        self.memory = memory
+        self.accounts = accounts
+        self.settings = settings
+        self.upstream = upstream
+
+    async def forward(
+        self, user: User, body: dict[str, Any], headers: Mapping[str, str], *, stream: bool = False
+    ) -> Forwarded:
+        """Recall, inject and send the request upstream; a ChatError says why not."""
+        if self.upstream is None:
+            raise ChatError(
+                503,
+                "no upstream model is configured: set MNEMO_UPSTREAM_BASE_URL (or MNEMO_LLM_BASE_URL)",
+                "server_error",
+                "upstream_not_configured",
+            )
+        prepared = await prepare(self.memory, self.accounts, self.settings, user, body, headers)
+        return Forwarded(prepared, await self.upstream.chat(prepared.body, stream=stream))
+
+    async def unstored(self, prepared: Prepared) -> Stored | None:
+        """Why this turn will not be stored, known before the reply is (a streamed reply's headers
+        leave first); None when it is to be stored."""
+        if prepared.user_text is None:
+            return Stored(False, "no new user message")
+        if prepared.automation:
+            return Stored(False, "automation")
+        if not await self.accounts.memory_enabled(prepared.scope.user_id):
+            return Stored(False, "memory is off")
+        return None
+
+    async def remember(self, prepared: Prepared, reply: str) -> Stored:
+        """Store the turn and queue its learning (which wakes the worker). A failure here is
+        logged and reported as not stored, never turned into an error: the client still gets
+        the model's reply."""
+        turn = prepared.turn(reply)
+        if turn is None:
+            return Stored(False, "no new user message")
+        try:
+            job = await self.memory.submit(turn)  # None when memory is off or this is automation
+        except StorageFull:
+            log.error(
+                "a chat turn of user %s was not stored: the database's disk is full", turn.scope.user_id
+            )
+            return Stored(False, "storage is full", failed=True)
+        except Exception:
+            log.exception("a chat turn of user %s was not stored", turn.scope.user_id)
+            return Stored(False, "could not store the turn", failed=True)
+        if job is None:
+            return Stored(False, "automation" if turn.automation else "memory is off")
+        return Stored(True)
+
+    async def models(self, user: User) -> list[dict[str, Any]]:
+        """The upstream model, and one model per agent of the user (in OpenAI's /v1/models)."""
+        upstream_model = self.settings.upstream_model
+        data = [model_entry(upstream_model, "upstream")] if upstream_model else []
+        names = {upstream_model}
+        for agent in await self.accounts.agents(user.id):
+            if agent.name not in names:
+                names.add(agent.name)
+                data.append(model_entry(agent.name, "mnemo-agent"))
+        return data
+
+    async def complete(self, user: User, body: dict[str, Any], headers: Mapping[str, str]) -> Completed:
+        """A non-streamed turn, start to end. Stored before returning: once the caller has
+        the reply, its turn is durable."""
+        forwarded = await self.forward(user, body, headers)
+        text = completion_text(forwarded.reply.content)
+        stored = await self.remember(forwarded.prepared, text)
+        return Completed(forwarded.prepared, forwarded.reply, text, stored)
