@@ -141,7 +141,8 @@ class Accounts:
     async def set_review_policy(self, user_id: str, policy: ReviewPolicy) -> User:
         return await self._store.update_user(user_id, review_policy=policy)
 
-    async def memory_enabled(self, user_id: str) -> bool:
-        """Whether memory is on for the user: the server's mode, then the person's own switch."""
-        user = await self._store.get_user(user_id)
-        return memory_enabled(await self.server_mode(), user.memory_enabled if user else None)
+    async def memory_enabled(self, user: str | User) -> bool:
+        """Whether memory is on for the user (by id, or as read already): the server's mode,
+        then the person's own switch."""
+        found = await self._store.get_user(user) if isinstance(user, str) else user
+        return memory_enabled(await self.server_mode(), found.memory_enabled if found else None)

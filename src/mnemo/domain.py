@@ -261,6 +261,16 @@ class Scope:
     user_id: str
     agent_id: str | None = None
     all_agents: bool = False
+    # The agents whose facts this scope reads ('' = the default agent), once decided from the
+    # user's agents by `visible_to` (the agent rule, `readable_agent_keys`): a recall's arms
+    # then read no agents of their own. Not part of what a scope is (equality ignores it).
+    readable: tuple[str, ...] | None = field(default=None, compare=False)
+
+    def visible_to(self, agents: list[Agent]) -> Scope:
+        """This scope with the agent rule decided over the user's (living) agents; NotFound when
+        its agent is not one of them."""
+        keys = readable_agent_keys(self, agents)
+        return self if keys is None else replace(self, readable=tuple(keys))
 
 
 @dataclass(frozen=True, slots=True)
@@ -611,6 +621,8 @@ def readable_agent_keys(scope: Scope, agents: list[Agent]) -> list[str] | None:
     """
     if scope.all_agents:
         return None
+    if scope.readable is not None:
+        return list(scope.readable)
     if scope.agent_id is None:
         return [""] + [a.id for a in agents if not a.private]
     own = next((a for a in agents if a.id == scope.agent_id), None)

@@ -144,14 +144,17 @@ class Memory:
         """Learn from a finished turn now. Never raises on bad model output: see the report."""
         return await self.writer.remember(turn, await self.accounts.server_mode())
 
-    async def submit(self, turn: Turn) -> Job | None:
+    async def submit(self, turn: Turn, *, memory_on: bool | None = None) -> Job | None:
         """Store a finished turn and queue it for learning, in one transaction.
 
         Returns None (storing nothing) when memory is off for the user or the
         turn is automation; the worker checks the switch again when it runs. A job
-        queued wakes the workers of this process (`on_queued`).
+        queued wakes the workers of this process (`on_queued`). `memory_on`: the
+        switch as the turn's caller decided it when the turn began (None: ask now).
         """
-        if turn.automation or not await self.accounts.memory_enabled(turn.scope.user_id):
+        if memory_on is None:
+            memory_on = await self.accounts.memory_enabled(turn.scope.user_id)
+        if turn.automation or not memory_on:
             return None
         scope = Scope(turn.scope.user_id, turn.scope.agent_id)
         job = await self.store.enqueue_turn(
@@ -174,9 +177,13 @@ class Memory:
         as_of: datetime | None = None,
         limit: int | None = None,
         arms: Sequence[str] = ARMS,
-    ) -> list[Hit]:
-        """Facts for the query; empty when memory is off for this user."""
-        if not await self.accounts.memory_enabled(scope.user_id):
+        memory_on: bool | None = None,
+    ) -> builtins.list[Hit]:
+        """Facts for the query; empty when memory is off for this user (`memory_on`: the switch
+        as the caller decided it for this turn; None: ask now)."""
+        if memory_on is None:
+            memory_on = await self.accounts.memory_enabled(scope.user_id)
+        if not memory_on:
             return []
         return await self.recaller.recall(scope, query, as_of=as_of, limit=limit, arms=arms)
 

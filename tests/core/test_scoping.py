@@ -127,3 +127,42 @@ async def test_an_unknown_agent_reads_nothing(memory, alice, bob):
     await seed(memory, Scope(bob.user_id, bobs_agent.id), "My favourite spice is cumin")
     with pytest.raises(NotFound):
         await memory.list(Scope(alice.user_id, bobs_agent.id))
+
+
+def sql_log(store) -> list[str]:
+    """Every statement the SQLite store runs from here on."""
+    sent: list[str] = []
+    store._conn.set_trace_callback(sent.append)
+    return sent
+
+
+@pytest.mark.backend("sqlite")
+async def test_a_recall_decides_the_agent_rule_once_for_all_its_arms(memory, alice):
+    """The agents are read once per recall, not once per arm; the rule still holds."""
+    private = await memory.accounts.create_agent(alice.user_id, "Diary", private=True)
+    await seed(memory, alice, "My favourite colour is green")
+    await seed(memory, Scope(alice.user_id, private.id), "My favourite secret is the attic")
+    sent = sql_log(memory.store)
+    hits = texts(await memory.recall("my favourite colour or secret", alice, limit=10))
+    assert hits == ["My favourite colour is green"]
+    assert sum("FROM agents" in s for s in sent) == 1, [s for s in sent if "FROM agents" in s]
+
+
+@pytest.mark.backend("sqlite")
+async def test_a_proxied_turn_decides_memory_and_the_agent_rule_once(memory, alice, settings):
+    """The chat proxy reads the caller's agents and the memory switch once for a whole turn
+    (recall, the reply, storing it), and reads the user's row no more: it came with the call."""
+    from mnemo.proxy.prepare import prepare
+
+    user = await memory.accounts.user("alice")
+    await seed(memory, alice, "My favourite colour is green")
+    sent = sql_log(memory.store)
+    body = {"model": "m", "messages": [{"role": "user", "content": "what is my favourite colour?"}]}
+    prepared = await prepare(memory, memory.accounts, settings, user, body, {})
+    turn = prepared.turn("Green.")
+    assert turn is not None and prepared.memory_on
+    assert await memory.submit(turn, memory_on=prepared.memory_on) is not None
+    assert [h.fact.text for h in prepared.hits] == ["My favourite colour is green"]
+    assert sum("FROM agents" in s for s in sent) == 1
+    assert not [s for s in sent if "FROM users" in s]
+    assert sum("FROM settings" in s for s in sent) == 1  # the server's memory mode

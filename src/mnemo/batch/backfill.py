@@ -35,7 +35,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from ..accounts import Accounts
 from ..domain import (
@@ -56,7 +56,7 @@ from ..domain import (
     parse_time,
     shift,
 )
-from ..store.base import Store
+from ..store.base import AccountStore, AuditLog, BackfillStore, FactStore
 from ..write import changes
 from ..write.writer import Writer
 
@@ -221,6 +221,11 @@ def turns(messages: Sequence[tuple[Message, datetime]]) -> list[tuple[int, int]]
     return list(zip(openers, [*openers[1:], len(messages)][: len(openers)], strict=True))
 
 
+class BackfillSource(BackfillStore, FactStore, AuditLog, AccountStore, Protocol):
+    """What backfill reads and writes: the stored conversations and their marks, the facts and
+    their log, and the settings that hold a run."""
+
+
 class Backfill:
     """One run over an open store (`mnemo.build.Core.backfill` builds one), learning with the
     writer as the live worker does. `progress(user, conversations_done_delta)` is called as it
@@ -228,7 +233,7 @@ class Backfill:
 
     def __init__(
         self,
-        store: Store,
+        store: BackfillSource,
         writer: Writer,
         accounts: Accounts,
         *,

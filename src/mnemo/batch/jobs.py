@@ -16,13 +16,18 @@ import os
 import socket
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from ..accounts import Accounts
 from ..domain import Claim, Conflict, Job, utcnow
-from ..store.base import Store
+from ..store.base import FactStore, JobQueue
 from ..write.writer import Writer, WriteReport
 
 log = logging.getLogger(__name__)
+
+
+class QueueStore(JobQueue, FactStore, Protocol):
+    """What a worker uses: the queue, and the commit that finishes a job with its facts."""
 
 
 class Worker:
@@ -30,7 +35,7 @@ class Worker:
 
     def __init__(
         self,
-        store: Store,
+        store: QueueStore,
         writer: Writer,
         accounts: Accounts,
         *,

@@ -25,11 +25,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ..domain import NotFound, User
 from ..providers.base import Embedder
-from ..store.base import Store
+from ..store.base import AccountStore, ReindexStore
 
 BATCH_SIZE = 64
 
@@ -78,12 +78,16 @@ class Report:
         }
 
 
+class ReindexTarget(ReindexStore, AccountStore, Protocol):
+    """What reindex uses: the vectors of each model, and the users by name."""
+
+
 class Reindex:
     """One run over some users' facts; `progress(user, n)` after each batch of n facts."""
 
     def __init__(
         self,
-        store: Store,
+        store: ReindexTarget,
         embedder: Embedder,
         *,
         batch_size: int = BATCH_SIZE,

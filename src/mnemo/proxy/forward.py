@@ -93,7 +93,7 @@ class Proxy:
             return Stored(False, "no new user message")
         if prepared.automation:
             return Stored(False, "automation")
-        if not await self.accounts.memory_enabled(prepared.scope.user_id):
+        if not prepared.memory_on:
             return Stored(False, "memory is off")
         return None
 
@@ -105,7 +105,8 @@ class Proxy:
         if turn is None:
             return Stored(False, "no new user message")
         try:
-            job = await self.memory.submit(turn)  # None when memory is off or this is automation
+            # None when memory is off or this is automation
+            job = await self.memory.submit(turn, memory_on=prepared.memory_on)
         except StorageFull:
             log.error(
                 "a chat turn of user %s was not stored: the database's disk is full", turn.scope.user_id

@@ -42,6 +42,7 @@ class Prepared:
     hits: tuple[Hit, ...]  # what memory recalled for the latest user message, injected
     conversation_id: str
     automation: bool
+    memory_on: bool  # the memory switch, decided once when the turn began
     # The latest user message's text, when the request ends with it (a new user
     # turn) and it has text; None for follow-ups such as tool results, whose
     # user message was stored with the request that first carried it.
@@ -124,14 +125,16 @@ async def prepare(
     agent = choose_agent(agents, headers.get(AGENT_HEADER), requested)
     model = upstream_model(agent, requested, settings)
     messages = with_persona(body["messages"], agent)
-    scope = Scope(user.id, agent.id if agent else None)
+    # what this turn may read and whether memory is on, decided once for the whole turn
+    scope = Scope(user.id, agent.id if agent else None).visible_to(agents)
+    memory_on = await accounts.memory_enabled(user)
 
     latest = next((m for m in reversed(messages) if m.get("role") == "user"), None)
     query = content_text(latest.get("content")) if latest else ""
     hits = []
     if query.strip():
         try:
-            hits = await memory.recall(query, scope)
+            hits = await memory.recall(query, scope, memory_on=memory_on)
         except Exception:  # memory failing must not take the conversation down with it
             log.exception("recall failed; forwarding without a memory block")
     block = render(hits)
@@ -141,6 +144,7 @@ async def prepare(
         hits=tuple(hits),
         conversation_id=conversation_of(headers),
         automation=(headers.get(AUTOMATION_HEADER) or "").strip().lower() in ("true", "1", "yes"),
+        memory_on=memory_on,
         user_text=query if query.strip() and messages[-1].get("role") == "user" else None,
     )
 

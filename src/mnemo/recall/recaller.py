@@ -73,6 +73,9 @@ class Recaller:
         from the audit log) instead of from what it believes now.
         """
         s = self.settings
+        if not scope.all_agents and scope.readable is None:
+            # the agent rule decided once, here, rather than by each arm
+            scope = scope.visible_to(await self.store.list_agents(scope.user_id))
         topic = without_names(query) if "topic" in arms else ""
         if topic == " ".join(query.split()):
             topic = ""  # it names no one: the semantic arm already searches this
@@ -150,7 +153,7 @@ class Recaller:
         """
         s = self.settings
         events = await self.store.events(scope.user_id, until=at)
-        keys = readable_agent_keys(scope, await self.store.list_agents(scope.user_id))
+        keys = readable_agent_keys(scope, [])  # decided by `recall`
         facts = [
             f
             for f in audit.believed_at(scope.user_id, events, at).values()

@@ -175,7 +175,7 @@ class AuditLog(Protocol):
 
 
 class JobQueue(Protocol):
-    """The durable queue of turns to learn from (see mnemo.jobs)."""
+    """The durable queue of turns to learn from (see mnemo.batch.jobs)."""
 
     async def enqueue_turn(
         self,
@@ -199,7 +199,7 @@ class JobQueue(Protocol):
 
 
 class BackfillStore(Protocol):
-    """Learning from stored conversations (see mnemo.backfill)."""
+    """Learning from stored conversations (see mnemo.batch.backfill)."""
 
     async def users_with_conversations(self) -> list[User]:
         """Every user with a stored conversation, by name (the one question across users)."""
@@ -219,7 +219,7 @@ class BackfillStore(Protocol):
 
 
 class TransferStore(Protocol):
-    """Import and export, verbatim (see mnemo.transfer)."""
+    """Import and export, verbatim (see mnemo.batch.transfer)."""
 
     async def list_conversations(
         self, user_id: str, *, after: tuple[datetime, str] | None = None, limit: int = 100
@@ -248,7 +248,7 @@ class TransferStore(Protocol):
 
 
 class ReindexStore(Protocol):
-    """Vectors of other embedding models (see mnemo.reindex)."""
+    """Vectors of other embedding models (see mnemo.batch.reindex)."""
 
     async def users_with_facts(self) -> list[User]:
         """Everyone with a fact, in name order."""

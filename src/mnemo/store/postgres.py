@@ -67,6 +67,8 @@ async def _configure(conn: psycopg.AsyncConnection) -> None:
 class PgTx:
     """A transaction on a pooled connection, acting for the user it entered last."""
 
+    true = "true"
+
     def __init__(self, cursor: psycopg.AsyncCursor) -> None:
         self.cursor = cursor
         self.committed: list[Callable[[], None]] = []
@@ -275,7 +277,8 @@ class PostgresStore(SQLStore[PgTx, Counts]):
         async with conn.pipeline():
             for change in changes:
                 event = audit.seal(change, user_id, at, prev)
-                sent.append(await self._send(tx, change, facts.INSERT_EVENT, audit.event_row(event)))
+                event_sql = facts.INSERT_EVENT + " RETURNING seq"
+                sent.append(await self._send(tx, change, event_sql, audit.event_row(event)))
                 events.append(event)
                 prev = event.hash
         counts: Counts = {}
@@ -301,7 +304,7 @@ class PostgresStore(SQLStore[PgTx, Counts]):
         conn = tx.cursor.connection
         fact_cur = conn.cursor()
         sql, values = facts.write_fact(tx, change)
-        await fact_cur.execute(as_format(sql), values)
+        await fact_cur.execute(as_format(sql + " RETURNING rowid"), values)
         vector_cur, delta = await self._send_vector(conn, change)
         event_cur = None
         if event_sql:

@@ -48,6 +48,8 @@ Pending = tuple[CacheRows, int]  # and the user's vector generation before it
 class SQLiteTx(SyncTx):
     """A transaction on the store's one connection: one writer at a time, nobody to enter."""
 
+    true = "1"
+
     def json(self, value: Any) -> Any:
         return json.dumps(value)
 
@@ -286,9 +288,8 @@ class SQLiteStore(SQLStore[SQLiteTx, Pending]):
         for change in changes:
             self._index(tx, await self._write_fact(tx, change), change, cache_rows)
             event = audit.seal(change, user_id, at, prev)
-            row = await tx.one(facts.INSERT_EVENT, audit.event_row(event))
-            assert row is not None
-            events.append(dataclasses.replace(event, seq=row[0]))
+            seq = tx.cursor.execute(facts.INSERT_EVENT, audit.event_row(event)).lastrowid
+            events.append(dataclasses.replace(event, seq=seq))
             prev = event.hash
         return events, (cache_rows, self._generation(user_id))
 
@@ -328,9 +329,16 @@ class SQLiteStore(SQLStore[SQLiteTx, Pending]):
 
     @staticmethod
     async def _write_fact(tx: SQLiteTx, change: Change) -> int:
-        row = await tx.one(*facts.write_fact(tx, change))
-        if row is None:
+        """The fact row's rowid, once written."""
+        written = tx.cursor.execute(*facts.write_fact(tx, change))
+        if change.before is None:
+            return int(written.lastrowid)
+        if written.rowcount != 1:
             raise Conflict(facts.stale(change))
+        row = await tx.one(
+            "SELECT rowid FROM facts WHERE user_id = ? AND id = ?", (change.fact.user_id, change.fact.id)
+        )
+        assert row is not None
         return int(row[0])
 
     @staticmethod

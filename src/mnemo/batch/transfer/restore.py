@@ -45,12 +45,16 @@ from ...domain import (
     parse_time,
 )
 from ...memory import Memory
-from ...store.base import Store
+from ...store.base import AccountStore, AuditLog, ConversationStore, FactStore, TransferStore
 from ..export import FORMAT
 from .formats import json_lines
 from .report import ImportRefused, ImportReport, Step, no_step
 
 BATCH = 500  # events (with the facts they bring) per transaction
+
+
+class TransferTarget(TransferStore, ConversationStore, FactStore, AuditLog, AccountStore, Protocol):
+    """What an import writes to and checks against."""
 
 
 class Destination(Protocol):
@@ -60,7 +64,9 @@ class Destination(Protocol):
 
     memory: Memory
     accounts: Accounts
-    store: Store
+
+    @property
+    def store(self) -> TransferTarget: ...
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""What `mnemo backfill` reads and marks (see mnemo.backfill): the statements both stores share."""
+"""What `mnemo backfill` reads and marks (see mnemo.batch.backfill): the statements both stores share."""
 
 from __future__ import annotations
 
@@ -31,8 +31,8 @@ async def timed_messages(
         "SELECT m.conversation_id, m.id, m.role, m.content, m.created_at FROM messages m"
         f" WHERE m.user_id = ? AND m.conversation_id IN ({marks(len(conversation_ids))})"
         " AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.user_id = m.user_id"
-        " AND j.conversation_id = m.conversation_id AND j.automation AND"
-        f" {tx.json_has('j.message_ids', 'm.id')})"
+        f" AND j.conversation_id = m.conversation_id AND j.automation = {tx.true}"  # jobs_automation
+        f" AND {tx.json_has('j.message_ids', 'm.id')})"
         " ORDER BY m.conversation_id, m.created_at, m.id",
         (user_id, *conversation_ids),
     )

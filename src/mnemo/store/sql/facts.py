@@ -23,15 +23,16 @@ WRITE_COLUMNS = (
     " embedding_model, pinned, mentions, last_seen_at, purged"
 )
 _NAMES = [c.strip() for c in WRITE_COLUMNS.split(",")]
-INSERT_FACT = f"INSERT INTO facts ({WRITE_COLUMNS}) VALUES ({marks(len(_NAMES))}) RETURNING rowid"
+# PostgreSQL answers these with `RETURNING rowid` / `RETURNING seq` (pipelined, it cannot ask
+# again); SQLite reads the cursor's lastrowid, as a RETURNING costs it three times the insert
+INSERT_FACT = f"INSERT INTO facts ({WRITE_COLUMNS}) VALUES ({marks(len(_NAMES))})"
 UPDATE_FACT = (
-    f"UPDATE facts SET {', '.join(f'{c} = ?' for c in _NAMES)}"
-    " WHERE id = ? AND user_id = ? AND version = ? RETURNING rowid"
+    f"UPDATE facts SET {', '.join(f'{c} = ?' for c in _NAMES)} WHERE id = ? AND user_id = ? AND version = ?"
 )
 INSERT_EVENT = (
     "INSERT INTO fact_events"
     " (at, user_id, fact_id, action, actor, reason, before, after, digest, prev_hash, hash, salt)"
-    f" VALUES ({marks(12)}) RETURNING seq"
+    f" VALUES ({marks(12)})"
 )
 IMPORT_EVENT = (
     "INSERT INTO fact_events (at, user_id, fact_id, action, actor, reason, before, after,"
@@ -69,8 +70,8 @@ def fact_values(tx: Tx, f: Fact) -> tuple[Any, ...]:
 
 
 def write_fact(tx: Tx, change: Change) -> tuple[str, tuple[Any, ...]]:
-    """The statement that writes the change's fact (answering its rowid; none when the stored
-    version is no longer `change.before`'s) and its parameters."""
+    """The statement that writes the change's fact and its parameters (an update changes no row
+    when the stored version is no longer `change.before`'s)."""
     values = fact_values(tx, change.fact)
     if change.before is None:
         return INSERT_FACT, values
@@ -87,8 +88,8 @@ def stale(change: Change) -> str:
 
 async def agent_keys(tx: Tx, scope: Scope) -> list[str] | None:
     """The agents whose facts the scope reads ('' = the default agent); None: all of them."""
-    if scope.all_agents:
-        return None
+    if scope.all_agents or scope.readable is not None:
+        return readable_agent_keys(scope, [])  # decided already (Scope.visible_to)
     rows = await tx.all(
         f"SELECT {AGENT_COLUMNS} FROM agents WHERE user_id = ? AND deleted_at IS NULL", (scope.user_id,)
     )
@@ -144,11 +145,14 @@ async def find_by_hash(tx: Tx, scope: Scope, text_hash: str, statuses: Sequence[
 
 async def recent(tx: Tx, scope: Scope, since: datetime, k: int) -> list[Fact]:
     where = "f.status = 'active' AND f.last_seen_at >= ?"
-    return await facts(tx, scope, where, (since, k), "ORDER BY f.last_seen_at DESC, f.rowid DESC LIMIT ?")
+    # a literal limit: SQLite runs this (on every recall) several times faster than with a bound one
+    tail = f"ORDER BY f.last_seen_at DESC, f.rowid DESC LIMIT {int(k)}"
+    return await facts(tx, scope, where, (since,), tail)
 
 
 async def pinned(tx: Tx, scope: Scope) -> list[Fact]:
-    return await facts(tx, scope, "f.pinned AND f.status = 'active'", (), "ORDER BY f.created_at, f.rowid")
+    where = f"f.pinned = {tx.true} AND f.status = 'active'"  # the partial index facts_pinned
+    return await facts(tx, scope, where, (), "ORDER BY f.created_at, f.rowid")
 
 
 # -- events ------------------------------------------------------------------------------------
@@ -175,17 +179,28 @@ async def events(tx: Tx, user_id: str, fact_id: str | None, until: datetime | No
 
 async def check_unique(tx: Tx, user_id: str, changes: Sequence[Change]) -> None:
     """Duplicate when the batch left two facts of one agent with the same text and status; the
-    user's writers wait for this one (`Tx.lock_user`), so none can slip in between."""
-    ours = {c.fact.id for c in changes}
-    for agent, text_hash, status in sorted(batch.unique_keys(changes)):
+    user's writers wait for this one (`Tx.lock_user`), so none can slip in between. One
+    statement per 500 texts, however large the batch."""
+    keys = batch.unique_keys(changes)
+    if not keys:
+        return
+    hashes = sorted({text_hash for _, text_hash, _ in keys})
+    statuses = sorted({status for _, _, status in keys})
+    twins: dict[tuple[str, str, str], list[str]] = {}
+    for start in range(0, len(hashes), 500):
+        chunk = hashes[start : start + 500]
         rows = await tx.all(
-            "SELECT id FROM facts WHERE user_id = ? AND text_hash = ? AND status = ?"
-            " AND COALESCE(agent_id, '') = ? ORDER BY rowid",
-            (user_id, text_hash, status, agent),
+            "SELECT COALESCE(agent_id, ''), text_hash, status, id FROM facts WHERE user_id = ?"
+            f" AND text_hash IN ({marks(len(chunk))}) AND status IN ({marks(len(statuses))}) ORDER BY rowid",
+            (user_id, *chunk, *statuses),
         )
-        twins = [r[0] for r in rows]
-        if len(twins) > 1:
-            other = next((i for i in twins if i not in ours), twins[0])
+        for agent, text_hash, status, fact_id in rows:
+            twins.setdefault((agent, text_hash, status), []).append(fact_id)
+    ours = {c.fact.id for c in changes}
+    for key in sorted(keys):
+        found = twins.get(key, [])
+        if len(found) > 1:
+            other = next((i for i in found if i not in ours), found[0])
             raise Duplicate(f"memory {other} already says this", other)
 
 

@@ -1,4 +1,4 @@
-"""What `mnemo reindex` reads (see mnemo.reindex): the statements both stores share."""
+"""What `mnemo reindex` reads (see mnemo.batch.reindex): the statements both stores share."""
 
 from __future__ import annotations
 

@@ -244,7 +244,7 @@ class SQLStore(ABC, Generic[X, Pending]):
         tx.after_commit(lambda: self._committed(user_id, changes, pending))
         return events
 
-    # -- the durable queue of turns (see mnemo.jobs) -------------------------------------------
+    # -- the durable queue of turns (see mnemo.batch.jobs) -------------------------------------------
 
     async def enqueue_turn(
         self,
@@ -282,7 +282,7 @@ class SQLStore(ABC, Generic[X, Pending]):
     async def job_messages(self, job: Job) -> list[Message]:
         return await self._read(job.user_id, jobs.job_messages, job)
 
-    # -- backfill (see mnemo.backfill) -----------------------------------------------------------
+    # -- backfill (see mnemo.batch.backfill) -----------------------------------------------------------
 
     async def users_with_conversations(self) -> list[User]:
         return await self._read(None, people.users_with, "conversations")
@@ -298,7 +298,7 @@ class SQLStore(ABC, Generic[X, Pending]):
     async def backfill_marks(self, user_id: str, conversation_ids: Sequence[str]) -> list[BackfillMark]:
         return await self._read(user_id, backfill.backfill_marks, user_id, conversation_ids)
 
-    # -- import and export (see mnemo.transfer) ----------------------------------------------------
+    # -- import and export (see mnemo.batch.transfer) ----------------------------------------------------
 
     async def list_conversations(
         self, user_id: str, *, after: tuple[datetime, str] | None = None, limit: int = 100
@@ -329,7 +329,7 @@ class SQLStore(ABC, Generic[X, Pending]):
         await self._settle(tx, user_id, changes, pending)
         tx.after_commit(lambda: self._committed(user_id, changes, pending))
 
-    # -- reindex (see mnemo.reindex) --------------------------------------------------------------
+    # -- reindex (see mnemo.batch.reindex) --------------------------------------------------------------
 
     async def users_with_facts(self) -> list[User]:
         return await self._read(None, people.users_with, "facts")

@@ -1,4 +1,4 @@
-"""Import and export, verbatim (see mnemo.transfer): the statements both stores share.
+"""Import and export, verbatim (see mnemo.batch.transfer): the statements both stores share.
 
 A lossless import writes facts and events as they were exported: the events
 keep their times, digests and hashes, so the imported audit log verifies as

@@ -1,13 +1,14 @@
 """One transaction, as the shared SQL of both stores sees it: statements and their answers.
 
 Every statement shared by the stores is written once, in SQLite's form: `?`
-placeholders, booleans tested as `x` / `NOT x`, `ON CONFLICT … DO …` upserts
-and `RETURNING`, which PostgreSQL reads as they are once `?` becomes `%s`. What
-the two databases say differently is asked of the transaction: a JSON value
-(`json`), whether a JSON array holds a value (`json_has`), and the questions
-that cross users or enter one (`enter`, `user_named`, `key_owner`, …): plain queries on SQLite, the narrow
-functions of migrations/postgres_security.py under PostgreSQL's row-level
-security.
+placeholders, booleans tested as `x` / `NOT x` (or `x = {tx.true}` where a
+partial index on `x = 1` must serve), `ON CONFLICT … DO …` upserts and
+`RETURNING`, which PostgreSQL reads as they are once `?` becomes `%s`. What the
+two databases say differently is asked of the transaction: the literal true, a
+JSON value (`json`), whether a JSON array holds a value (`json_has`), and the
+questions that cross users or enter one (`enter`, `user_named`, `key_owner`,
+…): plain queries on SQLite, the narrow functions of
+migrations/postgres_security.py under PostgreSQL's row-level security.
 
 Shared code is `async` and awaits only its transaction. PostgreSQL awaits the
 network; SQLite's answers are there at once, so a whole transaction of shared
@@ -42,6 +43,8 @@ class Tx(Statements, Protocol):
     """One open transaction (or, for SQLite's reads, one connection under the store's lock)."""
 
     # -- what the two databases say differently ------------------------------------
+    true: str  # the literal true, as a partial index's condition names it ("1", "true")
+
     def json(self, value: Any) -> Any:
         """A parameter for a JSON column."""
 
