@@ -137,15 +137,18 @@ def sql_log(store) -> list[str]:
 
 
 @pytest.mark.backend("sqlite")
-async def test_a_recall_decides_the_agent_rule_once_for_all_its_arms(memory, alice):
-    """The agents are read once per recall, not once per arm; the rule still holds."""
+async def test_a_scope_with_its_agent_rule_decided_reads_no_agents_in_any_arm(memory, alice):
+    """A caller that has the user's agents already (the chat proxy) decides the rule once and
+    hands it down: no arm reads the agents again, and the rule still holds."""
     private = await memory.accounts.create_agent(alice.user_id, "Diary", private=True)
     await seed(memory, alice, "My favourite colour is green")
     await seed(memory, Scope(alice.user_id, private.id), "My favourite secret is the attic")
+    decided = alice.visible_to(await memory.accounts.agents(alice.user_id))
     sent = sql_log(memory.store)
-    hits = texts(await memory.recall("my favourite colour or secret", alice, limit=10))
-    assert hits == ["My favourite colour is green"]
-    assert sum("FROM agents" in s for s in sent) == 1, [s for s in sent if "FROM agents" in s]
+    for as_of in (None, memory.clock()):
+        hits = texts(await memory.recall("my favourite colour or secret", decided, limit=10, as_of=as_of))
+        assert hits == ["My favourite colour is green"]
+    assert not [s for s in sent if "FROM agents" in s]
 
 
 @pytest.mark.backend("sqlite")

@@ -73,9 +73,6 @@ class Recaller:
         from the audit log) instead of from what it believes now.
         """
         s = self.settings
-        if not scope.all_agents and scope.readable is None:
-            # the agent rule decided once, here, rather than by each arm
-            scope = scope.visible_to(await self.store.list_agents(scope.user_id))
         topic = without_names(query) if "topic" in arms else ""
         if topic == " ".join(query.split()):
             topic = ""  # it names no one: the semantic arm already searches this
@@ -153,7 +150,8 @@ class Recaller:
         """
         s = self.settings
         events = await self.store.events(scope.user_id, until=at)
-        keys = readable_agent_keys(scope, [])  # decided by `recall`
+        decided = scope.all_agents or scope.readable is not None
+        keys = readable_agent_keys(scope, [] if decided else await self.store.list_agents(scope.user_id))
         facts = [
             f
             for f in audit.believed_at(scope.user_id, events, at).values()
