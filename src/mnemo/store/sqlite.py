@@ -142,6 +142,24 @@ class SQLiteStore(SQLStore[SQLiteTx, Pending]):
     def _open(self) -> None:
         if self.path != ":memory:":
             private_database(Path(self.path))
+        self._conn = self._connect()
+        self._conn.execute(RECORDS.format(time="TEXT"))
+        applied = {row[0] for row in self._conn.execute(APPLIED)}
+        todo = pending(applied, MIGRATIONS)
+        for migration in todo:
+
+            def apply(tx: SQLiteTx, m: Migration = migration) -> None:
+                m.apply(tx.cursor)
+                tx.cursor.execute(RECORD, (m.version, m.name, utcnow()))
+
+            self._tx(apply)
+        if todo and self.path != ":memory:":
+            # a connection that ran migration 10's table rebuilds wrote every row afterwards at
+            # half the speed (bench/store_ops.py); a new one on the migrated file does not
+            self._conn.close()
+            self._conn = self._connect()
+
+    def _connect(self) -> Any:
         conn = sqlean.connect(self.path, isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
@@ -149,21 +167,12 @@ class SQLiteStore(SQLStore[SQLiteTx, Pending]):
         conn.execute("PRAGMA busy_timeout = 5000")
         # erased text must not linger in free pages or in the full-text index's old segments
         conn.execute("PRAGMA secure_delete = ON")
-        self._conn = conn
         # a scratch index that tokenizes query words exactly as facts_fts does
         conn.execute("CREATE VIRTUAL TABLE temp.query_terms USING fts5 (text, tokenize = 'porter unicode61')")
         conn.execute(
             "CREATE VIRTUAL TABLE temp.query_terms_vocab USING fts5vocab (temp, query_terms, instance)"
         )
-        conn.execute(RECORDS.format(time="TEXT"))
-        applied = {row[0] for row in conn.execute(APPLIED)}
-        for migration in pending(applied, MIGRATIONS):
-
-            def apply(tx: SQLiteTx, m: Migration = migration) -> None:
-                m.apply(tx.cursor)
-                tx.cursor.execute(RECORD, (m.version, m.name, utcnow()))
-
-            self._tx(apply)
+        return conn
 
     async def close(self) -> None:
         if self._conn is not None:
