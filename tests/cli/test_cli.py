@@ -154,17 +154,17 @@ def test_forget_hides_from_search_but_list_retracted_shows_it(mnemo: Invoke) -> 
 
 
 def test_purge_refuses_without_yes_and_erases_with_it(mnemo: Invoke, data_dir: Path) -> None:
-    fact = add(mnemo, "My bank PIN is 4321")
+    fact = add(mnemo, "My bank PIN is 432187")
     refused = mnemo("purge", fact["id"])
     assert refused.exit_code == 1
-    assert "--yes" in refused.stderr and "My bank PIN is 4321" in refused.stderr
-    assert as_json(mnemo("show", fact["id"], "--json"))["text"] == "My bank PIN is 4321"
+    assert "--yes" in refused.stderr and "My bank PIN is 432187" in refused.stderr
+    assert as_json(mnemo("show", fact["id"], "--json"))["text"] == "My bank PIN is 432187"
 
     purged = as_json(mnemo("purge", fact["id"], "--yes", "--json"))
     assert purged["purged"] is True and purged["text"] == ""
     history = ok(mnemo("history", fact["id"], "--json")).stdout
-    assert "4321" not in history and json.loads(history)[-1]["action"] == "purge"
-    assert "4321" not in ok(mnemo("list", "--status", "all")).stdout
+    assert "432187" not in history and json.loads(history)[-1]["action"] == "purge"
+    assert "432187" not in ok(mnemo("list", "--status", "all")).stdout
     assert ok(mnemo("audit", "verify")).stdout.strip().startswith("ok")
 
 

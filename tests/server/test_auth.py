@@ -108,6 +108,12 @@ def _seed(client, scripted_llm) -> dict:
     return {"fact": fact, "agent": agent, "job": job, "candidate": candidate}
 
 
+def leaked(text: str) -> list[str]:
+    """The first user's secrets found in a reply. Named with their words: a reply's ids and
+    hashes are hex, where four digits alone turn up now and then."""
+    return [s for s in ("code is 7391", "diary-7391", "combination is 8264") if s in text]
+
+
 def test_another_users_ids_answer_404_everywhere_and_leave_no_trace(client, other, scripted_llm):
     seed = _seed(client, scripted_llm)
     fact, candidate, agent, job = (
@@ -138,7 +144,7 @@ def test_another_users_ids_answer_404_everywhere_and_leave_no_trace(client, othe
     for method, path, body in not_found:
         reply = other.request(method, path, json=body)
         assert reply.status_code == 404, (method, path, reply.text)
-        assert "7391" not in reply.text and "8264" not in reply.text
+        assert not leaked(reply.text)
     # a made-up id answers the same words as a real one
     stranger = other.get(f"/v1/memories/{SOME_ID}").json()["error"]["message"]
     assert other.get(f"/v1/memories/{fact}").json()["error"]["message"] == stranger.replace(SOME_ID, fact)
@@ -152,7 +158,7 @@ def test_another_users_ids_answer_404_everywhere_and_leave_no_trace(client, othe
         "/v1/me/keys",
     ):
         reply = other.get(path)
-        assert reply.status_code == 200 and "7391" not in reply.text and "8264" not in reply.text, path
+        assert reply.status_code == 200 and not leaked(reply.text), path
     for query in ("locker code 7391", "safe combination"):
         found = other.post("/v1/memories/search", json={"query": query})
         assert found.json()["items"] == []

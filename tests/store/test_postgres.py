@@ -396,8 +396,8 @@ async def test_a_purged_text_leaves_the_table_files_after_vacuum_full(memory, al
     query at once, but its old row versions stay in the table and index files, even after a
     plain VACUUM, until VACUUM FULL rewrites them (the write-ahead log keeps them until it is
     recycled)."""
-    pin = await memory.add(alice, "My bank PIN is 4426")
-    await memory.edit(alice, pin.id, "My bank PIN is 4426, the blue card")
+    pin = await memory.add(alice, "My bank PIN is 442618")
+    await memory.edit(alice, pin.id, "My bank PIN is 442618, the blue card")
     await memory.purge(alice, pin.id)
 
     def files_holding(needle: bytes, *maintenance: str) -> list[str]:
@@ -406,6 +406,6 @@ async def test_a_purged_text_leaves_the_table_files_after_vacuum_full(memory, al
                 conn.execute(statement)
             return sorted(name for name, data in conn.execute(_RELATION_FILES) if needle in bytes(data))
 
-    assert "facts" in files_holding(b"4426", "VACUUM facts, fact_events, fact_vectors")
-    assert files_holding(b"4426", "VACUUM FULL facts, fact_events, fact_vectors") == []
+    assert "facts" in files_holding(b"442618", "VACUUM facts, fact_events, fact_vectors")
+    assert files_holding(b"442618", "VACUUM FULL facts, fact_events, fact_vectors") == []
     assert (await memory.verify_audit(alice.user_id)).ok
