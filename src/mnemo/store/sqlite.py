@@ -57,7 +57,8 @@ class SQLiteTx(SyncTx):
         return f"EXISTS (SELECT 1 FROM json_each({array}) e WHERE e.value = {value})"
 
     async def enter(self, user_id: str) -> None:
-        pass
+        """Nothing to enter: one process's own file, no row-level security; every statement
+        names its user itself."""
 
     async def lock_user(self, user_id: str) -> None:
         pass  # BEGIN IMMEDIATE holds every other writer off already
