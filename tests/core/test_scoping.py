@@ -169,3 +169,31 @@ async def test_a_proxied_turn_decides_memory_and_the_agent_rule_once(memory, ali
     assert sum("FROM agents" in s for s in sent) == 1
     assert not [s for s in sent if "FROM users" in s]
     assert sum("FROM settings" in s for s in sent) == 1  # the server's memory mode
+
+
+@pytest.mark.backend("sqlite")
+@pytest.mark.parametrize("face", ["api", "mcp"])
+async def test_a_search_by_the_api_or_mcp_decides_memory_and_the_agent_rule_once(memory, alice, face):
+    """POST /v1/memories/search and the MCP recall tool read the caller's agents and the memory
+    switch once per call, as the proxy does, and a private agent's fact stays out."""
+    from mnemo.mcp.schemas import RecallArgs
+    from mnemo.mcp.tools import TOOLS, Caller, recall
+    from mnemo.server.routes.memories import search_memories
+    from mnemo.server.schemas.facts import SearchRequest
+
+    user = await memory.accounts.user("alice")
+    private = await memory.accounts.create_agent(alice.user_id, "Diary", private=True)
+    await seed(memory, alice, "My favourite colour is green")
+    await seed(memory, Scope(alice.user_id, private.id), "My favourite secret is the attic")
+    sent = sql_log(memory.store)
+    query = "my favourite colour or secret"
+    if face == "api":
+        found = await search_memories(memory, memory.accounts, user, SearchRequest(query=query, limit=10))
+        hits, on = [h.fact.text for h in found.items], found.enable_memory
+    else:
+        tool = next(t for t in TOOLS if t.run is recall)
+        answer = await tool(Caller(memory, memory.accounts, user), RecallArgs(query=query, limit=10))
+        hits, on = [m.text for m in answer.memories], answer.memory_enabled
+    assert on and hits == ["My favourite colour is green"]
+    assert sum("FROM agents" in s for s in sent) == 1
+    assert sum("FROM settings" in s for s in sent) == 1  # the server's memory mode

@@ -87,8 +87,9 @@ class _Call:
         return found
 
     def assistant(self, ref: str | None) -> Scope:
+        """What the assistant acts as, with what it may read decided once for the call."""
         agent = self.agent(ref)
-        return Scope(self.caller.user.id, agent.id if agent else None)
+        return Scope(self.caller.user.id, agent.id if agent else None).visible_to(self.agents)
 
     def view(self, ref: str | None = None) -> Scope:
         agent = self.agent(ref)
@@ -140,11 +141,9 @@ async def remember(call: _Call, args: RememberArgs) -> Remembered:
 
 async def recall(call: _Call, args: RecallArgs) -> Recalled:
     memory, user = call.caller.memory, call.caller.user
-    hits = await memory.recall(args.query, call.assistant(args.agent), limit=args.limit)
-    return Recalled(
-        memories=[RecalledItem.of_hit(h, call.names) for h in hits],
-        memory_enabled=await call.caller.accounts.memory_enabled(user.id),
-    )
+    on = await call.caller.accounts.memory_enabled(user.id)  # the stdio caller's user is read at start
+    hits = await memory.recall(args.query, call.assistant(args.agent), limit=args.limit, memory_on=on)
+    return Recalled(memories=[RecalledItem.of_hit(h, call.names) for h in hits], memory_enabled=on)
 
 
 async def forget(call: _Call, args: ForgetArgs) -> Forgotten:

@@ -52,7 +52,6 @@ async def view_scope(accounts: Accounts, user: User, agent_id: str | None) -> Sc
 
 
 async def assistant_scope(accounts: Accounts, user: User, agent_id: str | None) -> Scope:
-    """What an assistant acts as: the default one, or one of the user's agents."""
-    if agent_id is not None:
-        await accounts.agent(user.id, agent_id)
-    return Scope(user.id, agent_id)
+    """What an assistant acts as: the default one, or one of the user's agents (another user's
+    agent: 404), with what it may read decided once for the request (`Scope.visible_to`)."""
+    return Scope(user.id, agent_id).visible_to(await accounts.agents(user.id))

@@ -110,10 +110,9 @@ async def search_memories(
 ) -> SearchResults:
     """What an assistant would recall for the query, best first, with why each came back."""
     scope = await assistant_scope(accounts, user, body.agent_id)
-    hits = await memory.recall(body.query, scope, as_of=body.as_of, limit=body.limit)
-    return SearchResults(
-        items=[HitPublic.of(h) for h in hits], enable_memory=await accounts.memory_enabled(user.id)
-    )
+    on = await accounts.memory_enabled(user)
+    hits = await memory.recall(body.query, scope, as_of=body.as_of, limit=body.limit, memory_on=on)
+    return SearchResults(items=[HitPublic.of(h) for h in hits], enable_memory=on)
 
 
 @router.get("/{fact_id}")
