@@ -13,6 +13,7 @@ from .batch.backfill import Backfill
 from .batch.jobs import Worker
 from .batch.reindex import Reindex
 from .domain import utcnow
+from .forgetting import Forgotten
 from .memory import Memory
 from .providers.base import ChatModel, Embedder
 from .settings import Settings
@@ -38,8 +39,9 @@ class Core:
         self.store = store
         self.clock = clock
         self._embedder = embedder
-        self._writer = new_writer(store, embedder, chat, self.settings.write, clock)
         self.accounts = Accounts(store, self.settings, clock)
+        self.forgotten = Forgotten(store, self.accounts)  # what learning and import drop
+        self._writer = new_writer(store, embedder, chat, self.settings.write, clock, self.forgotten)
         self.memory = Memory(
             store,
             embedder,
@@ -48,6 +50,7 @@ class Core:
             clock=clock,
             accounts=self.accounts,
             writer=self._writer,
+            forgotten=self.forgotten,
         )
 
     async def open(self) -> Core:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
@@ -504,6 +505,7 @@ class Message:
     content: str
     id: str | None = None
     at: datetime | None = None  # when it was said (as stored; None where a read leaves it out)
+    erased_at: datetime | None = None  # its text was erased then (the content is empty)
 
 
 @dataclass(frozen=True, slots=True)
@@ -579,6 +581,32 @@ class Change:
         # a reason is free text from a person or a model: PostgreSQL cannot store U+0000 in it
         if self.reason is not None and "\x00" in self.reason:
             object.__setattr__(self, "reason", self.reason.replace("\x00", "\ufffd"))
+
+
+@dataclass(frozen=True, slots=True)
+class Erasure:
+    """What an erasure takes beside the texts of its facts (those are its commit's purges):
+    messages whose text is erased (a marker of when stays), whole conversations (their
+    messages, jobs and backfill marks), and the keyed hashes of the erased texts, which
+    learning, backfill and import check so that nothing erased is learnt again. `seal` makes
+    the signed receipt from the chain's head after the commit and what the commit counted."""
+
+    messages: tuple[str, ...] = ()
+    conversations: tuple[str, ...] = ()
+    forget: tuple[str, ...] = ()
+    seal: Callable[[str, dict[str, int]], Receipt] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Receipt:
+    """The signed record of one erasure: what went (ids, counts, kinds, times), never a text."""
+
+    id: str
+    user_id: str
+    at: datetime
+    kind: str
+    body: dict[str, Any]  # what was erased, the chain head after it, the key that signed it
+    signature: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from . import audit
+from . import audit, receipts
 from .accounts import Accounts
 from .domain import (
     Agent,
@@ -38,6 +38,7 @@ from .domain import (
     JobStatus,
     Message,
     NotFound,
+    Receipt,
     Scope,
     Source,
     SourceKind,
@@ -48,6 +49,8 @@ from .domain import (
     text_hash,
     utcnow,
 )
+from .erasure import Eraser, Plan
+from .forgetting import Forgotten
 from .providers.base import ChatModel, Embedder
 from .recall.fuse import Hit
 from .recall.recaller import ARMS, Recaller
@@ -73,6 +76,7 @@ class Memory:
         clock: Callable[[], datetime] = utcnow,
         accounts: Accounts | None = None,
         writer: Writer | None = None,
+        forgotten: Forgotten | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -80,8 +84,10 @@ class Memory:
         self.settings = settings or Settings()
         self.clock = clock
         self.accounts = accounts or Accounts(store, self.settings, clock)  # whether memory is on
-        self.writer = writer or new_writer(store, embedder, chat, self.settings.write, clock)
+        self.forgotten = forgotten or Forgotten(store, self.accounts)
+        self.writer = writer or new_writer(store, embedder, chat, self.settings.write, clock, self.forgotten)
         self.recaller = Recaller(store, embedder, self.settings.recall, clock)
+        self.eraser = Eraser(store, self.forgotten, self.accounts, clock)
         self._queued: list[Callable[[], None]] = []
 
     async def open(self) -> Memory:
@@ -222,6 +228,13 @@ class Memory:
         text = clean_text(text)
         status = Status.CANDIDATE if held else Status.ACTIVE
         vector = None
+        if await self.forgotten.dropped(scope.user_id, [text]):
+            if actor != "user":
+                raise InvalidInput(
+                    "the person erased this text; it is not written again unless they write it themselves"
+                )
+            # the person writes it again themselves: it may be learnt again
+            await self.store.unforget(scope.user_id, await self.forgotten.of_texts(scope.user_id, [text]))
 
         async def attempt() -> Fact:
             nonlocal vector
@@ -398,26 +411,80 @@ class Memory:
         actor: str = "user",
         reason: str | None = None,
         version: int | None = None,
-    ) -> Fact:
-        """Erase a fact's text everywhere (the right to erasure); an event records that it happened.
+    ) -> tuple[Fact, Receipt]:
+        """Erase a fact's text everywhere (the right to erasure), with the messages it was learnt
+        from and its agent's other facts that say the same (see mnemo.erasure); an event records
+        that it happened, and the signed receipt says what went. Its text is never learnt again."""
 
-        Its agent's other facts that say the same (a candidate merged into it, an earlier copy
-        retracted or superseded) are erased with it, and so are the reasons of other events
-        that told of it (see store/*_events.py)."""
-        fact = await self._current(scope, fact_id, version)
-        now = self.clock()
-        batch = [changes.purge(fact, now=now, actor=actor, reason=reason)]
-        copies = await self.store.find_by_hash(
-            Scope(fact.user_id, all_agents=True), fact.text_hash, statuses=tuple(Status)
-        )
-        why = f"said what memory {fact.id} said, which was erased"
-        batch += [
-            changes.purge(f, now=now, actor=actor, reason=why)
-            for f in copies
-            if f.id != fact.id and f.agent_id == fact.agent_id
-        ]
-        await self._commit(scope, batch, now)
-        return batch[0].fact
+        async def attempt() -> tuple[Fact, Receipt]:
+            fact = await self._current(scope, fact_id, version)
+            plan = await self.eraser.plan_memory(fact)
+            receipt = await self.eraser.erase(scope.user_id, plan, actor=actor, reason=reason)
+            return await self.store.get_fact(Scope(scope.user_id, all_agents=True), fact.id), receipt
+
+        if version is not None:  # the caller named the version it saw: no second try
+            return await attempt()
+        return await _settled(attempt)
+
+    async def import_conversation(self, conversation: Conversation) -> tuple[int, int]:
+        """Store a conversation from a file, leaving out the messages the person erased (a file
+        taken before the erasure names them by the same ids); how many messages were new, and
+        how many were left out. A conversation all of whose messages were erased is left out."""
+        ids = [m.id for m in conversation.messages if m.id and m.erased_at is None]
+        erased = await self.forgotten.dropped_messages(conversation.user_id, ids) if ids else set()
+        kept = tuple(m for m in conversation.messages if m.id not in erased)
+        if erased and not kept:
+            return 0, len(erased)
+        added = await self.store.import_conversation(dataclasses.replace(conversation, messages=kept))
+        return added, len(erased)
+
+    async def erasure_plan(self, scope: Scope, fact_id: str) -> Plan:
+        """What erasing the fact would take (for the person to see first)."""
+        return await self.eraser.plan_memory(await self.store.get_fact(scope, fact_id))
+
+    async def erase_conversation(
+        self, user_id: str, conversation_id: str, *, with_facts: bool = False, actor: str = "user"
+    ) -> Receipt:
+        """Remove a conversation, its messages, jobs and backfill marks (and, `with_facts`, the
+        memories learnt from it), with a signed receipt."""
+
+        async def attempt() -> Receipt:
+            plan = await self.eraser.plan_conversation(user_id, conversation_id, with_facts)
+            return await self.eraser.erase(user_id, plan, actor=actor)
+
+        return await _settled(attempt)
+
+    async def conversation_erasure_plan(self, user_id: str, conversation_id: str) -> Plan:
+        """What erasing the conversation would take; the memories learnt from it, which the
+        person may erase with it, are its `cited_by`."""
+        return await self.eraser.plan_conversation(user_id, conversation_id, with_facts=False)
+
+    async def receipts(self, user_id: str, *, limit: int = 50, offset: int = 0) -> builtins.list[Receipt]:
+        return await self.store.receipts(user_id, limit=limit, offset=offset)
+
+    async def receipt(self, user_id: str, receipt_id: str) -> Receipt:
+        return await self.store.receipt(user_id, receipt_id)
+
+    async def receipt_key(self) -> str:
+        """The public key that checks this server's receipts."""
+        return await self.eraser.public_key()
+
+    async def check_receipt(self, document: object, user_id: str | None = None) -> builtins.list[str]:
+        """Why `document` (a receipt as handed out, parsed) is not one of this server's (of
+        `user_id`'s, when given), about an erasure its user's audit log holds; empty when it is."""
+        found = receipts.problems(document, await self.receipt_key())
+        if found:
+            return found
+        assert isinstance(document, dict)
+        body = document["body"]
+        user, head = body.get("user"), body.get("chain_head")
+        if user_id is not None and user != user_id:
+            return ["it is a receipt of another user's erasure"]
+        if not isinstance(user, str) or await self.store.get_user(user) is None:
+            return ["it names a user this server does not have"]
+        if head != audit.GENESIS and not any(e.hash == head for e in await self.store.events(user)):
+            return ["the audit log of its user holds no event with its chain head"]
+        return []
 
     # -- reading the record -----------------------------------------------------
 

@@ -168,6 +168,34 @@ def test_purge_refuses_without_yes_and_erases_with_it(mnemo: Invoke, data_dir: P
     assert ok(mnemo("audit", "verify")).stdout.strip().startswith("ok")
 
 
+def test_a_purge_prints_its_receipt_which_checks_out_until_it_is_changed(
+    mnemo: Invoke, tmp_path: Path
+) -> None:
+    fact = add(mnemo, "My bank PIN is 432187")
+    purged = as_json(mnemo("purge", fact["id"], "--yes", "--json"))
+    listed = as_json(mnemo("receipts", "list", "--json"))
+    assert [r["id"] for r in listed] == [purged["receipt_id"]] and listed[0]["kind"] == "memory"
+    file = tmp_path / "receipt.json"
+    ok(mnemo("receipts", "show", purged["receipt_id"], "--out", str(file)))
+    assert "432187" not in file.read_text() and fact["id"] in file.read_text()
+    assert ok(mnemo("audit", "verify-receipt", str(file))).stdout.startswith("ok")
+
+    changed = json.loads(file.read_text())
+    changed["body"]["erased"]["facts"] = []
+    file.write_text(json.dumps(changed))
+    refused = mnemo("audit", "verify-receipt", str(file))
+    assert refused.exit_code == 1 and "signature does not match" in refused.stderr
+    file.write_text("{not json")
+    assert mnemo("audit", "verify-receipt", str(file)).exit_code == 1
+
+
+def test_erasing_a_conversation_that_is_not_there_is_refused(mnemo: Invoke) -> None:
+    add(mnemo, "I like jazz")
+    for args in (["nope"], ["nope", "--yes"]):
+        missing = mnemo("erase", "conversation", *args)
+        assert missing.exit_code == 1 and missing.stderr.strip() == "No conversation 'nope'."
+
+
 def test_pin_and_unpin(mnemo: Invoke) -> None:
     fact = add(mnemo, "Always answer in Portuguese")
     add(mnemo, "I own a red bicycle")

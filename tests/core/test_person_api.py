@@ -48,7 +48,8 @@ async def test_purge_can_name_the_version_it_saw(memory, alice):
     await memory.pin(alice, fact.id)
     with pytest.raises(Conflict):
         await memory.purge(alice, fact.id, version=1)
-    assert (await memory.purge(alice, fact.id, version=2)).purged
+    purged, _ = await memory.purge(alice, fact.id, version=2)
+    assert purged.purged
 
 
 async def test_the_persons_search_is_not_gated_by_the_switch(memory, alice):

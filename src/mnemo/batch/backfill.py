@@ -117,6 +117,7 @@ class UserReport:
     turns: int = 0  # turns learnt from (planned, dry)
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
     samples: list[str] = field(default_factory=list)  # some of the new facts' texts
+    forgotten: int = 0  # facts the model found that the person had erased: dropped
     problems: list[str] = field(default_factory=list)
     skipped: str | None = None  # why the whole user was left out
 
@@ -146,6 +147,7 @@ class UserReport:
             "done_before": self.done_before,
             "turns": self.turns,
             **self.counts,
+            "forgotten": self.forgotten,
             "samples": self.samples,
             "problems": self.problems[:50],
         }
@@ -178,7 +180,7 @@ class Report:
 
     @property
     def totals(self) -> dict[str, int]:
-        keys = ("conversations", "learnt", "done_before", "turns")
+        keys = ("conversations", "learnt", "done_before", "turns", "forgotten")
         out = {k: sum(getattr(u, k) for u in self.users) for k in keys}
         out.update({k: sum(u.counts[k] for u in self.users) for k in KINDS})
         return out
@@ -413,6 +415,7 @@ class Backfill:
                 for c in planned:
                     ureport.tally(c.action, c.fact.status, c.fact.text)
             ureport.problems += [f"conversation {conversation.id}: {p}" for p in result.problems]
+            ureport.forgotten += result.forgotten
             if result.retry or result.skipped is not None:
                 reason = result.skipped or "; ".join(result.problems) or "the model was unavailable"
                 return Stop(user.name, conversation.id, reason)

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from ..domain import Fact
+from ..domain import Fact, Receipt
 from . import output
 from .options import FactId, Json
 from .runtime import CliFailure, Session, run
@@ -24,10 +24,11 @@ def _apply(
     json: bool,
     verb: str,
     change: Callable[[Session], Awaitable[Fact]],
+    receipt: list[Receipt] | None = None,  # an erasure's, once `change` ran
 ) -> None:
     fact = run(ctx, change, fact_id=fact_id)
     if json:
-        output.emit_json(output.fact_json(fact))
+        output.emit_json({**output.fact_json(fact), **({"receipt_id": receipt[0].id} if receipt else {})})
         return
     shown = output.ERASED if fact.purged else fact.text
     output.say(
@@ -35,6 +36,8 @@ def _apply(
             (f"{verb}: ", "green"), (fact.id, "cyan"), f" (v{fact.version}, {fact.status})  ", shown
         )
     )
+    if receipt:
+        output.say(f"Receipt: {receipt[0].id} (mnemo receipts show {receipt[0].id})")
 
 
 @app.command()
@@ -102,7 +105,9 @@ def purge(
     reason: Reason = None,
     json: Json = False,
 ) -> None:
-    """Erase a memory's text for good, here and in its whole history (cannot be undone)."""
+    """Erase a memory's text for good, here, in its whole history and in the messages it was
+    learnt from (cannot be undone); prints the id of its signed receipt."""
+    receipt: list[Receipt] = []
 
     async def work(s: Session) -> Fact:
         if not yes:
@@ -110,9 +115,12 @@ def purge(
             shown = "its text, already erased" if fact.purged else f'"{fact.text}"'
             raise CliFailure(
                 f"Not purged. Purging erases {shown} from memory {fact_id} and from every event of "
-                "its history; only the record that a purge happened remains, and it cannot be undone. "
+                "its history, and the text of the messages it was learnt from; only the record that a purge "
+                "happened remains, it is never learnt again, and it cannot be undone. "
                 "To only stop recalling it, use mnemo forget. Run again with --yes to purge."
             )
-        return await s.memory.purge(s.view, fact_id, reason=reason)
+        fact, made = await s.memory.purge(s.view, fact_id, reason=reason)
+        receipt.append(made)
+        return fact
 
-    _apply(ctx, fact_id, json, "Purged", work)
+    _apply(ctx, fact_id, json, "Purged", work, receipt)

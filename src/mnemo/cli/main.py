@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from . import admin, backfill, edits, facts, mcp, reindex, server, transfer
+from . import admin, backfill, edits, erasure, facts, mcp, reindex, server, transfer
 from .runtime import Options
 
 app = typer.Typer(
@@ -63,6 +63,8 @@ app.add_typer(edits.app)
 app.add_typer(admin.agents, name="agents")
 app.add_typer(admin.settings, name="settings")
 app.add_typer(admin.audit, name="audit")
+app.add_typer(erasure.erase, name="erase")
+app.add_typer(erasure.receipts, name="receipts")
 app.add_typer(server.app)
 app.add_typer(server.users, name="users")
 app.add_typer(mcp.app)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from . import docs
-from .routes import account, admin, agents, audit, memories, review, turns
+from .routes import account, admin, agents, audit, erasures, memories, review, turns
 
 
 def install(app: FastAPI) -> None:
@@ -20,6 +20,6 @@ def install(app: FastAPI) -> None:
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
-    for module in (memories, review, audit, account, admin, agents, turns):
+    for module in (memories, erasures, review, audit, account, admin, agents, turns):
         app.include_router(module.router)
     docs.install(app)

@@ -43,6 +43,11 @@ AgentFilter = Annotated[Id | None, Query(description="Only what this agent sees.
 AsOf = Annotated[UtcTime | None, Query(description="As memory stood then (ISO date-time; naive = UTC).")]
 
 
+def own_scope(user_id: str) -> Scope:
+    """The person's own view of everything they own."""
+    return Scope(user_id, all_agents=True)
+
+
 async def view_scope(accounts: Accounts, user: User, agent_id: str | None) -> Scope:
     """The person's own view: everything they own, or only what one of their agents sees."""
     if agent_id is None:

@@ -24,11 +24,13 @@ from ..domain import (
     Claim,
     Conversation,
     ConversationRef,
+    Erasure,
     Event,
     Fact,
     Job,
     JobStatus,
     Message,
+    Receipt,
     ReviewPolicy,
     Scope,
     Status,
@@ -129,6 +131,7 @@ class FactStore(Protocol):
         finish: tuple[Claim, dict[str, Any]] | None = None,
         mark: BackfillMark | None = None,
         retire: str | None = None,
+        erase: Erasure | None = None,
     ) -> list[Event]:
         """Apply the changes and their events in one transaction.
 
@@ -144,6 +147,8 @@ class FactStore(Protocol):
         transaction, once the batch leaves it no active fact and no candidate (Conflict if one
         is left: it came meanwhile); its facts stay. Duplicate when two facts of one agent
         would say the same with the same status (active, or a candidate).
+        With `erase`, its messages, conversations and erased texts go in the same transaction,
+        and its receipt, sealed with the chain's head after the batch, is kept.
         """
 
 
@@ -172,6 +177,33 @@ class AuditLog(Protocol):
 
     async def chain_head(self, user_id: str) -> str:
         """The hash of the user's last event (audit.GENESIS when there is none)."""
+
+
+class ErasureStore(Protocol):
+    """What an erasure reads first (the writing is `commit(erase=…)`), the keyed hashes of
+    erased texts, and the receipts (see domain.Erasure)."""
+
+    async def messages_saying(self, user_id: str, texts: Sequence[str]) -> list[tuple[str, str, str]]:
+        """(conversation id, message id, content) of the user's messages, not erased yet, whose
+        normalised text holds one of the normalised `texts`, oldest first."""
+
+    async def messages_named(self, user_id: str, ids: Sequence[str]) -> list[tuple[str, str, str]]:
+        """(conversation id, message id, content) of those of the user's messages."""
+
+    async def conversation_message_ids(self, user_id: str, conversation_id: str) -> list[str] | None:
+        """The ids of the conversation's messages; None when the user has no such conversation."""
+
+    async def erased(self, user_id: str, hashes: Sequence[str]) -> set[str]:
+        """Those of the keyed `hashes` that are of texts the user erased."""
+
+    async def unforget(self, user_id: str, hashes: Sequence[str]) -> None:
+        """The person wrote these texts again themselves: they may be learnt again."""
+
+    async def receipts(self, user_id: str, *, limit: int = 50, offset: int = 0) -> list[Receipt]:
+        """The user's receipts, newest first."""
+
+    async def receipt(self, user_id: str, receipt_id: str) -> Receipt:
+        """NotFound for an unknown id or another user's."""
 
 
 class JobQueue(Protocol):
@@ -277,6 +309,7 @@ class Store(
     FactStore,
     SearchStore,
     AuditLog,
+    ErasureStore,
     JobQueue,
     BackfillStore,
     TransferStore,

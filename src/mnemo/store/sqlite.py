@@ -321,11 +321,11 @@ class SQLiteStore(SQLStore[SQLiteTx, Pending]):
                 (user_id, generation + 1),
             )
 
-    def _committed(self, user_id: str, changes: list[Change], pending: Pending) -> None:
+    def _committed(self, user_id: str, changes: list[Change], pending: Pending, erased: bool) -> None:
         cache_rows, generation = pending
         for model, rows in cache_rows.items():
             self._cache.apply((user_id, model), generation, generation + 1, rows)
-        if any(c.redact for c in changes):
+        if erased:
             self._checkpoint()
 
     def _checkpoint(self) -> None:

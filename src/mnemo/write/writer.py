@@ -30,6 +30,7 @@ from ..domain import (
     new_id,
     text_hash,
 )
+from ..forgetting import Forgotten
 from ..gate import memory_enabled
 from ..providers.base import ChatModel, Embedder, ModelError, ModelUnavailable
 from ..settings import WriteSettings
@@ -53,10 +54,11 @@ class WriteReport:
     problems: list[str] = field(default_factory=list)
     skipped: str | None = None
     retry: bool = False  # the model was unavailable: the same turn may be tried again
+    forgotten: int = 0  # proposals dropped: the person erased those words
 
     def summary(self) -> dict[str, Any]:
-        """What a finished job records: counts, problems and why it was skipped."""
-        return {"skipped": self.skipped, "problems": self.problems[:50]}
+        """What a finished job records: counts, problems, what erasure dropped, why it was skipped."""
+        return {"skipped": self.skipped, "problems": self.problems[:50], "forgotten": self.forgotten}
 
     def count(self, action: Action) -> int:
         return sum(1 for e in self.events if e.action == action)
@@ -82,15 +84,16 @@ def new_writer(
     chat: ChatModel | None,
     settings: WriteSettings,
     clock: Callable[[], datetime],
+    forgotten: Forgotten,
 ) -> Writer:
     """A writer that extracts with the chat model, or without one only what is asked for
-    explicitly ("remember that …")."""
+    explicitly ("remember that …"), and drops what the person erased (`forgotten`)."""
     extractor = (
         ModelExtractor(chat, exchanges=settings.exchanges, max_facts=settings.max_new_facts)
         if chat is not None
         else ExplicitExtractor()
     )
-    return Writer(store, embedder, extractor, chat, settings, clock)
+    return Writer(store, embedder, extractor, chat, settings, clock, forgotten)
 
 
 class Writer:
@@ -102,6 +105,7 @@ class Writer:
         chat: ChatModel | None,
         settings: WriteSettings,
         clock: Callable[[], datetime],
+        forgotten: Forgotten,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -109,6 +113,7 @@ class Writer:
         self.chat = chat
         self.settings = settings
         self.clock = clock
+        self.forgotten = forgotten
 
     async def _enabled(self, scope: Scope, server_mode: MemoryMode | None) -> bool:
         user = await self.store.get_user(scope.user_id)
@@ -234,6 +239,10 @@ class Writer:
         proposals = _unique(extracted.proposals)[: self.settings.max_new_facts]
         if len(extracted.proposals) > self.settings.max_new_facts:
             report.problems.append(f"only the first {self.settings.max_new_facts} new facts kept")
+        erased = await self.forgotten.dropped(scope.user_id, [p.text for p in proposals])
+        if erased:  # the person erased these words: never learnt again
+            proposals = [p for p in proposals if p.text not in erased]
+            report.forgotten = len(erased)
         if not proposals:
             return report, []
         topics = [p.topic for p in proposals if p.topic]

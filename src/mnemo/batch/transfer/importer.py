@@ -137,7 +137,9 @@ async def _conversations(
             seen.add(conversation.id)
             continue
         try:
-            report.conversation(await to.store.import_conversation(conversation))
+            added, dropped = await to.memory.import_conversation(conversation)
+            report.conversation(added)
+            report.forgotten += dropped
         except Conflict as exc:
             raise Conflict(f"{item.where}: {exc}") from None
 
@@ -169,6 +171,9 @@ async def _facts(
                 await to.memory.pin(scope, same[0].id, actor="import")
             continue
         seen.add(key)
+        if user and await to.memory.forgotten.dropped(user.id, [item.text]):
+            report.forgotten += 1  # the person erased it: never learnt again
+            continue
         report.facts_added += 1
         if not report.dry_run:
             assert scope is not None, "only a dry run imports for a user not created yet"

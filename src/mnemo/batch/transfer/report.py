@@ -40,6 +40,7 @@ class ImportReport:
     events: int = 0
     events_added: int = 0
     re_embedded: int = 0  # facts whose vectors were made by another model than the one here
+    forgotten: int = 0  # facts and messages the person erased before: left out
     audit_ok: bool | None = None
 
     def found(self, **counts: int) -> None:

@@ -276,8 +276,9 @@ async def restore(
     await _facts(to, export, start, batch or BATCH, report, step)
     step("conversations", 0, len(export.conversations))
     for conversation in export.conversations:
-        added = await store.import_conversation(conversation)
+        added, dropped = await to.memory.import_conversation(conversation)
         report.conversation(added)
+        report.forgotten += dropped
         step("conversations", 1, len(export.conversations))
     report.audit_ok = (await to.memory.verify_audit(user.id)).ok
     return report

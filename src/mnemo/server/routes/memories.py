@@ -13,10 +13,10 @@ from fastapi import APIRouter, Query, Response
 from fastapi import status as http
 
 from ...auth import CurrentUser
-from ...domain import InvalidInput, Scope, Status
+from ...domain import InvalidInput, Status
 from ...http.responses import errors
 from ..deps import AccountsDep, MemoryDep
-from ..params import AgentFilter, AsOf, FactIdPath, Limit, Offset, assistant_scope, view_scope
+from ..params import AgentFilter, AsOf, FactIdPath, Limit, Offset, assistant_scope, own_scope, view_scope
 from ..schemas import (
     EventPublic,
     FactCreate,
@@ -49,10 +49,6 @@ def _statuses(given: list[StatusFilter] | None) -> tuple[Status, ...] | None:
     if StatusFilter.ALL in given:
         return None
     return tuple(dict.fromkeys(Status(s.value) for s in given))
-
-
-def _own(user_id: str) -> Scope:
-    return Scope(user_id, all_agents=True)
 
 
 @router.get("")
@@ -117,7 +113,7 @@ async def search_memories(
 
 @router.get("/{fact_id}")
 async def get_memory(memory: MemoryDep, user: CurrentUser, fact_id: FactIdPath) -> FactPublic:
-    return FactPublic.of(await memory.get(_own(user.id), fact_id))
+    return FactPublic.of(await memory.get(own_scope(user.id), fact_id))
 
 
 @router.patch("/{fact_id}")
@@ -127,7 +123,7 @@ async def update_memory(
     """Correct a memory in place: same id and created date; the old text stays in its history.
     `version` must be the one you saw (409 otherwise: fetch it again)."""
     fact = await memory.update(
-        _own(user.id),
+        own_scope(user.id),
         fact_id,
         version=body.version,
         text=body.text,
@@ -145,22 +141,28 @@ async def delete_memory(
     fact_id: FactIdPath,
     purge: Annotated[bool, Query(description="Erase its text everywhere (cannot be undone).")] = False,
     version: Annotated[int | None, Query(ge=1, description="The version you saw (409 if stale).")] = None,
+    *,
+    response: Response,
 ) -> FactPublic:
     """Retract a memory: it stays as a tombstone (restore brings it back). With
-    `purge=true` its text is erased here and in its history; an event says so."""
-    scope = _own(user.id)
+    `purge=true` its text is erased here, in its history and in the messages it was learnt
+    from (as POST /v1/erasures does); an event says so, and the `Location` header names the
+    signed receipt."""
+    scope = own_scope(user.id)
     if purge:
-        return FactPublic.of(await memory.purge(scope, fact_id, actor="user", version=version))
+        fact, receipt = await memory.purge(scope, fact_id, actor="user", version=version)
+        response.headers["Location"] = f"/v1/erasures/{receipt.id}"
+        return FactPublic.of(fact)
     return FactPublic.of(await memory.retract(scope, fact_id, actor="user", version=version))
 
 
 @router.post("/{fact_id}/restore")
 async def restore_memory(memory: MemoryDep, user: CurrentUser, fact_id: FactIdPath) -> FactPublic:
     """Bring back a retracted, superseded or rejected memory."""
-    return FactPublic.of(await memory.restore(_own(user.id), fact_id, actor="user"))
+    return FactPublic.of(await memory.restore(own_scope(user.id), fact_id, actor="user"))
 
 
 @router.get("/{fact_id}/history")
 async def memory_history(memory: MemoryDep, user: CurrentUser, fact_id: FactIdPath) -> list[EventPublic]:
     """Every change to the memory, oldest first (a purged memory's events keep no text)."""
-    return [EventPublic.of(e) for e in await memory.history(_own(user.id), fact_id)]
+    return [EventPublic.of(e) for e in await memory.history(own_scope(user.id), fact_id)]

@@ -349,6 +349,43 @@ def _user_keys(cur: Cursor) -> None:
     keyed_claim_function(cur)
 
 
+def _forgetting(cur: Cursor) -> None:
+    """Erasure reaches the messages a fact was learnt from (their text is erased, the time it
+    was erased stays) and whole conversations, keeps a keyed hash of every erased text so that
+    nothing erased is learnt again, and keeps the signed receipt of each erasure."""
+    cur.execute(
+        """
+        ALTER TABLE messages ADD COLUMN erased_at timestamptz;
+        CREATE TABLE erased_texts (
+            user_id text NOT NULL REFERENCES users(id),
+            hash text NOT NULL,
+            erased_at timestamptz NOT NULL,
+            PRIMARY KEY (user_id, hash)
+        );
+        CREATE TABLE receipts (
+            user_id text NOT NULL REFERENCES users(id),
+            id text NOT NULL,
+            at timestamptz NOT NULL,
+            kind text NOT NULL,
+            body jsonb NOT NULL,
+            signature text NOT NULL,
+            PRIMARY KEY (user_id, id)
+        );
+        CREATE INDEX receipts_at ON receipts (user_id, at);
+        """
+    )
+    protect(cur, "erased_texts", "SELECT, INSERT, DELETE")
+    protect(cur, "receipts", "SELECT, INSERT")
+    # an erasure redacts messages and removes conversations with their jobs and marks
+    for table, grants in {
+        "messages": "UPDATE, DELETE",
+        "conversations": "DELETE",
+        "jobs": "DELETE",
+        "backfill_progress": "DELETE",
+    }.items():
+        cur.execute(sql.SQL("GRANT " + grants + " ON {} TO " + APP_ROLE).format(sql.Identifier(table)))
+
+
 MIGRATIONS = [
     Migration(1, "initial", _initial),
     Migration(2, "server", _server),
@@ -360,4 +397,5 @@ MIGRATIONS = [
     Migration(8, "erasure", _erasure),
     Migration(9, "four_digit_years", _four_digit_years),
     Migration(10, "user_keys", _user_keys),
+    Migration(11, "forgetting", _forgetting),
 ]

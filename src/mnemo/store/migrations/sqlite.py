@@ -395,6 +395,34 @@ def _user_keys(cur: Cursor) -> None:
     )
 
 
+def _forgetting(cur: Cursor) -> None:
+    """Erasure reaches the messages a fact was learnt from (their text is erased, the time it
+    was erased stays), keeps a keyed hash of every erased text so that nothing erased is
+    learnt again, and keeps the signed receipt of each erasure."""
+    _script(
+        cur,
+        """
+        ALTER TABLE messages ADD COLUMN erased_at TEXT;
+        CREATE TABLE erased_texts (
+            user_id TEXT NOT NULL REFERENCES users(id),
+            hash TEXT NOT NULL,
+            erased_at TEXT NOT NULL,
+            PRIMARY KEY (user_id, hash)
+        );
+        CREATE TABLE receipts (
+            user_id TEXT NOT NULL REFERENCES users(id),
+            id TEXT NOT NULL,
+            at TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            body TEXT NOT NULL,
+            signature TEXT NOT NULL,
+            PRIMARY KEY (user_id, id)
+        );
+        CREATE INDEX receipts_at ON receipts (user_id, at);
+        """,
+    )
+
+
 MIGRATIONS = [
     Migration(1, "initial", _initial),
     Migration(2, "server", _server),
@@ -406,4 +434,5 @@ MIGRATIONS = [
     Migration(8, "erasure", _erasure),
     Migration(9, "four_digit_years", _four_digit_years),
     Migration(10, "user_keys", _user_keys),
+    Migration(11, "forgetting", _forgetting),
 ]

@@ -30,6 +30,7 @@ async def timed_messages(
     rows = await tx.all(
         "SELECT m.conversation_id, m.id, m.role, m.content, m.created_at FROM messages m"
         f" WHERE m.user_id = ? AND m.conversation_id IN ({marks(len(conversation_ids))})"
+        " AND m.erased_at IS NULL"  # an erased message is never learnt from
         " AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.user_id = m.user_id"
         f" AND j.conversation_id = m.conversation_id AND j.automation = {tx.true}"  # jobs_automation
         f" AND {tx.json_has('j.message_ids', 'm.id')})"

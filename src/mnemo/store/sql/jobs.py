@@ -110,7 +110,8 @@ async def list_jobs(tx: Tx, user_id: str, status: JobStatus | None, limit: int, 
 
 async def job_messages(tx: Tx, job: Job) -> list[Message]:
     rows = await tx.all(
-        "SELECT id, role, content FROM messages WHERE user_id = ? AND conversation_id = ?",
+        "SELECT id, role, content FROM messages WHERE user_id = ? AND conversation_id = ?"
+        " AND erased_at IS NULL",  # an erased message is never learnt from
         (job.user_id, job.conversation_id),
     )
     by_id = {r[0]: Message(r[1], r[2], r[0]) for r in rows}

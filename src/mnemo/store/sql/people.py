@@ -22,6 +22,7 @@ from ...domain import (
     Scope,
     User,
     new_id,
+    parse_time,
 )
 from ..base import UNSET
 from ..rows import AGENT_COLUMNS, KEY_COLUMNS, USER_COLUMNS, agent_from, key_from, user_from
@@ -280,6 +281,11 @@ async def add_message(tx: Tx, user_id: str, conversation_id: str, m: Message, at
         (m.id, conversation_id, user_id, m.role, m.content, at),
     )
     if added == 1:
+        if m.erased_at is not None:  # imported as it was: erased, with when
+            await tx.execute(
+                "UPDATE messages SET content = '', erased_at = ? WHERE user_id = ? AND id = ?",
+                (m.erased_at, user_id, m.id),
+            )
         return True
     found = await tx.one(
         "SELECT 1 FROM messages WHERE user_id = ? AND id = ? AND conversation_id = ?",
@@ -304,8 +310,8 @@ async def save_messages(
 
 async def conversation_messages(tx: Tx, user_id: str, conversation_id: str) -> list[Message]:
     rows = await tx.all(
-        "SELECT id, role, content FROM messages WHERE user_id = ? AND conversation_id = ? ORDER BY"
-        " created_at, id",
+        "SELECT id, role, content, erased_at FROM messages WHERE user_id = ? AND conversation_id = ?"
+        " ORDER BY created_at, id",
         (user_id, conversation_id),
     )
-    return [Message(r[1], r[2], r[0]) for r in rows]
+    return [Message(r[1], r[2], r[0], erased_at=parse_time(r[3])) for r in rows]

@@ -25,11 +25,14 @@ from ...domain import (
     Claim,
     Conversation,
     ConversationRef,
+    Erasure,
     Event,
     Fact,
     Job,
     JobStatus,
     Message,
+    NotFound,
+    Receipt,
     Scope,
     Status,
     User,
@@ -38,7 +41,7 @@ from ...domain import (
 )
 from .. import batch
 from ..base import UNSET, ScoredFact, Unembedded
-from . import backfill, facts, jobs, people, reindex, transfer
+from . import backfill, erasure, facts, jobs, people, reindex, transfer
 from .events import redact_events
 from .tx import Tx
 
@@ -78,8 +81,8 @@ class SQLStore(ABC, Generic[X, Pending]):
     async def _settle(self, tx: X, user_id: str, changes: list[Change], pending: Pending) -> None:
         """Last in a commit's transaction, once its checks passed (counts, generations)."""
 
-    def _committed(self, user_id: str, changes: list[Change], pending: Pending) -> None:
-        """Once a commit's transaction committed (in-process caches)."""
+    def _committed(self, user_id: str, changes: list[Change], pending: Pending, erased: bool) -> None:
+        """Once a commit's transaction committed (in-process caches; `erased`: text was erased)."""
 
     @abstractmethod
     async def open(self) -> None:
@@ -160,6 +163,34 @@ class SQLStore(ABC, Generic[X, Pending]):
     async def conversation_messages(self, user_id: str, conversation_id: str) -> list[Message]:
         return await self._read(user_id, people.conversation_messages, user_id, conversation_id)
 
+    # -- erasure (the writing is commit's) -------------------------------------------------------
+
+    async def messages_saying(self, user_id: str, texts: Sequence[str]) -> list[tuple[str, str, str]]:
+        return await self._read(user_id, erasure.messages_saying, user_id, texts)
+
+    async def messages_named(self, user_id: str, ids: Sequence[str]) -> list[tuple[str, str, str]]:
+        return await self._read(user_id, erasure.messages_named, user_id, ids)
+
+    async def conversation_message_ids(self, user_id: str, conversation_id: str) -> list[str] | None:
+        return await self._read(user_id, erasure.conversation_message_ids, user_id, conversation_id)
+
+    async def erased(self, user_id: str, hashes: Sequence[str]) -> set[str]:
+        if not hashes:
+            return set()
+        return await self._read(user_id, erasure.erased, user_id, hashes)
+
+    async def unforget(self, user_id: str, hashes: Sequence[str]) -> None:
+        await self._write(user_id, erasure.unforget, user_id, hashes)
+
+    async def receipts(self, user_id: str, *, limit: int = 50, offset: int = 0) -> list[Receipt]:
+        return await self._read(user_id, erasure.receipts, user_id, limit, offset)
+
+    async def receipt(self, user_id: str, receipt_id: str) -> Receipt:
+        found = await self._read(user_id, erasure.receipt, user_id, receipt_id)
+        if found is None:
+            raise NotFound(f"no receipt {receipt_id}")
+        return found
+
     # -- facts: reads ------------------------------------------------------------------------
 
     async def get_fact(self, scope: Scope, fact_id: str) -> Fact:
@@ -209,11 +240,14 @@ class SQLStore(ABC, Generic[X, Pending]):
         finish: tuple[Claim, dict[str, Any]] | None = None,
         mark: BackfillMark | None = None,
         retire: str | None = None,
+        erase: Erasure | None = None,
     ) -> list[Event]:
-        if not changes and finish is None and mark is None and retire is None:
+        if not changes and finish is None and mark is None and retire is None and erase is None:
             return []
         batch.check(user_id, changes)
-        return await self._write(user_id, self._commit, user_id, list(changes), at, finish, mark, retire)
+        return await self._write(
+            user_id, self._commit, user_id, list(changes), at, finish, mark, retire, erase
+        )
 
     async def _commit(
         self,
@@ -224,6 +258,7 @@ class SQLStore(ABC, Generic[X, Pending]):
         finish: tuple[Claim, dict[str, Any]] | None,
         mark: BackfillMark | None,
         retire: str | None,
+        erase: Erasure | None,
     ) -> list[Event]:
         # one writer per user at a time: the chain's head is read and extended under this lock
         await tx.lock_user(user_id)
@@ -235,13 +270,19 @@ class SQLStore(ABC, Generic[X, Pending]):
         for change in changes:  # first, as they may seal the log again (see mnemo.audit)
             if change.redact:
                 await redact_events(tx, user_id, change.fact.id)
-        events, pending = await self._apply(tx, user_id, changes, at, await facts.head(tx, user_id))
+        head = await facts.head(tx, user_id)
+        events, pending = await self._apply(tx, user_id, changes, at, head)
         await facts.check_unique(tx, user_id, changes)
         await facts.check_agents(tx, user_id, changes)
         if retire is not None:
             await people.retire_agent(tx, user_id, retire, self._clock())
+        if erase is not None:
+            counts = await erasure.erase(tx, user_id, erase, at)
+            if erase.seal is not None:
+                await erasure.save_receipt(tx, erase.seal(events[-1].hash if events else head, counts))
         await self._settle(tx, user_id, changes, pending)
-        tx.after_commit(lambda: self._committed(user_id, changes, pending))
+        erased = erase is not None or any(c.redact for c in changes)
+        tx.after_commit(lambda: self._committed(user_id, changes, pending, erased))
         return events
 
     # -- the durable queue of turns (see mnemo.batch.jobs) -------------------------------------------
@@ -327,7 +368,7 @@ class SQLStore(ABC, Generic[X, Pending]):
         await transfer.check_import(tx, user_id, [c.fact for c in changes], events)
         pending = await self._import(tx, user_id, changes, events)
         await self._settle(tx, user_id, changes, pending)
-        tx.after_commit(lambda: self._committed(user_id, changes, pending))
+        tx.after_commit(lambda: self._committed(user_id, changes, pending, False))
 
     # -- reindex (see mnemo.batch.reindex) --------------------------------------------------------------
 

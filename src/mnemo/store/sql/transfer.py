@@ -32,13 +32,15 @@ async def list_conversations(
     if not heads:
         return []
     rows = await tx.all(
-        "SELECT conversation_id, id, role, content, created_at FROM messages"
+        "SELECT conversation_id, id, role, content, created_at, erased_at FROM messages"
         f" WHERE user_id = ? AND conversation_id IN ({marks(len(heads))}) ORDER BY created_at, id",
         [user_id, *(h[0] for h in heads)],
     )
     messages: dict[str, list[Message]] = {}
-    for conversation_id, mid, role, content, at in rows:
-        messages.setdefault(conversation_id, []).append(Message(role, content, mid, parse_time(at)))
+    for conversation_id, mid, role, content, at, erased_at in rows:
+        messages.setdefault(conversation_id, []).append(
+            Message(role, content, mid, parse_time(at), parse_time(erased_at))
+        )
     return [
         Conversation(cid, user_id, agent, when(at), tuple(messages.get(cid, ()))) for cid, agent, at in heads
     ]

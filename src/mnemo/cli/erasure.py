@@ -1,0 +1,130 @@
+"""Erasing a conversation, and the receipts of erasures: mnemo erase, mnemo receipts,
+mnemo audit verify-receipt (a memory is erased with mnemo purge)."""
+
+from __future__ import annotations
+
+import json as jsonlib
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from .. import receipts as signing
+from ..domain import Receipt
+from . import output
+from .admin import audit
+from .options import Json
+from .runtime import CliFailure, Session, run
+
+erase = typer.Typer(
+    help="Erase for good, with a signed receipt (a memory: mnemo purge).", no_args_is_help=True
+)
+receipts = typer.Typer(help="The signed receipts of your erasures.", no_args_is_help=True)
+
+Yes = Annotated[bool, typer.Option("--yes", "-y", help="Really erase it.")]
+
+
+def _say_receipt(receipt: Receipt, json: bool) -> None:
+    if json:
+        output.emit_json({"id": receipt.id, **signing.document(receipt)})
+        return
+    counts = receipt.body["erased"]["counts"]
+    shown = ", ".join(f"{n} {what.replace('_', ' ')}" for what, n in counts.items() if n)
+    output.say(f"Erased ({receipt.kind}): {shown or 'nothing left to erase'}", "green")
+    output.say(f"Receipt: {receipt.id} (mnemo receipts show {receipt.id})")
+
+
+@erase.command("conversation")
+def erase_conversation(
+    ctx: typer.Context,
+    conversation_id: Annotated[str, typer.Argument(metavar="ID", help="The conversation's id.")],
+    with_memories: Annotated[
+        bool, typer.Option("--with-memories", help="Erase the memories learnt from it too.")
+    ] = False,
+    yes: Yes = False,
+    json: Json = False,
+) -> None:
+    """Remove a conversation, its messages, its queued turns and its backfill marks for good;
+    its words are never learnt again."""
+
+    async def work(s: Session) -> Receipt:
+        if not yes:
+            plan = await s.memory.conversation_erasure_plan(s.user.id, conversation_id)
+            learnt = len(plan.cited_by)
+            offer = (
+                f"the {learnt} memories learnt from it go with it (--with-memories)"
+                if with_memories
+                else f"the {learnt} memories learnt from it stay (--with-memories erases them)"
+            )
+            raise CliFailure(
+                f"Not erased. Erasing removes conversation {conversation_id!r} and all its messages for "
+                f"good; {offer}. It cannot be undone. Run again with --yes to erase."
+            )
+        return await s.memory.erase_conversation(s.user.id, conversation_id, with_facts=with_memories)
+
+    _say_receipt(run(ctx, work, resolve_agent=False), json)
+
+
+@receipts.command("list")
+def receipts_list(ctx: typer.Context, json: Json = False) -> None:
+    """Your erasures' receipts, newest first."""
+
+    async def work(s: Session) -> list[Receipt]:
+        return await s.memory.receipts(s.user.id, limit=1000)
+
+    found = run(ctx, work, resolve_agent=False)
+    if json:
+        output.emit_json([{"id": r.id, "kind": r.kind, "at": r.at.isoformat()} for r in found])
+        return
+    for r in found:
+        output.say(f"{r.id}  {r.at:%Y-%m-%d %H:%M}  {r.kind}")
+    if not found:
+        output.say("No erasures yet.")
+
+
+@receipts.command("show")
+def receipts_show(
+    ctx: typer.Context,
+    receipt_id: Annotated[str, typer.Argument(metavar="ID", help="The receipt's id.")],
+    out: Annotated[Path | None, typer.Option("--out", help="Write it to this file (to check later).")] = None,
+) -> None:
+    """One receipt as JSON: its body and signature (mnemo audit verify-receipt checks it)."""
+
+    async def work(s: Session) -> Receipt:
+        return await s.memory.receipt(s.user.id, receipt_id)
+
+    document = signing.document(run(ctx, work, resolve_agent=False))
+    if out is None:
+        output.emit_json(document)
+        return
+    out.write_text(jsonlib.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    output.say(f"Wrote {out}")
+
+
+@audit.command("verify-receipt")
+def audit_verify_receipt(
+    ctx: typer.Context,
+    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True, help="The receipt.")],
+    json: Json = False,
+) -> None:
+    """Check a receipt: signed by this server's key, unchanged, and about an erasure its user's
+    audit log holds."""
+    try:
+        document: Any = jsonlib.loads(file.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        output.error(f"{file} is not JSON: {exc}")
+        raise typer.Exit(1) from None
+
+    async def work(s: Session) -> list[str]:
+        return await s.memory.check_receipt(document)
+
+    problems = run(ctx, work, resolve_agent=False)
+    if json:
+        output.emit_json({"valid": not problems, "problems": problems})
+    elif not problems:
+        output.say("ok: signed by this server, unchanged, and in its user's audit log", "green")
+    else:
+        for problem in problems:
+            output.error(f"Not a valid receipt: {problem}")
+    if problems:
+        raise typer.Exit(1)

@@ -1,0 +1,61 @@
+"""What the person erased, known only by keyed hashes, so that it is never learnt again.
+
+An erased fact's text is kept as HMAC-SHA256(server secret, user id, normalised
+text), an erased message as the same of its id: never the text, and no hash
+that a guess could be checked against without the server's secret (a short
+text, a PIN, is quickly guessed from a plain hash). Learning (the extractor,
+backfill) and import ask `dropped` before they keep anything, and say how many
+they dropped. It matches the same words (domain.normalise: case, spacing, final
+punctuation), not a paraphrase.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Sequence
+from typing import Protocol
+
+from .domain import normalise
+
+
+class ErasedTexts(Protocol):
+    async def erased(self, user_id: str, hashes: Sequence[str]) -> set[str]: ...
+
+
+class Secrets(Protocol):
+    async def secret(self, name: str) -> str:
+        """A random server-side secret kept in the store, the same for every process."""
+
+
+class Forgotten:
+    def __init__(self, store: ErasedTexts, secrets: Secrets) -> None:
+        self._store = store
+        self._secrets = secrets
+        self._key: bytes | None = None
+
+    async def _hash(self, user_id: str, kind: str, values: Sequence[str]) -> list[str]:
+        if self._key is None:
+            self._key = (await self._secrets.secret("erased-texts")).encode()
+        return [
+            hmac.new(self._key, f"{kind}\0{user_id}\0{v}".encode(), hashlib.sha256).hexdigest()
+            for v in values
+        ]
+
+    async def of_texts(self, user_id: str, texts: Sequence[str]) -> list[str]:
+        return await self._hash(user_id, "text", [normalise(t) for t in texts])
+
+    async def of_messages(self, user_id: str, message_ids: Sequence[str]) -> list[str]:
+        return await self._hash(user_id, "message", message_ids)
+
+    async def dropped(self, user_id: str, texts: Sequence[str]) -> set[str]:
+        """Those of `texts` the user erased (as the same words)."""
+        hashes = await self.of_texts(user_id, texts)
+        erased = await self._store.erased(user_id, hashes)
+        return {t for t, h in zip(texts, hashes, strict=True) if h in erased}
+
+    async def dropped_messages(self, user_id: str, message_ids: Sequence[str]) -> set[str]:
+        """Those of the message ids whose messages the user erased."""
+        hashes = await self.of_messages(user_id, message_ids)
+        erased = await self._store.erased(user_id, hashes)
+        return {m for m, h in zip(message_ids, hashes, strict=True) if h in erased}

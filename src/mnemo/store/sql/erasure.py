@@ -1,0 +1,138 @@
+"""What an erasure takes beside its facts' texts (see domain.Erasure): messages, whole
+conversations, the keyed hashes of erased texts, and the signed receipts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from ...domain import Erasure, Receipt, normalise
+from ..rows import load, when
+from .tx import Tx, marks
+
+CHUNK = 500  # ids per IN list
+
+
+def chunks(ids: Sequence[str]) -> list[Sequence[str]]:
+    return [ids[i : i + CHUNK] for i in range(0, len(ids), CHUNK)]
+
+
+async def messages_saying(tx: Tx, user_id: str, texts: Sequence[str]) -> list[tuple[str, str, str]]:
+    """(conversation id, message id, content) of the user's messages not erased yet whose text
+    holds one of `texts` (compared as domain.normalise has them: case, spacing)."""
+    wanted = [n for n in (normalise(t) for t in texts) if n]
+    if not wanted:
+        return []
+    rows = await tx.all(
+        "SELECT conversation_id, id, content FROM messages WHERE user_id = ? AND erased_at IS NULL"
+        " ORDER BY created_at, id",
+        (user_id,),
+    )
+    return [(cid, mid, content) for cid, mid, content in rows if any(w in normalise(content) for w in wanted)]
+
+
+async def messages_named(tx: Tx, user_id: str, ids: Sequence[str]) -> list[tuple[str, str, str]]:
+    """(conversation id, message id, content) of those of the user's messages, erased or not."""
+    out: list[tuple[str, str, str]] = []
+    for chunk in chunks(ids):
+        out += await tx.all(
+            "SELECT conversation_id, id, content FROM messages"
+            f" WHERE user_id = ? AND id IN ({marks(len(chunk))})",
+            (user_id, *chunk),
+        )
+    return out
+
+
+async def conversation_message_ids(tx: Tx, user_id: str, conversation_id: str) -> list[str] | None:
+    """The ids of the conversation's messages; None when the user has no such conversation."""
+    if (
+        await tx.one("SELECT 1 FROM conversations WHERE user_id = ? AND id = ?", (user_id, conversation_id))
+        is None
+    ):
+        return None
+    rows = await tx.all(
+        "SELECT id FROM messages WHERE user_id = ? AND conversation_id = ?", (user_id, conversation_id)
+    )
+    return [mid for (mid,) in rows]
+
+
+async def erase(tx: Tx, user_id: str, erasure: Erasure, at: datetime) -> dict[str, int]:
+    """Everything but the facts: how many messages, conversations, jobs and backfill marks went."""
+    counts = {"messages": 0, "conversations": 0, "jobs": 0, "backfill_marks": 0}
+    for chunk in chunks(erasure.messages):
+        counts["messages"] += await tx.execute(
+            "UPDATE messages SET content = '', erased_at = ?"
+            f" WHERE user_id = ? AND id IN ({marks(len(chunk))}) AND erased_at IS NULL",
+            (at, user_id, *chunk),
+        )
+    for cid in erasure.conversations:
+        counts["jobs"] += await tx.execute(
+            "DELETE FROM jobs WHERE user_id = ? AND conversation_id = ?", (user_id, cid)
+        )
+        counts["backfill_marks"] += await tx.execute(
+            "DELETE FROM backfill_progress WHERE user_id = ? AND conversation_id = ?", (user_id, cid)
+        )
+        counts["messages"] += await tx.execute(
+            "DELETE FROM messages WHERE user_id = ? AND conversation_id = ?", (user_id, cid)
+        )
+        counts["conversations"] += await tx.execute(
+            "DELETE FROM conversations WHERE user_id = ? AND id = ?", (user_id, cid)
+        )
+    await tx.many(
+        "INSERT INTO erased_texts (user_id, hash, erased_at) VALUES (?, ?, ?)"
+        " ON CONFLICT (user_id, hash) DO NOTHING",
+        [(user_id, h, at) for h in dict.fromkeys(erasure.forget)],
+    )
+    return counts
+
+
+async def erased(tx: Tx, user_id: str, hashes: Sequence[str]) -> set[str]:
+    """Those of `hashes` that are of texts the user erased."""
+    found: set[str] = set()
+    unique = list(dict.fromkeys(hashes))
+    for chunk in chunks(unique):
+        rows = await tx.all(
+            f"SELECT hash FROM erased_texts WHERE user_id = ? AND hash IN ({marks(len(chunk))})",
+            (user_id, *chunk),
+        )
+        found.update(h for (h,) in rows)
+    return found
+
+
+async def unforget(tx: Tx, user_id: str, hashes: Sequence[str]) -> None:
+    """The person wrote these texts themselves again: they may be learnt again."""
+    for chunk in chunks(list(hashes)):
+        await tx.execute(
+            f"DELETE FROM erased_texts WHERE user_id = ? AND hash IN ({marks(len(chunk))})", (user_id, *chunk)
+        )
+
+
+RECEIPT_COLUMNS = "id, user_id, at, kind, body, signature"
+
+
+def receipt_from(row: Sequence[Any]) -> Receipt:
+    return Receipt(row[0], row[1], when(row[2]), row[3], load(row[4]), row[5])
+
+
+async def save_receipt(tx: Tx, r: Receipt) -> None:
+    await tx.execute(
+        f"INSERT INTO receipts ({RECEIPT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
+        (r.id, r.user_id, r.at, r.kind, tx.json(r.body), r.signature),
+    )
+
+
+async def receipts(tx: Tx, user_id: str, limit: int, offset: int) -> list[Receipt]:
+    rows = await tx.all(
+        f"SELECT {RECEIPT_COLUMNS} FROM receipts WHERE user_id = ? ORDER BY at DESC, id DESC"
+        f" LIMIT {int(limit)} OFFSET {int(offset)}",
+        (user_id,),
+    )
+    return [receipt_from(r) for r in rows]
+
+
+async def receipt(tx: Tx, user_id: str, receipt_id: str) -> Receipt | None:
+    row = await tx.one(
+        f"SELECT {RECEIPT_COLUMNS} FROM receipts WHERE user_id = ? AND id = ?", (user_id, receipt_id)
+    )
+    return None if row is None else receipt_from(row)

@@ -1,0 +1,204 @@
+"""Forgetting that forgets: erasing a memory erases the messages it was learnt from, erasing a
+conversation removes it whole, each with a signed receipt, and nothing erased is learnt again
+(the extractor, backfill, a second import of the same conversation)."""
+
+from __future__ import annotations
+
+import copy
+from datetime import timedelta
+
+import pytest
+
+from mnemo import audit
+from mnemo.domain import Conversation, Message, NotFound, Scope, Status
+from tests.core.test_backfill import backfill, said, user
+from tests.fakes.learner import Learner
+from tests.helpers import every_row, texts
+
+PIN = "My bank PIN is 660311"
+SPICE = "I hate coriander"
+EVERYTHING = (Status.ACTIVE, Status.CANDIDATE, Status.RETRACTED, Status.REJECTED, Status.SUPERSEDED)
+
+
+@pytest.fixture
+def learner(scripted_llm) -> Learner:
+    scripted_llm.responder = learner = Learner()
+    return learner
+
+
+async def learnt(memory, scope: Scope) -> list:
+    return await memory.list(Scope(scope.user_id, all_agents=True), statuses=EVERYTHING, limit=1000)
+
+
+async def test_erasing_a_memory_erases_the_messages_it_came_from(llm_memory, learner, alice, bob):
+    """The message it was learnt from and another that says it in the same words lose their
+    text and keep a marker; the conversation's other messages, and bob's same words, stay."""
+    await said(llm_memory, alice, "c1", 2, PIN, "I like long walks")
+    await said(llm_memory, bob, "c3", 1, PIN)
+    await backfill(llm_memory)
+    await said(llm_memory, alice, "c2", 1, "remember: my bank pin is 660311!")  # not learnt from
+    pin = next(f for f in await learnt(llm_memory, alice) if f.text == PIN)
+    assert pin.source.message_ids
+
+    plan = await llm_memory.erasure_plan(alice, pin.id)
+    assert [f.id for f in plan.facts] == [pin.id] and len(plan.messages) == 2 and plan.cited_by == ()
+    fact, receipt = await llm_memory.purge(alice, pin.id)
+
+    assert fact.purged and fact.text == ""
+    c1 = await llm_memory.messages(alice.user_id, "c1")
+    assert [(m.content, m.erased_at is not None) for m in c1] == [
+        ("", True),
+        ("Noted.", False),
+        ("I like long walks", False),
+        ("Noted.", False),
+    ]
+    c2 = await llm_memory.messages(alice.user_id, "c2")
+    assert c2[0].content == "" and c2[0].erased_at == receipt.at
+    assert (await llm_memory.messages(bob.user_id, "c3"))[0].content == PIN
+    assert "660311" not in await every_row_of(llm_memory, alice)
+    body = receipt.body
+    assert body["kind"] == "memory" and body["erased"]["facts"] == [pin.id]
+    assert sorted(body["erased"]["messages"]) == sorted(m for _, m in plan.messages)
+    assert body["erased"]["counts"]["messages"] == 2
+    assert "660311" not in repr(receipt) and PIN not in repr(receipt)
+    assert body["chain_head"] == (await llm_memory.events(alice.user_id))[-1].hash
+    assert (await llm_memory.verify_audit(alice.user_id)).ok
+
+
+async def every_row_of(memory, scope: Scope) -> str:
+    """Every row of the database that names the user (the test's database holds bob's too)."""
+    return "\n".join(line for line in (await every_row(memory.store)).split("), (") if scope.user_id in line)
+
+
+async def test_the_plan_names_the_memories_that_keep_an_erased_message(llm_memory, scripted_llm, alice):
+    """Two memories learnt from one message: erasing one erases the message, and the other is
+    named first (it stays, without the words it came from)."""
+    from mnemo.domain import Turn
+    from tests.helpers import extraction
+
+    scripted_llm.reply_json(extraction(SPICE, "I cook every Sunday"))
+    scripted_llm.reply_json({"decisions": []})
+    await llm_memory.remember(
+        Turn.of(alice, ("user", "I hate coriander and I cook every Sunday"), ("assistant", "Noted."))
+    )
+    spice, sunday = sorted(await learnt(llm_memory, alice), key=lambda f: f.text != SPICE)
+    assert spice.source.message_ids == sunday.source.message_ids
+
+    plan = await llm_memory.erasure_plan(alice, spice.id)
+    assert [f.id for f in plan.cited_by] == [sunday.id]
+    await llm_memory.purge(alice, spice.id)
+    assert texts(await llm_memory.list(alice)) == ["I cook every Sunday"]
+    said_it = await llm_memory.messages(alice.user_id, spice.source.conversation_id)
+    assert said_it[0].content == "" and said_it[0].erased_at is not None
+
+
+async def test_an_erased_text_is_not_learnt_again(llm_memory, learner, alice):
+    """Backfill forced over the conversation again, and a new turn saying it again: the
+    extractor proposes it, and it is dropped and counted."""
+    await said(llm_memory, alice, "c1", 2, PIN, SPICE)
+    await backfill(llm_memory)
+    pin = next(f for f in await learnt(llm_memory, alice) if f.text == PIN)
+    await llm_memory.purge(alice, pin.id)
+
+    await said(llm_memory, alice, "c2", 1, PIN)  # said again, in the same words
+    report = await backfill(llm_memory, force=True)
+    # the first run's, and c2's: the erased message itself is never read again
+    assert learner.extracted[PIN] == 2
+    assert user(report, "alice").forgotten == 1
+    left = await learnt(llm_memory, alice)
+    assert [f.text for f in left if not f.purged] == [SPICE]
+    assert not [e for e in await llm_memory.events(alice.user_id) if "660311" in repr(e)]
+
+
+async def test_the_persons_own_add_may_bring_an_erased_text_back(memory, alice):
+    """Only learning is held back: the person writing it again themselves is heard."""
+    fact = await memory.add(alice, PIN)
+    await memory.purge(alice, fact.id)
+    assert await memory.forgotten.dropped(alice.user_id, [PIN.upper() + "."]) == {PIN.upper() + "."}
+    again = await memory.add(alice, PIN)
+    assert again.id != fact.id and texts(await memory.list(alice)) == [PIN]
+    assert await memory.forgotten.dropped(alice.user_id, [PIN]) == set()
+
+
+async def test_erased_texts_are_kept_as_keyed_hashes_per_user(memory, alice, bob):
+    """No erased text and no plain hash of one is kept; bob saying the same is not dropped."""
+    fact = await memory.add(alice, PIN)
+    await memory.purge(alice, fact.id)
+    rows = await every_row(memory.store)
+    assert "660311" not in rows and fact.text_hash not in rows
+    assert await memory.forgotten.dropped(bob.user_id, [PIN]) == set()
+
+
+async def test_erasing_a_conversation_removes_it_its_jobs_and_optionally_what_was_learnt(
+    llm_memory, learner, alice, bob
+):
+    await said(llm_memory, alice, "c1", 2, PIN)
+    await said(llm_memory, alice, "c2", 1, SPICE)
+    await said(llm_memory, bob, "c1", 1, "I keep bees")  # the same conversation id, bob's own
+    await backfill(llm_memory)
+    plan = await llm_memory.conversation_erasure_plan(alice.user_id, "c1")
+    assert [f.text for f in plan.cited_by] == [PIN] and plan.facts == ()
+
+    receipt = await llm_memory.erase_conversation(alice.user_id, "c1")
+    assert await llm_memory.messages(alice.user_id, "c1") == []
+    assert (await llm_memory.messages(bob.user_id, "c1"))[0].content == "I keep bees"
+    assert await llm_memory.store.backfill_marks(alice.user_id, ["c1"]) == []
+    assert texts(await llm_memory.list(alice)) == sorted([PIN, SPICE])  # not asked: they stay
+    assert receipt.kind == "conversation" and receipt.body["erased"]["conversations"] == ["c1"]
+    assert receipt.body["erased"]["counts"]["conversations"] == 1
+    with pytest.raises(NotFound):
+        await llm_memory.erase_conversation(alice.user_id, "c1")
+
+    receipt = await llm_memory.erase_conversation(alice.user_id, "c2", with_facts=True)
+    assert texts(await llm_memory.list(alice)) == [PIN]
+    assert receipt.body["erased"]["counts"]["facts"] == 1
+    assert "coriander" not in await every_row_of(llm_memory, alice)
+    assert (await llm_memory.verify_audit(alice.user_id)).ok
+
+
+async def test_an_erased_conversation_does_not_come_back_with_an_import(llm_memory, learner, alice):
+    """An export taken before the erasure, imported again: its conversation's messages are
+    dropped (they were erased), and the report counts them."""
+    await said(llm_memory, alice, "c1", 2, PIN)
+    before = await llm_memory.conversations(alice.user_id)
+    await llm_memory.erase_conversation(alice.user_id, "c1")
+    old = copy.deepcopy(before[0])
+    assert await llm_memory.import_conversation(old) == (0, 2)  # the PIN and its reply
+    assert await llm_memory.messages(alice.user_id, "c1") == []
+    with pytest.raises(NotFound):  # not made again, empty
+        await llm_memory.conversation_erasure_plan(alice.user_id, "c1")
+
+
+async def test_a_receipt_checks_out_and_a_changed_one_does_not(memory, alice, bob):
+    fact = await memory.add(alice, PIN)
+    _, receipt = await memory.purge(alice, fact.id)
+    document = {"body": receipt.body, "signature": receipt.signature}
+    assert await memory.check_receipt(document) == []
+    assert await memory.check_receipt(document, alice.user_id) == []
+    assert await memory.check_receipt(document, bob.user_id) == ["it is a receipt of another user's erasure"]
+    assert receipt.body["public_key"] == await memory.receipt_key()
+
+    changed = copy.deepcopy(document)
+    changed["body"]["erased"]["facts"] = []
+    assert "signature does not match" in (await memory.check_receipt(changed))[0]
+    forged = copy.deepcopy(document)
+    forged["body"]["public_key"] = "A" * 43 + "="
+    assert "not this server's" in (await memory.check_receipt(forged))[0]
+    for junk in (None, [], {"body": "x", "signature": "y"}, {"body": {}, "signature": "%%%"}):
+        assert await memory.check_receipt(junk)
+    assert [r.id for r in await memory.receipts(alice.user_id)] == [receipt.id]
+    assert await memory.receipts(bob.user_id) == []
+    with pytest.raises(NotFound):
+        await memory.receipt(bob.user_id, receipt.id)
+    assert receipt.body["chain_head"] != audit.GENESIS
+
+
+async def test_conversations_and_messages_carry_when_they_were_erased(memory, alice):
+    at = memory.clock() - timedelta(days=1)
+    message = Message("user", PIN)
+    await memory.store.save_messages(alice, "c1", [message], at)
+    fact = await memory.add(alice, PIN)
+    await memory.purge(alice, fact.id)
+    (exported,) = await memory.conversations(alice.user_id)
+    assert isinstance(exported, Conversation)
+    assert [(m.content, m.erased_at is not None) for m in exported.messages] == [("", True)]

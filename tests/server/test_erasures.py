@@ -1,0 +1,80 @@
+"""Erasures over HTTP: the preview, the erasure with its signed receipt, the receipts, the check."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from tests.server.api import add, ok, texts
+
+pytestmark = pytest.mark.slow  # each test runs a real server
+
+PIN = "My bank PIN is 660311"
+
+
+def test_erasing_a_memory_erases_its_turn_and_answers_with_a_signed_receipt(client, other):
+    said = ok(
+        client.post(
+            "/v1/turns",
+            json={"messages": [{"role": "user", "content": PIN}, {"role": "assistant", "content": "Noted."}]},
+        ),
+        202,
+    )
+    assert said["queued"]
+    fact = add(client, PIN)
+    preview = ok(client.get("/v1/erasures/preview", params={"memory_id": fact["id"]}))
+    assert [m["id"] for m in preview["memories"]] == [fact["id"]] and len(preview["messages"]) == 1
+    assert other.get("/v1/erasures/preview", params={"memory_id": fact["id"]}).status_code == 404
+
+    receipt = ok(client.post("/v1/erasures", json={"memory_id": fact["id"]}), 201)
+    assert receipt["kind"] == "memory" and receipt["body"]["erased"]["facts"] == [fact["id"]]
+    assert receipt["body"]["erased"]["counts"]["messages"] == 1
+    assert "660311" not in repr(receipt)
+    gone = ok(client.get(f"/v1/memories/{fact['id']}"))
+    assert gone["purged"] and gone["text"] == ""
+    assert texts(ok(client.get("/v1/memories"))) == []
+
+    key = ok(client.get("/v1/erasures/key"))["public_key"]
+    assert receipt["body"]["public_key"] == key
+    document = {"body": receipt["body"], "signature": receipt["signature"]}
+    assert ok(client.post("/v1/erasures/verify", json=document)) == {"valid": True, "problems": []}
+    changed = copy.deepcopy(document)
+    changed["body"]["erased"]["counts"]["messages"] = 0
+    assert not ok(client.post("/v1/erasures/verify", json=changed))["valid"]
+    assert not ok(other.post("/v1/erasures/verify", json=document))["valid"]  # not theirs
+    assert [r["id"] for r in ok(client.get("/v1/erasures"))["items"]] == [receipt["id"]]
+    assert ok(client.get(f"/v1/erasures/{receipt['id']}")) == receipt
+    assert other.get(f"/v1/erasures/{receipt['id']}").status_code == 404
+    assert ok(other.get("/v1/erasures"))["items"] == []
+
+
+def test_purge_names_its_receipt_and_a_conversation_goes_whole(client):
+    fact = add(client, PIN)
+    purged = client.delete(f"/v1/memories/{fact['id']}", params={"purge": "true"})
+    assert purged.status_code == 200 and purged.json()["purged"]
+    receipt = ok(client.get(purged.headers["location"]))
+    assert receipt["body"]["erased"]["facts"] == [fact["id"]]
+
+    turn = {"conversation_id": "trip", "messages": [{"role": "user", "content": "I fly to Oslo on May 3"}]}
+    assert ok(client.post("/v1/turns", json=turn), 202)["queued"]
+    receipt = ok(client.post("/v1/erasures", json={"conversation_id": "trip", "with_memories": True}), 201)
+    assert receipt["body"]["erased"]["conversations"] == ["trip"]
+    assert client.post("/v1/erasures", json={"conversation_id": "trip"}).status_code == 404
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"memory_id": "0190c8e2-7b1d-7c3e-9a4f-2b6d8e1f0a3c", "conversation_id": "x"},
+        {"memory_id": "0190c8e2-7b1d-7c3e-9a4f-2b6d8e1f0a3c", "with_memories": True},
+        {"memory_id": "not-an-id"},
+        {"conversation_id": "  "},
+    ],
+)
+def test_an_unclear_erasure_is_refused_and_erases_nothing(client, body):
+    fact = add(client, PIN)
+    answer = client.post("/v1/erasures", json=body)
+    assert answer.status_code == 422, answer.text
+    assert texts(ok(client.get("/v1/memories"))) == [PIN] and ok(client.get(f"/v1/memories/{fact['id']}"))
