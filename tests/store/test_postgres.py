@@ -409,3 +409,25 @@ async def test_a_purged_text_leaves_the_table_files_after_vacuum_full(memory, al
     assert "facts" in files_holding(b"442618", "VACUUM facts, fact_events, fact_vectors")
     assert files_holding(b"442618", "VACUUM FULL facts, fact_events, fact_vectors") == []
     assert (await memory.verify_audit(alice.user_id)).ok
+
+
+async def test_erased_messages_and_conversations_leave_the_table_files_after_vacuum_full(memory, alice):
+    """Each kind of erasure, as docs/reliability.md says of PostgreSQL: once VACUUM FULL has
+    rewritten the tables, none of the erased words is in any table or index file."""
+    at = memory.clock()
+    await memory.store.save_messages(alice, "c1", [Message("user", "My bank PIN is 442618")], at)
+    await memory.store.save_messages(alice, "c2", [Message("user", "I fly to Reykjavik on May 3")], at)
+    pin = await memory.add(alice, "My bank PIN is 442618")
+
+    def files_holding(needle: bytes, *maintenance: str) -> list[str]:
+        with psycopg.connect(memory.store.url, autocommit=True) as conn:
+            for statement in (*maintenance, "CHECKPOINT"):
+                conn.execute(statement)
+            return sorted(name for name, data in conn.execute(_RELATION_FILES) if needle in bytes(data))
+
+    assert "messages" in files_holding(b"Reykjavik")  # the check can see it while it is there
+    await memory.purge(alice, pin.id)
+    await memory.erase_conversation(alice.user_id, "c2")
+    tables = "facts, fact_events, fact_vectors, messages, conversations, jobs"
+    assert files_holding(b"442618", f"VACUUM FULL {tables}") == []
+    assert files_holding(b"Reykjavik") == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import sqlean
 
-from mnemo.domain import Scope
+from mnemo.domain import Message, Scope
 from mnemo.memory import Memory
 from mnemo.store import sqlite as sqlite_module
 from mnemo.store.migrate import Migration
@@ -202,3 +202,26 @@ async def test_a_purged_text_is_gone_from_the_database_files(tmp_path, embedder)
     assert (await memory.verify_audit(alice.user_id)).ok
     await memory.close()
     assert files_holding(b"442618") == []
+
+
+async def test_erased_messages_and_conversations_leave_the_database_files(tmp_path, embedder):
+    """Each kind of erasure: a memory with the message it was learnt from, and a whole
+    conversation; none of their words is left in the database, its free pages or its log."""
+    memory = await Memory(SQLiteStore(tmp_path / "mnemo.db"), embedder).open()
+    alice = Scope((await memory.accounts.user("alice")).id)
+    await bulk_add(memory, alice, unrelated_facts(20))
+    at = memory.clock()
+    await memory.store.save_messages(alice, "c1", [Message("user", "My bank PIN is 442618")], at)
+    await memory.store.save_messages(alice, "c2", [Message("user", "I fly to Reykjavik on May 3")], at)
+    pin = await memory.add(alice, "My bank PIN is 442618")
+
+    def files_holding(needle: bytes) -> list[str]:
+        return [p.name for p in tmp_path.iterdir() if p.is_file() and needle in p.read_bytes()]
+
+    assert files_holding(b"442618") and files_holding(b"Reykjavik")
+    await memory.purge(alice, pin.id)
+    assert files_holding(b"442618") == []
+    await memory.erase_conversation(alice.user_id, "c2")
+    assert files_holding(b"Reykjavik") == []
+    await memory.close()
+    assert files_holding(b"442618") == [] and files_holding(b"Reykjavik") == []

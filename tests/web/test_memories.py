@@ -161,6 +161,10 @@ def test_purge_says_what_it_erases_and_the_chain_still_verifies(signed_in: Page,
     page.get_by_label("Reason (optional, kept in the history)").fill("too personal")
     page.get_by_role("button", name="Erase it").click()
     expect(page.locator(".flash")).to_contain_text("Erased")
+    expect(page.get_by_role("heading", level=1)).to_have_text("Receipt of an erasure")
+    expect(page.locator("pre.receipt")).to_contain_text(fact["id"])
+    expect(page.locator("main")).not_to_contain_text("PIN")
+    shoot(page, "05-purge-receipt")
     assert "PIN" not in json.dumps(ok(api.get(f"/v1/memories/{fact['id']}/history")))
     assert ok(api.get("/v1/audit/verify"))["ok"]
 
@@ -168,6 +172,27 @@ def test_purge_says_what_it_erases_and_the_chain_still_verifies(signed_in: Page,
     expect(page.get_by_role("heading", level=1)).to_have_text("(erased)")
     expect(page.locator("main")).not_to_contain_text("PIN")
     expect(page.locator("ol.timeline li").last).to_contain_text("Erased by you")
+
+
+def test_the_erase_page_names_the_messages_that_go_and_shows_the_receipt(signed_in: Page, api, shoot):
+    """A message that says the memory in the same words goes with it: the page says so first,
+    and the receipt counts it."""
+    page = signed_in
+    said = "I hate coriander and I cook every Sunday"
+    turn = ok(
+        api.post(
+            "/v1/turns", json={"conversation_id": "kitchen", "messages": [{"role": "user", "content": said}]}
+        ),
+        202,
+    )
+    assert turn["queued"]
+    spice = ok(api.post("/v1/memories", json={"text": "I hate coriander"}), 201)
+    page.goto(f"/memories/{spice['id']}/purge")
+    expect(page.locator("main")).to_contain_text("from 1 conversation message it was learnt from")
+    page.get_by_role("button", name="Erase it").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Receipt of an erasure")
+    expect(page.locator("main")).to_contain_text("1 messages")
+    shoot(page, "05-erasure-receipt")
 
 
 def test_audit_shows_the_verified_chain_and_exports_everything(signed_in: Page, api, shoot):

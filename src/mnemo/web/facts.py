@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..domain import MAX_TEXT, Category, Conflict, InvalidInput
+from .. import receipts
+from ..domain import MAX_TEXT, Category, Conflict, InvalidInput, known_id
 from .forms import choice, fact_id, flag, number, text
 from .history import story
 from .render import local_path, page, redirect
@@ -117,15 +120,31 @@ async def confirm_purge(request: Request, session: SessionDep, fact: str) -> Res
     fid = fact_id(fact)
     found = await memory.get(session.scope, fid)
     events = await memory.history(session.scope, fid)
+    plan = await memory.erasure_plan(session.scope, fid)
     return page(
-        request, "purge.html", section="memories", fact=found, events=len(events), here=f"/memories/{fid}"
+        request,
+        "purge.html",
+        section="memories",
+        fact=found,
+        events=len(events),
+        plan=plan,
+        here=f"/memories/{fid}",
     )
 
 
 @router.post("/memories/{fact}/purge")
 async def purge(request: Request, session: SessionDep, form: FormDep, fact: str) -> Response:
     fid = fact_id(fact)
-    await memory_of(request).purge(session.scope, fid, reason=text(form, "reason", 500) or None)
+    _, receipt = await memory_of(request).purge(session.scope, fid, reason=text(form, "reason", 500) or None)
     return redirect(
-        "/memories", "Erased. Its history keeps a record that an erasure happened, without the text."
+        f"/erasures/{receipt.id}",
+        "Erased, with the messages it was learnt from. Its history keeps a record that an erasure"
+        " happened, without the text; this is its signed receipt.",
     )
+
+
+@router.get("/erasures/{receipt}")
+async def show_receipt(request: Request, session: SessionDep, receipt: str) -> Response:
+    found = await memory_of(request).receipt(session.user.id, known_id(receipt, "receipt"))
+    document = json.dumps(receipts.document(found), indent=2, ensure_ascii=False)
+    return page(request, "receipt.html", section="memories", receipt=found, document=document)
