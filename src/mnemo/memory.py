@@ -48,6 +48,7 @@ from .domain import (
     text_hash,
     utcnow,
 )
+from .observe import QUIET, Observer
 from .providers.base import ChatModel, Embedder
 from .recall.fuse import Hit
 from .recall.recaller import ARMS, Recaller
@@ -73,6 +74,7 @@ class Memory:
         clock: Callable[[], datetime] = utcnow,
         accounts: Accounts | None = None,
         writer: Writer | None = None,
+        observer: Observer = QUIET,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -81,7 +83,8 @@ class Memory:
         self.clock = clock
         self.accounts = accounts or Accounts(store, self.settings, clock)  # whether memory is on
         self.writer = writer or new_writer(store, embedder, chat, self.settings.write, clock)
-        self.recaller = Recaller(store, embedder, self.settings.recall, clock)
+        self.observer = observer  # timings of recall's arms (mnemo.observe)
+        self.recaller = Recaller(store, embedder, self.settings.recall, clock, observer)
         self._queued: list[Callable[[], None]] = []
 
     async def open(self) -> Memory:
@@ -196,7 +199,7 @@ class Memory:
         recall = self.settings.recall.model_copy(
             update={"max_tokens": sys.maxsize, "semantic_k": wide, "lexical_k": wide}
         )
-        recaller = Recaller(self.store, self.embedder, recall, self.clock)
+        recaller = Recaller(self.store, self.embedder, recall, self.clock, self.observer)
         return await recaller.recall(scope, query, as_of=as_of, limit=limit, arms=("semantic", "lexical"))
 
     # -- a person's own edits -----------------------------------------------------

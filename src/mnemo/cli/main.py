@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from . import admin, backfill, edits, facts, mcp, reindex, server, transfer
+from . import admin, backfill, edits, facts, keys, mcp, reindex, server, transfer
 from .runtime import Options
 
 app = typer.Typer(
@@ -65,6 +65,7 @@ app.add_typer(admin.settings, name="settings")
 app.add_typer(admin.audit, name="audit")
 app.add_typer(server.app)
 app.add_typer(server.users, name="users")
+app.add_typer(keys.keys, name="keys")
 app.add_typer(mcp.app)
 app.add_typer(backfill.app)
 app.add_typer(reindex.app)

@@ -1,4 +1,5 @@
-"""The HTTP API: /v1 routes over Memory and Accounts, /healthz, and the reference at /docs.
+"""The HTTP API: /v1 routes over Memory and Accounts, /healthz, /readyz and /metrics (`health`),
+and the reference at /docs.
 
 Modules: `routes` (one per area), `schemas` (the JSON shapes), `params` (ids in
 paths, paging, scopes), `deps` (what routes receive), `docs` (Swagger UI). Who
@@ -9,17 +10,13 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from . import docs
+from . import docs, health
 from .routes import account, admin, agents, audit, memories, review, turns
 
 
 def install(app: FastAPI) -> None:
     """The API's routes and its reference; the app must be built with docs_url=None."""
-
-    @app.get("/healthz", tags=["health"])
-    async def healthz() -> dict[str, str]:
-        return {"status": "ok"}
-
+    app.include_router(health.router)
     for module in (memories, review, audit, account, admin, agents, turns):
         app.include_router(module.router)
     docs.install(app)
