@@ -23,6 +23,7 @@ from .. import keys
 from ..auth import get_caller, require_admin
 from ..health import Health
 from ..http.metrics import CONTENT_TYPE, Metrics
+from ..http.responses import errors
 from ..settings import Settings
 
 router = APIRouter(tags=["health"])
@@ -65,7 +66,9 @@ async def _may_read_metrics(request: Request) -> None:
     await require_admin(await get_caller(request))
 
 
-@router.get("/metrics", dependencies=[Depends(_may_read_metrics)], response_class=Response)
+@router.get(
+    "/metrics", dependencies=[Depends(_may_read_metrics)], response_class=Response, responses=errors()
+)
 async def metrics(request: Request) -> Response:
     """The Prometheus text format: requests, recall, embedding, jobs, failed authentications."""
     found: Metrics = request.app.state.metrics
