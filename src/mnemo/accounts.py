@@ -11,15 +11,35 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 
 from . import keys
-from .domain import Agent, ApiKey, Conflict, InvalidInput, MemoryMode, ReviewPolicy, User, utcnow
+from .domain import (
+    Agent,
+    ApiKey,
+    Conflict,
+    InvalidInput,
+    MemoryMode,
+    NotFound,
+    ReviewPolicy,
+    User,
+    utcnow,
+)
 from .gate import memory_enabled
 from .settings import Settings
 from .store.base import Store
 
 SERVER_MODE_KEY = "memory_mode"
+
+
+@dataclass(frozen=True)
+class Member:
+    """A user as the server's administrator sees them: never a key's secret, nor any fact."""
+
+    user: User
+    live_keys: int  # keys not revoked
+    memory_on: bool  # the server's mode, then the person's switch
 
 
 class Accounts:
@@ -45,6 +65,29 @@ class Accounts:
     async def any_user(self) -> bool:
         """Whether the store has any user yet."""
         return await self._store.any_user()
+
+    async def existing_user(self, name: str) -> User:
+        """The user of that name; NotFound (creating no one) if there is none."""
+        user = await self._store.find_user(name)
+        if user is None:
+            raise NotFound(f"no user named {name!r}")
+        return user
+
+    async def existing_user_by_id(self, user_id: str) -> User:
+        """The user of that id; NotFound if there is none."""
+        user = await self._store.get_user(user_id)
+        if user is None:
+            raise NotFound(f"no user {user_id[:80]!r}")
+        return user
+
+    async def members(self) -> list[Member]:
+        """Everyone, in name order, with how many live keys they have and whether memory is on."""
+        mode = await self.server_mode()
+        found = []
+        for user in await self._store.list_users():
+            live = sum(1 for k in await self._store.list_api_keys(user.id) if k.revoked_at is None)
+            found.append(Member(user, live, memory_enabled(mode, user.memory_enabled)))
+        return found
 
     async def create_user(self, name: str) -> tuple[User, ApiKey, str]:
         """A new user and its first API key (the token is shown once); Conflict if the name is taken."""

@@ -24,6 +24,7 @@ from .auth import Authenticator
 from .build import Core, open_core
 from .domain import User
 from .http import errors, timeouts
+from .http.metrics import Metrics, RequestTimer
 from .mcp.http import McpEndpoint
 from .proxy.prepare import check_body
 from .proxy.wire import ChatError
@@ -70,17 +71,19 @@ class TryIt:
 def create_app(settings: Settings, core: Core | None = None) -> FastAPI:
     """The ASGI app. Tests may hand in a Core; otherwise it is built from settings."""
     mcp = McpEndpoint(settings)
+    metrics = Metrics()  # this app's series (/metrics); a core handed in reports to its own observer
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        built = await core.open() if core is not None else await open_core(settings)
+        built = await core.open() if core is not None else await open_core(settings, metrics)
         token = await bootstrap(built.accounts, settings)
         if token:
             # printed, not logged: this is the only time the key exists in clear
             print(f"mnemo: created user {settings.user!r}. Its API key (shown once):\n  {token}", flush=True)
         app.state.memory = built.memory
         app.state.accounts = built.accounts
-        app.state.authenticator = Authenticator.from_settings(built.accounts, settings)
+        app.state.authenticator = Authenticator.from_settings(built.accounts, settings, metrics)
+        app.state.health = built.health()
         app.state.worker = built.worker() if settings.worker else None
         stop = asyncio.Event()
         task = asyncio.create_task(app.state.worker.run(stop)) if app.state.worker else None
@@ -106,12 +109,14 @@ def create_app(settings: Settings, core: Core | None = None) -> FastAPI:
         swagger_ui_oauth2_redirect_url=None,
     )
     app.state.settings = settings
+    app.state.metrics = metrics
     errors.install(app)
     app.add_middleware(errors.BodyLimit, limit=settings.max_body_bytes)
     app.add_middleware(
         timeouts.BodyDeadline, gap=settings.read_timeout_seconds, total=settings.body_timeout_seconds
     )
-    server.install(app)  # the API at /v1, /healthz and /docs
+    app.add_middleware(RequestTimer, metrics=metrics)  # outermost: a refused body is timed too
+    server.install(app)  # the API at /v1, /healthz, /readyz, /metrics and /docs
     proxy.install(app)  # /v1/chat/completions and /v1/models
     web.install(app, TryIt(app))  # the person's page at /, outside the API's schema
     # Starlette serves an ASGI app given as a route's endpoint; its annotation names only handlers

@@ -46,6 +46,7 @@ from . import keys
 from .accounts import Accounts
 from .domain import User
 from .http.client_address import address_of
+from .observe import QUIET, Observer
 from .settings import AuthLimitSettings, Settings
 
 
@@ -69,14 +70,19 @@ class Authenticator:
     """The check of every key presented to one server process (the app that mounts the faces
     makes one, with its limit on failures)."""
 
-    def __init__(self, accounts: Accounts, admin_key: str | None, limiter: AuthLimiter) -> None:
+    def __init__(
+        self, accounts: Accounts, admin_key: str | None, limiter: AuthLimiter, observer: Observer = QUIET
+    ) -> None:
         self.accounts = accounts
         self.admin_key = admin_key
         self.limiter = limiter
+        self.observer = observer  # hears each refusal (mnemo.observe)
 
     @classmethod
-    def from_settings(cls, accounts: Accounts, settings: Settings) -> Authenticator:
-        return cls(accounts, settings.admin_key, AuthLimiter.from_settings(settings.auth_limit))
+    def from_settings(
+        cls, accounts: Accounts, settings: Settings, observer: Observer = QUIET
+    ) -> Authenticator:
+        return cls(accounts, settings.admin_key, AuthLimiter.from_settings(settings.auth_limit), observer)
 
     async def identify(self, token: str, address: str) -> Caller:
         """The caller `token` belongs to; KeyRefused (counted against `address`) if nobody."""
@@ -87,6 +93,7 @@ class Authenticator:
             return Caller(user)
         parsed = keys.parse(token)
         wait = self.limiter.failed(address, parsed[0] if parsed else None)
+        self.observer.auth_failed("refused" if wait is None else "limited")
         raise KeyRefused(None if wait is None else math.ceil(wait))
 
 
@@ -104,6 +111,7 @@ def _bearer(request: Request) -> str:
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
+        request.app.state.authenticator.observer.auth_failed("missing")
         raise HTTPException(
             status.HTTP_401_UNAUTHORIZED,
             "send an API key as 'Authorization: Bearer <key>'",

@@ -14,7 +14,9 @@ from .batch.jobs import Worker
 from .batch.reindex import Reindex
 from .domain import utcnow
 from .forgetting import Forgotten
+from .health import Health
 from .memory import Memory
+from .observe import QUIET, Observer
 from .providers.base import ChatModel, Embedder
 from .settings import Settings
 from .store.base import Store
@@ -34,11 +36,14 @@ class Core:
         *,
         settings: Settings | None = None,
         clock: Callable[[], datetime] = utcnow,
+        observer: Observer = QUIET,
     ) -> None:
         self.settings = settings or Settings()
         self.store = store
         self.clock = clock
+        self.observer = observer
         self._embedder = embedder
+        self._chat = chat
         self.accounts = Accounts(store, self.settings, clock)
         self.forgotten = Forgotten(store, self.accounts)  # what learning and import drop
         self._writer = new_writer(store, embedder, chat, self.settings.write, clock, self.forgotten)
@@ -51,6 +56,7 @@ class Core:
             accounts=self.accounts,
             writer=self._writer,
             forgotten=self.forgotten,
+            observer=observer,
         )
 
     async def open(self) -> Core:
@@ -69,10 +75,16 @@ class Core:
             "max_attempts": jobs.max_attempts,
             "backoff": timedelta(seconds=jobs.backoff_seconds),
             "poll": jobs.poll_seconds,
+            "heartbeat": timedelta(seconds=self.settings.health.heartbeat_seconds),
+            "observer": self.observer,
         }
         worker = Worker(self.store, self._writer, self.accounts, **{**configured, **options})
         self.memory.on_queued(worker.wake)
         return worker
+
+    def health(self) -> Health:
+        """The checks behind /readyz (on the wall clock, as the workers' heartbeats are)."""
+        return Health(self.store, self._chat, self.settings.health)
 
     def backfill(self, **options: Any) -> Backfill:
         """A backfill run's service (`options`: progress, stop_requested)."""
@@ -127,7 +139,7 @@ def sqlite_path(settings: Settings) -> str:
     raise ValueError(f"unsupported database URL {url!r}: use sqlite:///PATH or postgresql://…")
 
 
-def build_embedder(settings: Settings) -> Embedder:
+def build_embedder(settings: Settings, observer: Observer = QUIET) -> Embedder:
     """The configured embedder; concurrent calls to it are coalesced into shared batches."""
     from .providers.coalesce import CoalescingEmbedder
 
@@ -143,7 +155,7 @@ def build_embedder(settings: Settings) -> Embedder:
         from .providers.embed import LocalEmbedder
 
         inner = LocalEmbedder()
-    return CoalescingEmbedder(inner)
+    return CoalescingEmbedder(inner, timed=observer.embedded)
 
 
 def build_chat(settings: Settings) -> ChatModel | None:
@@ -157,13 +169,15 @@ def build_chat(settings: Settings) -> ChatModel | None:
     )
 
 
-def build_core(settings: Settings) -> Core:
-    """The core the settings describe, not yet open."""
-    return Core(build_store(settings), build_embedder(settings), build_chat(settings), settings=settings)
+def build_core(settings: Settings, observer: Observer = QUIET) -> Core:
+    """The core the settings describe, not yet open; `observer` hears its timings."""
+    embedder = build_embedder(settings, observer)
+    chat = build_chat(settings)
+    return Core(build_store(settings), embedder, chat, settings=settings, observer=observer)
 
 
-async def open_core(settings: Settings) -> Core:
-    return await build_core(settings).open()
+async def open_core(settings: Settings, observer: Observer = QUIET) -> Core:
+    return await build_core(settings, observer).open()
 
 
 async def open_memory(settings: Settings) -> Memory:

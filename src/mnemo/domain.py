@@ -497,6 +497,7 @@ class User:
     name: str
     memory_enabled: bool | None = None
     review_policy: ReviewPolicy = ReviewPolicy.AUTO
+    created_at: datetime | None = None  # as stored (None where it was not read)
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,6 +51,7 @@ from .domain import (
 )
 from .erasure import Eraser, Plan
 from .forgetting import Forgotten
+from .observe import QUIET, Observer
 from .providers.base import ChatModel, Embedder
 from .recall.fuse import Hit
 from .recall.recaller import ARMS, Recaller
@@ -77,6 +78,7 @@ class Memory:
         accounts: Accounts | None = None,
         writer: Writer | None = None,
         forgotten: Forgotten | None = None,
+        observer: Observer = QUIET,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -86,8 +88,9 @@ class Memory:
         self.accounts = accounts or Accounts(store, self.settings, clock)  # whether memory is on
         self.forgotten = forgotten or Forgotten(store, self.accounts)
         self.writer = writer or new_writer(store, embedder, chat, self.settings.write, clock, self.forgotten)
-        self.recaller = Recaller(store, embedder, self.settings.recall, clock)
         self.eraser = Eraser(store, self.forgotten, self.accounts, clock)
+        self.observer = observer  # timings of recall's arms (mnemo.observe)
+        self.recaller = Recaller(store, embedder, self.settings.recall, clock, observer)
         self._queued: list[Callable[[], None]] = []
 
     async def open(self) -> Memory:
@@ -202,7 +205,7 @@ class Memory:
         recall = self.settings.recall.model_copy(
             update={"max_tokens": sys.maxsize, "semantic_k": wide, "lexical_k": wide}
         )
-        recaller = Recaller(self.store, self.embedder, recall, self.clock)
+        recaller = Recaller(self.store, self.embedder, recall, self.clock, self.observer)
         return await recaller.recall(scope, query, as_of=as_of, limit=limit, arms=("semantic", "lexical"))
 
     # -- a person's own edits -----------------------------------------------------

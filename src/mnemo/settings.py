@@ -66,6 +66,18 @@ class JobSettings(BaseModel):
     poll_seconds: float = 1.0
 
 
+class HealthSettings(BaseModel):
+    """/readyz and the workers' heartbeats (see mnemo/health.py)."""
+
+    heartbeat_seconds: float = Field(default=15.0, gt=0)  # a worker writes its heartbeat this often
+    # a worker is alive while its last heartbeat is younger than this
+    worker_stale_seconds: float = Field(default=60.0, gt=0)
+    # None: a live worker is required when the server runs its own (MNEMO_WORKER, the default)
+    require_worker: bool | None = None
+    model_check_seconds: float = Field(default=60.0, ge=0)  # how long the chat model's check is kept
+    model_timeout_seconds: float = Field(default=5.0, gt=0)
+
+
 class AuthLimitSettings(BaseModel):
     """Failed authentications per client address and per key id (mnemo/auth.py). Counted in
     each server process's own memory: processes behind a load balancer count apart, and a restart
@@ -111,6 +123,8 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = 8420
     admin_key: str | None = None
+    # a key that reads /metrics and nothing else (the admin key reads it too)
+    metrics_key: str | None = None
     # Addresses or networks of the reverse proxies whose X-Forwarded-For (and -Proto) name the
     # client; comma-separated in the environment. Empty: the headers are ignored, so no client
     # can choose the address that its failed keys count against.
@@ -127,6 +141,7 @@ class Settings(BaseSettings):
     write: WriteSettings = Field(default_factory=WriteSettings)
     jobs: JobSettings = Field(default_factory=JobSettings)
     auth_limit: AuthLimitSettings = Field(default_factory=AuthLimitSettings)
+    health: HealthSettings = Field(default_factory=HealthSettings)
 
     @field_validator("trusted_proxies", mode="before")
     @classmethod

@@ -39,7 +39,15 @@ USER_ROUTES = [
     ("GET", "/v1/jobs"),
     ("GET", f"/v1/jobs/{SOME_ID}"),
 ]
-ADMIN_ROUTES = [("GET", "/v1/admin/settings"), ("PATCH", "/v1/admin/settings"), ("POST", "/v1/admin/users")]
+ADMIN_ROUTES = [
+    ("GET", "/v1/admin/settings"),
+    ("PATCH", "/v1/admin/settings"),
+    ("POST", "/v1/admin/users"),
+    ("GET", "/v1/admin/users"),
+    ("GET", f"/v1/admin/users/{SOME_ID}/keys"),
+    ("POST", f"/v1/admin/users/{SOME_ID}/keys"),
+    ("DELETE", f"/v1/admin/users/{SOME_ID}/keys/0123456789abcdef"),
+]
 
 
 def test_every_route_needs_a_valid_key(server):

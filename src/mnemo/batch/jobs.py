@@ -14,16 +14,21 @@ import contextlib
 import logging
 import os
 import socket
+import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Protocol
 
 from ..accounts import Accounts
 from ..domain import Claim, Conflict, Job, utcnow
+from ..observe import QUIET, Observer
+from ..providers.base import ModelError, ModelUnavailable
 from ..store.base import FactStore, JobQueue
 from ..write.writer import Writer, WriteReport
 
 log = logging.getLogger(__name__)
+
+FORGET_AFTER = timedelta(days=1)  # a worker silent this long loses its heartbeat row
 
 
 class QueueStore(JobQueue, FactStore, Protocol):
@@ -44,7 +49,9 @@ class Worker:
         max_attempts: int = 5,
         backoff: timedelta = timedelta(seconds=5),
         poll: float = 1.0,
+        heartbeat: timedelta = timedelta(seconds=15),
         clock: Callable[[], datetime] = utcnow,
+        observer: Observer = QUIET,
     ) -> None:
         self.store = store
         self.writer = writer
@@ -54,8 +61,11 @@ class Worker:
         self.max_attempts = max_attempts
         self.backoff = backoff
         self.poll = poll
+        self.heartbeat = heartbeat
         self.clock = clock
+        self.observer = observer
         self._wake = asyncio.Event()
+        self._beaten: datetime | None = None  # when this worker last wrote its heartbeat
 
     def wake(self) -> None:
         """A job was just queued: look now rather than at the next poll."""
@@ -67,18 +77,26 @@ class Worker:
         if job is None:
             return None
         claim = Claim(job.id, self.name)
+        started, outcome = time.perf_counter(), "done"
         try:
             report = await self._learn(job, claim)
             if report.retry:
-                await self._fail(job, claim, "; ".join(report.problems) or "the model was unavailable")
+                self.observer.job_failed("model_unavailable")
+                problems = "; ".join(report.problems) or "the model was unavailable"
+                outcome = await self._fail(job, claim, problems)
         except asyncio.CancelledError:  # shutting down mid-job: give it back for later
+            outcome = "released"
             await asyncio.shield(self.store.release_job(claim))
             raise
         except Conflict:
+            outcome = "lost"
             log.info("job %s: claim lost to another worker; leaving it to them", job.id)
         except Exception as exc:  # a bug must not stop the queue: park or retry the job
             log.exception("job %s failed", job.id)
-            await self._fail(job, claim, f"{type(exc).__name__}: {exc}")
+            self.observer.job_failed(_reason(exc))
+            outcome = await self._fail(job, claim, f"{type(exc).__name__}: {exc}")
+        finally:
+            self.observer.job_finished(outcome, time.perf_counter() - started)
         return job
 
     async def _learn(self, job: Job, claim: Claim) -> WriteReport:
@@ -96,25 +114,45 @@ class Worker:
             claim=claim,
         )
 
-    async def _fail(self, job: Job, claim: Claim, error: str) -> None:
+    async def _fail(self, job: Job, claim: Claim, error: str) -> str:
+        """Retry the job later, or park it when it has no attempts left; which of the two."""
         retry_at = None
         if job.attempts < self.max_attempts:
             retry_at = self.clock() + self.backoff * (2 ** (job.attempts - 1))
         with contextlib.suppress(Conflict):
             await self.store.fail_job(claim, error, retry_at)
+        return "retry" if retry_at else "failed"
+
+    async def beat(self) -> None:
+        """Write this worker's heartbeat, if the last one is `heartbeat` old (not on every poll);
+        /readyz reads them. A store that cannot be written is logged, and tried at the next poll."""
+        now = self.clock()
+        if self._beaten is not None and now - self._beaten < self.heartbeat:
+            return
+        try:
+            await self.store.beat(self.name, now, now - FORGET_AFTER)
+            self._beaten = now
+        except Exception:
+            log.warning("worker %s could not write its heartbeat", self.name, exc_info=True)
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Process jobs until `stop` is set; then finish the current one or give it back."""
-        while not stop.is_set():
-            try:
-                job = await self.run_once()
-            except Exception:
-                log.exception("the job queue could not be read; trying again shortly")
-                job = None
-            if job is None:
-                self._wake.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._either(stop), timeout=self.poll)
+        """Process jobs until `stop` is set; then finish the current one or give it back.
+        While it runs, its heartbeat is written every `heartbeat`; when it stops, it goes."""
+        try:
+            while not stop.is_set():
+                await self.beat()
+                try:
+                    job = await self.run_once()
+                except Exception:
+                    log.exception("the job queue could not be read; trying again shortly")
+                    job = None
+                if job is None:
+                    self._wake.clear()
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._either(stop), timeout=self.poll)
+        finally:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self.store.forget_worker(self.name))
 
     async def _either(self, stop: asyncio.Event) -> None:
         waits = [asyncio.create_task(stop.wait()), asyncio.create_task(self._wake.wait())]
@@ -130,3 +168,12 @@ class Worker:
         while await self.run_once() is not None:
             done += 1
         return done
+
+
+def _reason(exc: BaseException) -> str:
+    """A failure's category, for the metrics: never its message."""
+    if isinstance(exc, ModelUnavailable):
+        return "model_unavailable"
+    if isinstance(exc, ModelError):
+        return "model_error"
+    return "error"

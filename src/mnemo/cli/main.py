@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from . import admin, backfill, edits, erasure, facts, mcp, reindex, server, transfer
+from . import admin, backfill, edits, erasure, facts, keys, mcp, reindex, server, transfer
 from .runtime import Options
 
 app = typer.Typer(
@@ -67,6 +67,7 @@ app.add_typer(erasure.erase, name="erase")
 app.add_typer(erasure.receipts, name="receipts")
 app.add_typer(server.app)
 app.add_typer(server.users, name="users")
+app.add_typer(keys.keys, name="keys")
 app.add_typer(mcp.app)
 app.add_typer(backfill.app)
 app.add_typer(reindex.app)

@@ -16,7 +16,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..domain import Agent, AuditReport, Event, Fact
+from ..accounts import Member
+from ..domain import Agent, ApiKey, AuditReport, Event, Fact
 from ..recall.fuse import Hit
 
 ERASED = "(erased)"
@@ -250,6 +251,30 @@ def agents_table(agents: Sequence[Agent]) -> Table:
     table.add_column("id", style="cyan", no_wrap=True)
     for a in agents:
         table.add_row(Text(a.name), "yes" if a.private else "no", "yes" if a.reads_default else "no", a.id)
+    return table
+
+
+def members_table(members: Sequence[Member]) -> Table:
+    """Everyone: the keys counted are the live (unrevoked) ones."""
+    table = _table()
+    table.add_column("name", min_width=8)
+    for column in ("id", "created", "keys", "memory"):
+        table.add_column(column, no_wrap=True)
+    for m in members:
+        on = "on" if m.memory_on else "off"
+        table.add_row(Text(m.user.name), m.user.id, _day(m.user.created_at), str(m.live_keys), on)
+    return table
+
+
+def keys_table(keys: Sequence[ApiKey]) -> Table:
+    """A user's keys: ids, labels and dates, never a secret."""
+    table = _table()
+    table.add_column("id", style="cyan", no_wrap=True)
+    table.add_column("name")
+    table.add_column("created", no_wrap=True)
+    table.add_column("revoked", no_wrap=True)
+    for k in keys:
+        table.add_row(k.id, Text(k.name), _minute(k.created_at), _minute(k.revoked_at) or "no")
     return table
 
 

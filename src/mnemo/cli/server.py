@@ -14,7 +14,7 @@ from ..build import Core, check_database_url
 from ..domain import Conflict
 from ..settings import Settings
 from ..store.private_files import private_directory
-from . import output
+from . import keys, output
 from .options import Json
 from .runtime import BAD_INPUT, FAILED, CliFailure, Options, guarded, run_core
 
@@ -144,3 +144,9 @@ def users_create(
         return
     output.say(f"Created user {user.name} ({user.id}). Its API key (shown once):", "green")
     typer.echo(f"  {token}")
+
+
+@users.command("list")
+def users_list(ctx: typer.Context, json: Json = False) -> None:
+    """Everyone: name, id, when made, how many live keys, whether memory is on."""
+    keys.list_users(ctx, json)

@@ -49,3 +49,8 @@ class ChatModel(Protocol):
         Raises ModelUnavailable when the endpoint fails or times out after retries.
         """
         ...
+
+    async def ping(self, timeout: float) -> None:
+        """Ask the endpoint something cheap (its models), once, within `timeout` seconds.
+        Raises ModelUnavailable when it cannot be reached or fails, ModelError when it refuses."""
+        ...

@@ -65,6 +65,14 @@ class OpenAIChatModel:
             except openai.APIStatusError as err:
                 raise ModelError(f"chat model {self.model_name!r} refused: {err}") from err
 
+    async def ping(self, timeout: float) -> None:
+        try:
+            await self._client.with_options(timeout=timeout, max_retries=0).models.list()
+        except UNAVAILABLE_ERRORS as err:
+            raise ModelUnavailable(f"chat model at {self._base_url} did not answer: {err}") from err
+        except openai.APIStatusError as err:
+            raise ModelError(f"chat model at {self._base_url} refused: {err}") from err
+
     async def aclose(self) -> None:
         """Close the HTTP connection pool."""
         await self._client.close()

@@ -9,7 +9,8 @@ chat proxy with many clients).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -19,9 +20,14 @@ _Waiter = tuple[list[str], asyncio.Future[np.ndarray]]  # a caller's texts, and 
 
 
 class CoalescingEmbedder:
-    def __init__(self, inner: Embedder, *, max_texts: int = 64) -> None:
+    """`timed` hears how long each run of the inner model took (mnemo.observe)."""
+
+    def __init__(
+        self, inner: Embedder, *, max_texts: int = 64, timed: Callable[[float], None] | None = None
+    ) -> None:
         self.inner = inner
         self.max_texts = max_texts
+        self._timed = timed
         self._waiting: list[_Waiter] = []
         self._running = False
         self._task: asyncio.Task[None] | None = None  # held so it is not collected mid-run
@@ -37,7 +43,7 @@ class CoalescingEmbedder:
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         texts = list(texts)
         if len(texts) >= self.max_texts:  # a bulk call is a batch already
-            return await self.inner.embed(texts)
+            return await self._run(texts)
         future: asyncio.Future[np.ndarray] = asyncio.get_running_loop().create_future()
         self._waiting.append((texts, future))
         if not self._running:
@@ -55,7 +61,7 @@ class CoalescingEmbedder:
                     batch.append((texts, future))
                     size += len(texts)
                 try:
-                    vectors = await self.inner.embed([t for texts, _ in batch for t in texts])
+                    vectors = await self._run([t for texts, _ in batch for t in texts])
                 except Exception:
                     # one caller's text may be what failed: each caller is run again alone,
                     # so that it fails only its own (the rest were run together for speed)
@@ -70,11 +76,19 @@ class CoalescingEmbedder:
         finally:
             self._running = False
 
+    async def _run(self, texts: list[str]) -> np.ndarray:
+        started = time.perf_counter()
+        try:
+            return await self.inner.embed(texts)
+        finally:
+            if self._timed is not None:
+                self._timed(time.perf_counter() - started)
+
     async def _alone(self, texts: list[str], future: asyncio.Future[np.ndarray]) -> None:
         if future.done():  # its caller went away
             return
         try:
-            future.set_result(await self.inner.embed(texts))
+            future.set_result(await self._run(texts))
         except Exception as exc:
             future.set_exception(exc)
 

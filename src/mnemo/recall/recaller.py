@@ -5,20 +5,23 @@ from __future__ import annotations
 import asyncio
 import math
 import re
+import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import numpy as np
 
 from .. import audit
 from ..domain import Fact, Scope, Status, readable_agent_keys, shift
+from ..observe import QUIET, Observer
 from ..providers.base import Embedder
 from ..settings import RecallSettings
 from ..store.base import AccountStore, AuditLog, ScoredFact, SearchStore
 from .fuse import Hit, rrf, within_budget
 
+T = TypeVar("T")
 ARMS = ("pinned", "recency", "semantic", "topic", "lexical")
 _WORD = re.compile(r"\w+")
 # A capitalised word that does not open a sentence (with its possessive): a name.
@@ -51,11 +54,13 @@ class Recaller:
         embedder: Embedder,
         settings: RecallSettings,
         clock: Callable[[], datetime],
+        observer: Observer = QUIET,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.settings = settings
         self.clock = clock
+        self.observer = observer
 
     async def recall(
         self,
@@ -115,7 +120,8 @@ class Recaller:
         if "lexical" in arms:
             scoring["lexical"] = self.store.lexical(scope, query, s.lexical_k)
         listed, scored = await asyncio.gather(
-            asyncio.gather(*listing.values()), asyncio.gather(*scoring.values())
+            asyncio.gather(*(self._timed(arm, aw) for arm, aw in listing.items())),
+            asyncio.gather(*(self._timed(arm, aw) for arm, aw in scoring.items())),
         )
         found = dict(zip(listing, listed, strict=True))
         hits = dict(zip(scoring, scored, strict=True))
@@ -134,6 +140,13 @@ class Recaller:
         if "lexical" in hits:
             out["lexical"] = [(n.fact, n.score) for n in hits["lexical"] if n.fact.is_valid_at(now)]
         return out
+
+    async def _timed(self, arm: str, work: Awaitable[T]) -> T:
+        started = time.perf_counter()
+        try:
+            return await work
+        finally:
+            self.observer.recall_arm(arm, time.perf_counter() - started)
 
     async def _past(
         self,

@@ -1,4 +1,5 @@
-"""The HTTP API: /v1 routes over Memory and Accounts, /healthz, and the reference at /docs.
+"""The HTTP API: /v1 routes over Memory and Accounts, /healthz, /readyz and /metrics (`health`),
+and the reference at /docs.
 
 Modules: `routes` (one per area), `schemas` (the JSON shapes), `params` (ids in
 paths, paging, scopes), `deps` (what routes receive), `docs` (Swagger UI). Who
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from . import docs
+from . import docs, health
 from .routes import account, admin, agents, audit, erasures, memories, review, turns
 
 
@@ -20,6 +21,7 @@ def install(app: FastAPI) -> None:
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
+    app.include_router(health.router)
     for module in (memories, erasures, review, audit, account, admin, agents, turns):
         app.include_router(module.router)
     docs.install(app)

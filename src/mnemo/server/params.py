@@ -26,6 +26,10 @@ def _job_id(job_id: str) -> str:
     return known_id(job_id, "job")
 
 
+def _user_id(user_id: str) -> str:
+    return known_id(user_id, "user")
+
+
 def _key_id(key_id: str) -> str:
     if not keys.is_key_id(key_id):
         raise NotFound(f"no API key {key_id[:80]!r}")
@@ -36,6 +40,7 @@ FactIdPath = Annotated[str, Depends(_fact_id)]
 AgentIdPath = Annotated[str, Depends(_agent_id)]
 JobIdPath = Annotated[str, Depends(_job_id)]
 KeyIdPath = Annotated[str, Depends(_key_id)]
+UserIdPath = Annotated[str, Depends(_user_id)]
 
 Limit = Annotated[int, Query(ge=1, le=200, description="At most this many items.")]
 Offset = Annotated[int, Query(ge=0, le=1_000_000_000, description="Skip this many items.")]

@@ -70,6 +70,9 @@ class AccountStore(Protocol):
         review_policy: ReviewPolicy | object = UNSET,
     ) -> User: ...
     async def any_user(self) -> bool: ...
+    async def list_users(self) -> list[User]:
+        """Everyone, in name order (the server's administrator asks: `mnemo users list`)."""
+
     async def create_agent(
         self,
         user_id: str,
@@ -228,6 +231,17 @@ class JobQueue(Protocol):
         self, user_id: str, *, status: JobStatus | None = None, limit: int = 50, offset: int = 0
     ) -> list[Job]: ...
     async def job_messages(self, job: Job) -> list[Message]: ...
+    async def job_counts(self) -> dict[str, int]:
+        """How many jobs are in each state, everyone's together (states without jobs left out)."""
+
+    async def beat(self, worker: str, at: datetime, forget_before: datetime) -> None:
+        """Record that `worker` is alive at `at`; forget the workers silent since `forget_before`."""
+
+    async def forget_worker(self, worker: str) -> None:
+        """A worker stopping: its heartbeat goes."""
+
+    async def heartbeats(self, since: datetime) -> list[datetime]:
+        """The last heartbeat of every worker heard from since `since`, newest first."""
 
 
 class BackfillStore(Protocol):

@@ -134,6 +134,14 @@ class PgTx:
         await self.cursor.execute(f"SELECT * FROM {function}()")
         return [r[0] for r in await self.cursor.fetchall()]
 
+    async def user_ids(self) -> list[str]:
+        await self.cursor.execute("SELECT * FROM mnemo_user_ids()")
+        return [r[0] for r in await self.cursor.fetchall()]
+
+    async def job_counts(self) -> list[tuple[str, int]]:
+        await self.cursor.execute("SELECT * FROM mnemo_job_counts()")
+        return [(r[0], int(r[1])) for r in await self.cursor.fetchall()]
+
 
 @dataclass
 class _Sent:

@@ -80,6 +80,7 @@ def user_from(row: DbRow) -> User:
         name=row[1],
         memory_enabled=None if row[3] is None else bool(row[3]),
         review_policy=ReviewPolicy(row[4]),
+        created_at=when(row[2]),
     )
 
 

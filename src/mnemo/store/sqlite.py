@@ -84,6 +84,13 @@ class SQLiteTx(SyncTx):
     async def users_with(self, table: str) -> list[str]:
         return [r[0] for r in await self.all(f"SELECT DISTINCT user_id FROM {table}")]
 
+    async def user_ids(self) -> list[str]:
+        return [r[0] for r in await self.all("SELECT id FROM users ORDER BY name")]
+
+    async def job_counts(self) -> list[tuple[str, int]]:
+        rows = await self.all("SELECT status, count(*) FROM jobs GROUP BY status")
+        return [(r[0], int(r[1])) for r in rows]
+
 
 class SQLiteStore(SQLStore[SQLiteTx, Pending]):
     def __init__(

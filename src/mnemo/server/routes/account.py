@@ -54,7 +54,7 @@ async def list_keys(accounts: AccountsDep, user: CurrentUser) -> list[KeyPublic]
 async def create_key(accounts: AccountsDep, user: CurrentUser, body: KeyCreate) -> KeyCreated:
     """A new key; `token` is shown in this answer only."""
     key, token = await accounts.create_api_key(user.id, body.name)
-    return KeyCreated(**KeyPublic.of(key).model_dump(), token=token)
+    return KeyCreated.made(key, token)
 
 
 @router.delete("/keys/{key_id}")

@@ -1,4 +1,5 @@
-"""The administrator (the admin key from settings): server-wide memory mode and new users."""
+"""The administrator (the admin key from settings): server-wide memory mode, the users, and
+their keys (a person who lost theirs gets a new one here)."""
 
 from __future__ import annotations
 
@@ -10,17 +11,20 @@ from ...auth import Admin
 from ...domain import MemoryMode
 from ...http.responses import errors
 from ..deps import AccountsDep
+from ..params import KeyIdPath, UserIdPath
 from ..schemas import (
     AdminSettings,
     AdminSettingsUpdate,
+    KeyCreate,
     KeyCreated,
     KeyPublic,
+    MemberPublic,
     UserCreate,
     UserCreated,
     UserPublic,
 )
 
-router = APIRouter(prefix="/v1/admin", tags=["admin"], responses=errors(409))
+router = APIRouter(prefix="/v1/admin", tags=["admin"], responses=errors(404, 409))
 
 
 async def _settings(accounts: Accounts) -> AdminSettings:
@@ -44,5 +48,37 @@ async def update_settings(accounts: AccountsDep, _: Admin, body: AdminSettingsUp
 async def create_user(accounts: AccountsDep, _: Admin, body: UserCreate) -> UserCreated:
     """A new user and its first API key (`key.token`, shown in this answer only)."""
     user, key, token = await accounts.create_user(body.name)
-    created = KeyCreated(**KeyPublic.of(key).model_dump(), token=token)
+    created = KeyCreated.made(key, token)
     return UserCreated(user=UserPublic.of(user), key=created)
+
+
+@router.get("/users")
+async def list_users(accounts: AccountsDep, _: Admin) -> list[MemberPublic]:
+    """Everyone, in name order, with how many live keys they have and whether memory is on."""
+    return [MemberPublic.of(m) for m in await accounts.members()]
+
+
+@router.get("/users/{user_id}/keys")
+async def list_user_keys(accounts: AccountsDep, _: Admin, user_id: UserIdPath) -> list[KeyPublic]:
+    """The user's keys, revoked ones included; never the keys themselves."""
+    user = await accounts.existing_user_by_id(user_id)
+    return [KeyPublic.of(k) for k in await accounts.api_keys(user.id)]
+
+
+@router.post("/users/{user_id}/keys", status_code=http.HTTP_201_CREATED)
+async def create_user_key(
+    accounts: AccountsDep, _: Admin, user_id: UserIdPath, body: KeyCreate
+) -> KeyCreated:
+    """A new key for the user (who lost theirs); `token` is shown in this answer only."""
+    user = await accounts.existing_user_by_id(user_id)
+    key, token = await accounts.create_api_key(user.id, body.name)
+    return KeyCreated.made(key, token)
+
+
+@router.delete("/users/{user_id}/keys/{key_id}")
+async def revoke_user_key(
+    accounts: AccountsDep, _: Admin, user_id: UserIdPath, key_id: KeyIdPath
+) -> KeyPublic:
+    """Revoke one of the user's keys: it stops working at once. Another user's key: 404."""
+    user = await accounts.existing_user_by_id(user_id)
+    return KeyPublic.of(await accounts.revoke_api_key(user.id, key_id))

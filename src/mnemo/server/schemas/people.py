@@ -7,6 +7,7 @@ from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
+from ...accounts import Member
 from ...domain import (
     ApiKey,
     MemoryMode,
@@ -24,6 +25,27 @@ class UserPublic(BaseModel):
     @classmethod
     def of(cls, user: User) -> UserPublic:
         return cls(id=user.id, name=user.name)
+
+
+class MemberPublic(BaseModel):
+    """A user as the administrator sees them: no key's secret, no fact."""
+
+    id: str
+    name: str
+    created_at: datetime | None
+    live_keys: int = Field(description="Keys not revoked.")
+    memory_enabled: bool = Field(description="Whether memory is on for them now (server mode and switch).")
+
+    @classmethod
+    def of(cls, member: Member) -> MemberPublic:
+        user = member.user
+        return cls(
+            id=user.id,
+            name=user.name,
+            created_at=user.created_at,
+            live_keys=member.live_keys,
+            memory_enabled=member.memory_on,
+        )
 
 
 class MePublic(BaseModel):
@@ -85,6 +107,10 @@ class KeyPublic(BaseModel):
 
 class KeyCreated(KeyPublic):
     token: str = Field(description="The key itself: shown this once, stored only as a hash.")
+
+    @classmethod
+    def made(cls, key: ApiKey, token: str) -> KeyCreated:
+        return cls(**KeyPublic.of(key).model_dump(), token=token)
 
 
 class KeyCreate(Request):

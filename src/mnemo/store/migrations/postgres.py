@@ -20,6 +20,7 @@ from .postgres_security import (
     common_words_functions,
     keyed_claim_function,
     lexical_function,
+    operations_functions,
     ordered_claim_function,
     people_functions,
     protect,
@@ -386,6 +387,16 @@ def _forgetting(cur: Cursor) -> None:
         cur.execute(sql.SQL("GRANT " + grants + " ON {} TO " + APP_ROLE).format(sql.Identifier(table)))
 
 
+def _operations(cur: Cursor) -> None:
+    """The heartbeats of the job workers, which /readyz reads (server-wide, like settings:
+    outside the wall, a worker's name is no one's data), and the questions across users that
+    running a server asks: who is here (`mnemo users list`) and how many jobs are in each state
+    (/metrics)."""
+    cur.execute("CREATE TABLE worker_heartbeats (worker text PRIMARY KEY, beat_at timestamptz NOT NULL)")
+    cur.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON worker_heartbeats TO {APP_ROLE}")
+    operations_functions(cur)
+
+
 MIGRATIONS = [
     Migration(1, "initial", _initial),
     Migration(2, "server", _server),
@@ -398,4 +409,5 @@ MIGRATIONS = [
     Migration(9, "four_digit_years", _four_digit_years),
     Migration(10, "user_keys", _user_keys),
     Migration(11, "forgetting", _forgetting),
+    Migration(12, "operations", _operations),
 ]

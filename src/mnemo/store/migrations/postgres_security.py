@@ -10,7 +10,7 @@ this id) and the lexical search (see `lexical_function`) are SECURITY DEFINER
 functions owned by the migrating role, each answering no more than it must.
 The owner is not subject to the policies (no FORCE ROW LEVEL SECURITY): it
 only runs the migrations, these functions, and the HNSW index builds.
-Only `settings` (server-wide) is outside the wall.
+Only `settings` and `worker_heartbeats` (server-wide) are outside the wall.
 
 Part of the migrations (store/migrations/postgres.py): never edit what an
 applied migration ran; add new functions in new migrations.
@@ -310,3 +310,21 @@ def reindex_functions(cur: Cursor) -> None:
         """
     )
     definer(cur, "mnemo_users_with_facts()")
+
+
+def operations_functions(cur: Cursor) -> None:
+    """Everyone's ids, in name order (each user is then read as that user), and the number of
+    jobs in each state, whoever's they are: counts only."""
+    cur.execute(
+        """
+        CREATE FUNCTION mnemo_user_ids() RETURNS SETOF text LANGUAGE sql STABLE AS $$
+            SELECT id FROM users ORDER BY name
+        $$;
+        CREATE FUNCTION mnemo_job_counts() RETURNS TABLE (status text, jobs bigint)
+        LANGUAGE sql STABLE AS $$
+            SELECT status, count(*) FROM jobs GROUP BY status
+        $$;
+        """
+    )
+    definer(cur, "mnemo_user_ids()")
+    definer(cur, "mnemo_job_counts()")

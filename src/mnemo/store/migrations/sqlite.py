@@ -423,6 +423,18 @@ def _forgetting(cur: Cursor) -> None:
     )
 
 
+def _operations(cur: Cursor) -> None:
+    """The heartbeats of the job workers (`mnemo serve`'s own, `mnemo worker` processes), which
+    /readyz reads: one row per worker, written every few seconds at most, not on every poll.
+    Server-wide, like settings: a worker's name (host:pid:…) is no one's data."""
+    _script(
+        cur,
+        """
+        CREATE TABLE worker_heartbeats (worker TEXT PRIMARY KEY, beat_at TEXT NOT NULL);
+        """,
+    )
+
+
 MIGRATIONS = [
     Migration(1, "initial", _initial),
     Migration(2, "server", _server),
@@ -435,4 +447,5 @@ MIGRATIONS = [
     Migration(9, "four_digit_years", _four_digit_years),
     Migration(10, "user_keys", _user_keys),
     Migration(11, "forgetting", _forgetting),
+    Migration(12, "operations", _operations),
 ]

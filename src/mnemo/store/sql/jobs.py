@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from ...domain import Claim, Conflict, Job, JobStatus, Message, NotFound, Scope, new_id
-from ..rows import JOB_COLUMNS, job_from
+from ..rows import JOB_COLUMNS, job_from, when
 from .people import save_messages
 from .tx import Tx
 
@@ -116,3 +116,30 @@ async def job_messages(tx: Tx, job: Job) -> list[Message]:
     )
     by_id = {r[0]: Message(r[1], r[2], r[0]) for r in rows}
     return [by_id[i] for i in job.message_ids if i in by_id]
+
+
+# -- the workers' heartbeats (server-wide, outside any user) --------------------------------
+
+
+async def job_counts(tx: Tx) -> dict[str, int]:
+    return dict(await tx.job_counts())
+
+
+async def beat(tx: Tx, worker: str, at: datetime, forget_before: datetime) -> None:
+    await tx.execute(
+        "INSERT INTO worker_heartbeats (worker, beat_at) VALUES (?, ?)"
+        " ON CONFLICT (worker) DO UPDATE SET beat_at = excluded.beat_at",
+        (worker, at),
+    )
+    await tx.execute("DELETE FROM worker_heartbeats WHERE beat_at < ?", (forget_before,))
+
+
+async def forget_worker(tx: Tx, worker: str) -> None:
+    await tx.execute("DELETE FROM worker_heartbeats WHERE worker = ?", (worker,))
+
+
+async def heartbeats(tx: Tx, since: datetime) -> list[datetime]:
+    rows = await tx.all(
+        "SELECT beat_at FROM worker_heartbeats WHERE beat_at >= ? ORDER BY beat_at DESC", (since,)
+    )
+    return [when(r[0]) for r in rows]

@@ -79,6 +79,12 @@ async def update_user(tx: Tx, user_id: str, memory_enabled: Any, review_policy: 
     return user
 
 
+async def all_users(tx: Tx) -> list[User]:
+    """Everyone, in name order."""
+    found = [await user_row(tx, user_id) for user_id in await tx.user_ids()]
+    return [u for u in found if u is not None]
+
+
 async def users_with(tx: Tx, table: str) -> list[User]:
     """Everyone with a row in `table`, in name order."""
     found = [await user_row(tx, user_id) for user_id in await tx.users_with(table)]

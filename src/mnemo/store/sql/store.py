@@ -113,6 +113,9 @@ class SQLStore(ABC, Generic[X, Pending]):
 
         return await self._read(None, ask)
 
+    async def list_users(self) -> list[User]:
+        return await self._read(None, people.all_users)
+
     async def create_agent(
         self,
         user_id: str,
@@ -322,6 +325,18 @@ class SQLStore(ABC, Generic[X, Pending]):
 
     async def job_messages(self, job: Job) -> list[Message]:
         return await self._read(job.user_id, jobs.job_messages, job)
+
+    async def job_counts(self) -> dict[str, int]:
+        return await self._read(None, jobs.job_counts)
+
+    async def beat(self, worker: str, at: datetime, forget_before: datetime) -> None:
+        await self._write(None, jobs.beat, worker, at, forget_before)
+
+    async def forget_worker(self, worker: str) -> None:
+        await self._write(None, jobs.forget_worker, worker)
+
+    async def heartbeats(self, since: datetime) -> list[datetime]:
+        return await self._read(None, jobs.heartbeats, since)
 
     # -- backfill (see mnemo.batch.backfill) -----------------------------------------------------------
 

@@ -69,6 +69,12 @@ class Tx(Statements, Protocol):
         """The owner of the job (entered), while `worker` holds its claim."""
 
     async def any_user(self) -> bool: ...
+    async def user_ids(self) -> list[str]:
+        """Everyone's id, in name order."""
+
+    async def job_counts(self) -> list[tuple[str, int]]:
+        """(state, number of jobs) for each state that has jobs, whoever's they are."""
+
     async def users_with(self, table: str) -> list[str]:
         """Ids of the users with a row in `table` ("facts" or "conversations")."""
 
