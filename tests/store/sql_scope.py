@@ -142,6 +142,11 @@ CROSS_USER_FUNCTIONS = {
     # of `tsv` (which cover every user, as statistics do): the lexical search
     # drops them. Lexemes only, never a fact, an id or a user
     "mnemo_common_words": "the words too common to search by, from the planner's statistics",
+    # everyone's ids, in name order: `mnemo users list` and GET /v1/admin/users (run where
+    # the database is, or with the admin key); each user is then read as that user
+    "mnemo_user_ids": "every user's id, for the operator's list of users",
+    # how many jobs are in each state, whoever's: /metrics. Counts only, never a user or text
+    "mnemo_job_counts": "the number of jobs in each state, for /metrics",
 }
 
 # plpgsql functions: each named, with why it is harmless; the test also makes
@@ -234,6 +239,10 @@ ALLOWED: dict[str, tuple[str, Callable[[Parsed], bool]]] = {
     "settings": (
         "server-wide settings (the memory mode): no user's; a reference table in the Citus plan",
         lambda p: p.tables == {"settings"},
+    ),
+    "worker heartbeats": (
+        "each job worker's last sign of life, for /readyz: a worker's name (host:pid) is no one's data",
+        lambda p: p.tables == {"worker_heartbeats"},
     ),
     "cross-user lookups": (
         "a call, alone, of one of CROSS_USER_FUNCTIONS (see each one's reason)",

@@ -240,6 +240,13 @@ async def _workload(url: str, embedder: Any, llm: ScriptedOpenAI, data_dir: Path
                 break
             await asyncio.sleep(0.05)
 
+        # operations: who is here, the queue's counts, the workers' heartbeats
+        assert {m.user.name for m in await memory.accounts.members()} >= {"alice", "bob"}
+        assert sum((await store.job_counts()).values()) >= 3
+        await store.beat("w1", clock.now, clock.now - timedelta(days=1))
+        assert await store.heartbeats(clock.now - timedelta(minutes=1)) == [clock.now]
+        await store.forget_worker("w1")
+
         # backfill: who has conversations, theirs in a window, their messages, per-turn marks
         assert [u.name for u in await store.users_with_conversations()] == ["alice", "bob"]
         refs = await store.conversations_since(alice.id, None)
@@ -254,8 +261,16 @@ async def _workload(url: str, embedder: Any, llm: ScriptedOpenAI, data_dir: Path
         await store.commit(alice.id, [], clock.now, mark=again)
         assert [m.run_id for m in await store.backfill_marks(alice.id, ["c1", "c2"])] == ["run-2"]
 
-        # erasure, and an agent's deletion (its facts are retracted)
+        # erasure: a memory with the message it came from, a conversation, the receipts, the
+        # person writing an erased text again; and an agent's deletion (its facts are retracted)
         await memory.purge(me, kayak.id, reason="erase it")
+        cello = next(f for f in await memory.list(me) if "cello" in f.text)
+        _, receipt = await memory.purge(me, cello.id)
+        assert receipt.body["erased"]["messages"]
+        await memory.erase_conversation(alice.id, "c2", with_facts=True)
+        assert receipt.id in [r.id for r in await memory.receipts(alice.id)]
+        assert (await memory.receipt(alice.id, receipt.id)).id == receipt.id
+        await memory.add(me, "I own a blue kayak")  # written again by the person: learnt again
         assert (await memory.verify_audit(alice.id)).ok
         _, retracted = await memory.delete_agent(alice.id, agent.id)
         assert retracted == 1
