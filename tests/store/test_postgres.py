@@ -201,7 +201,7 @@ async def test_a_new_migration_applies_once(make_store, monkeypatch):
     def add_nickname(cur):
         cur.execute("ALTER TABLE users ADD COLUMN nickname text")
 
-    newer = [*MIGRATIONS, Migration(len(MIGRATIONS) + 1, "nickname", add_nickname)]
+    newer = [*MIGRATIONS, Migration(MIGRATIONS[-1].version + 1, "nickname", add_nickname)]
     monkeypatch.setattr(postgres_module, "MIGRATIONS", newer)
     for _ in range(2):
         store = make_store()

@@ -35,7 +35,7 @@ async def test_an_older_database_upgrades_in_place(tmp_path, embedder, monkeypat
 
     newer = [
         *sqlite_module.MIGRATIONS,
-        Migration(len(sqlite_module.MIGRATIONS) + 1, "nickname", add_nickname),
+        Migration(sqlite_module.MIGRATIONS[-1].version + 1, "nickname", add_nickname),
     ]
     monkeypatch.setattr(sqlite_module, "MIGRATIONS", newer)
     upgraded = Memory(SQLiteStore(path), embedder)

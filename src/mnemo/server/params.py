@@ -26,6 +26,10 @@ def _job_id(job_id: str) -> str:
     return known_id(job_id, "job")
 
 
+def _turn_id(turn_id: str) -> str:
+    return known_id(turn_id, "turn")
+
+
 def _key_id(key_id: str) -> str:
     if not keys.is_key_id(key_id):
         raise NotFound(f"no API key {key_id[:80]!r}")
@@ -35,6 +39,7 @@ def _key_id(key_id: str) -> str:
 FactIdPath = Annotated[str, Depends(_fact_id)]
 AgentIdPath = Annotated[str, Depends(_agent_id)]
 JobIdPath = Annotated[str, Depends(_job_id)]
+TurnIdPath = Annotated[str, Depends(_turn_id)]
 KeyIdPath = Annotated[str, Depends(_key_id)]
 
 Limit = Annotated[int, Query(ge=1, le=200, description="At most this many items.")]

@@ -395,6 +395,23 @@ def _user_keys(cur: Cursor) -> None:
     )
 
 
+def _turn_states(cur: Cursor) -> None:
+    """A turn a person can follow: learnt without a chat model (waiting, queued again by a
+    worker that has one), or skipped, each a status of its own. Jobs skipped before were done
+    with the reason in their result: they are skipped now."""
+    _script(
+        cur,
+        """
+        CREATE INDEX jobs_waiting ON jobs (id) WHERE status = 'waiting';
+        UPDATE jobs SET status = 'skipped', result = json_set(result, '$.skip_reason',
+            CASE json_extract(result, '$.skipped')
+                WHEN 'automation turns never write memory' THEN 'automation'
+                WHEN 'its agent was deleted' THEN 'agent_deleted' ELSE 'memory_off' END)
+        WHERE status = 'done' AND json_extract(result, '$.skipped') IS NOT NULL;
+        """,
+    )
+
+
 MIGRATIONS = [
     Migration(1, "initial", _initial),
     Migration(2, "server", _server),
@@ -406,4 +423,5 @@ MIGRATIONS = [
     Migration(8, "erasure", _erasure),
     Migration(9, "four_digit_years", _four_digit_years),
     Migration(10, "user_keys", _user_keys),
+    Migration(12, "turn_states", _turn_states),
 ]
