@@ -246,3 +246,8 @@ def _take_the_last_pages(store) -> None:
                 store._conn.execute("INSERT INTO test_disk_filler VALUES (zeroblob(256))")
         except sqlean.OperationalError as exc:
             assert "full" in str(exc), exc
+        try:  # a full leaf splits into two new pages, so one may be left: a new table's root takes it
+            for n in range(100):
+                store._conn.execute(f"CREATE TABLE test_disk_filler_{n} (b BLOB)")
+        except sqlean.OperationalError as exc:
+            assert "full" in str(exc), exc

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
@@ -455,6 +455,80 @@ class JobStatus(StrEnum):
     CLAIMED = "claimed"
     DONE = "done"
     FAILED = "failed"
+    WAITING = "waiting"  # learnt only explicit requests: learnt again once a chat model is configured
+    SKIPPED = "skipped"  # never learnt from (see SkipReason)
+
+    @staticmethod
+    def finished(result: dict[str, Any]) -> JobStatus:
+        """The status a job ends with, by what its learning recorded."""
+        if result.get("skipped"):
+            return JobStatus.SKIPPED
+        return JobStatus.WAITING if result.get("waiting_for_model") else JobStatus.DONE
+
+
+class TurnState(StrEnum):
+    """A stored turn as its person reads it: one state per status of its job."""
+
+    QUEUED = "queued"
+    LEARNING = "learning"
+    LEARNT = "learnt"
+    WAITING_FOR_MODEL = "waiting_for_model"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+    @property
+    def status(self) -> JobStatus:
+        return next(s for s, state in _STATE_OF.items() if state == self)
+
+
+_STATE_OF = {
+    JobStatus.PENDING: TurnState.QUEUED,
+    JobStatus.CLAIMED: TurnState.LEARNING,
+    JobStatus.DONE: TurnState.LEARNT,
+    JobStatus.WAITING: TurnState.WAITING_FOR_MODEL,
+    JobStatus.FAILED: TurnState.FAILED,
+    JobStatus.SKIPPED: TurnState.SKIPPED,
+}
+
+
+class FailReason(StrEnum):
+    """Why learning from a turn failed, as a category: never the model's or the person's words."""
+
+    MODEL_UNREACHABLE = "model_unreachable"
+    INVALID_REPLY = "invalid_reply"
+    TIMEOUT = "timeout"
+    REFUSED_BY_POLICY = "refused_by_policy"
+    INTERNAL = "internal"  # a bug
+
+
+class SkipReason(StrEnum):
+    AUTOMATION = "automation"
+    MEMORY_OFF = "memory_off"
+    AGENT_DELETED = "agent_deleted"
+
+
+# what a turn did to memory, each kind as fact ids (a superseded fact is the one replaced)
+FACT_KINDS = ("created", "updated", "superseded", "reinforced", "retracted", "held")
+_KIND_OF = {
+    Action.CREATE: "created",
+    Action.EDIT: "updated",
+    Action.SUPERSEDE: "superseded",
+    Action.REINFORCE: "reinforced",
+    Action.RETRACT: "retracted",
+}
+
+
+def learnt_facts(
+    changes: Sequence[Change], earlier: dict[str, list[str]] | None = None
+) -> dict[str, list[str]]:
+    """The fact ids a turn's changes touched, by kind, after those of an `earlier` pass."""
+    out = {kind: list((earlier or {}).get(kind, ())) for kind in FACT_KINDS}
+    for change in changes:
+        if change.action == Action.CREATE and change.fact.status == Status.CANDIDATE:
+            out["held"].append(change.fact.id)
+        elif (kind := _KIND_OF.get(change.action)) is not None:
+            out[kind].append(change.fact.id)
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -481,6 +555,39 @@ class Job:
     @property
     def scope(self) -> Scope:
         return Scope(self.user_id, self.agent_id)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredTurn:
+    """A stored turn as its person reads it: its state, why (a category), and what it learnt."""
+
+    id: str
+    agent_id: str | None
+    conversation_id: str
+    message_ids: tuple[str, ...]
+    state: TurnState
+    reason: str | None  # a FailReason (failed, or queued again after one), or a SkipReason
+    facts: dict[str, list[str]]  # FACT_KINDS → fact ids (learnt, waiting_for_model)
+    attempts: int
+    created_at: datetime
+    finished_at: datetime | None
+
+    @classmethod
+    def of(cls, job: Job) -> StoredTurn:
+        result = job.result or {}
+        recorded = result.get("facts") or {}
+        return cls(
+            id=job.id,
+            agent_id=job.agent_id,
+            conversation_id=job.conversation_id,
+            message_ids=job.message_ids,
+            state=_STATE_OF[job.status],
+            reason=result.get("skip_reason") or result.get("reason"),
+            facts={kind: list(recorded.get(kind, ())) for kind in FACT_KINDS},
+            attempts=job.attempts,
+            created_at=job.created_at,
+            finished_at=job.finished_at,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -530,6 +637,7 @@ class Turn:
     conversation_id: str | None = None
     automation: bool = False
     at: datetime | None = None
+    id: str | None = None  # the id to store it under (its job's), chosen ahead: the proxy's reply names it
 
     @classmethod
     def of(cls, scope: Scope, *pairs: tuple[str, str], **kwargs: Any) -> Turn:

@@ -43,7 +43,9 @@ from .domain import (
     Source,
     SourceKind,
     Status,
+    StoredTurn,
     Turn,
+    TurnState,
     clean_text,
     new_id,
     text_hash,
@@ -147,6 +149,20 @@ class Memory:
     async def job(self, user_id: str, job_id: str) -> Job:
         return await self.store.get_job(user_id, job_id)
 
+    async def turns(
+        self, user_id: str, *, state: TurnState | None = None, limit: int = 50, offset: int = 0
+    ) -> list[StoredTurn]:
+        """The person's stored turns, newest first: each one's state and what it learnt."""
+        status = state.status if state is not None else None
+        return [StoredTurn.of(j) for j in await self.jobs(user_id, status=status, limit=limit, offset=offset)]
+
+    async def turn(self, user_id: str, turn_id: str) -> StoredTurn:
+        """One of the person's stored turns (its id is its job's); NotFound for anyone else's."""
+        try:
+            return StoredTurn.of(await self.job(user_id, turn_id))
+        except NotFound:
+            raise NotFound(f"no turn {turn_id}") from None
+
     # -- the two jobs -----------------------------------------------------------
 
     async def remember(self, turn: Turn) -> WriteReport:
@@ -167,7 +183,7 @@ class Memory:
             return None
         scope = Scope(turn.scope.user_id, turn.scope.agent_id)
         job = await self.store.enqueue_turn(
-            scope, turn.conversation_id or new_id(), turn.messages, turn.at or self.clock()
+            scope, turn.conversation_id or new_id(), turn.messages, turn.at or self.clock(), job_id=turn.id
         )
         for wake in self._queued:
             wake()

@@ -22,7 +22,7 @@ class Observer(Protocol):
         """A worker let go of a job: done, retry, failed (no attempts left), released, lost."""
 
     def job_failed(self, reason: str) -> None:
-        """Why a job did not succeed: model_unavailable, model_error, error."""
+        """Why a job did not succeed, by category (domain.FailReason): never its message."""
 
     def auth_failed(self, reason: str) -> None:
         """A request with a wrong key (refused), one over the limit (limited), or none (missing)."""

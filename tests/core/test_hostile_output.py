@@ -63,9 +63,12 @@ async def _run(memory, scripted_llm, clock, case: Case, n: int, others: Scope, v
             job = await memory.submit(_turn(victim, n))
             await worker_for(memory, clock=clock, backoff=timedelta(seconds=1)).drain()
             job = await memory.job(victim.user_id, job.id)
-            if job.status != JobStatus.DONE:
+            if job.status == JobStatus.FAILED and job.result == {"reason": "invalid_reply"}:
+                problems = [job.last_error]  # nothing usable in the reply: parked, saying why
+            elif job.status != JobStatus.DONE:
                 return [f"job {job.status}: {job.last_error}"]
-            problems = job.result["problems"]
+            else:
+                problems = job.result["problems"]
         else:
             report = await memory.remember(_turn(victim, n))
             if not isinstance(report, WriteReport) or report.retry or report.skipped:

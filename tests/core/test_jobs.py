@@ -28,7 +28,8 @@ async def test_a_submitted_turn_is_learnt_once(memory, alice, clock):
     assert await w.drain() == 1
     assert await w.drain() == 0
     done = await memory.job(alice.user_id, job.id)
-    assert done.status == JobStatus.DONE and done.result["events"] == 1
+    # without a chat model only the explicit request is learnt: the turn waits for a model
+    assert done.status == JobStatus.WAITING and done.result["events"] == 1
     assert texts(await memory.list(alice)) == ["I live in Lisbon"]
     fact = (await memory.list(alice))[0]
     assert fact.source.conversation_id == "c1" and fact.source.message_ids[0] in job.message_ids
@@ -50,7 +51,7 @@ async def test_a_queued_turn_wakes_the_worker_at_once(core, alice, clock):
     job = await core.memory.submit(turn(alice, "Remember that I live in Lisbon"))
     try:
         async with asyncio.timeout(30):
-            while (await core.memory.job(alice.user_id, job.id)).status != JobStatus.DONE:
+            while (await core.memory.job(alice.user_id, job.id)).status != JobStatus.WAITING:
                 await asyncio.sleep(0.02)
     finally:
         stop.set()
@@ -72,6 +73,8 @@ async def test_switching_memory_off_before_the_worker_runs_writes_nothing(memory
     await memory.accounts.set_user_switch(alice.user_id, False)
     await worker(memory, clock).drain()
     assert (await memory.job(alice.user_id, job.id)).result["skipped"]
+    skipped = await memory.turn(alice.user_id, job.id)
+    assert (skipped.state, skipped.reason, skipped.facts["created"]) == ("skipped", "memory_off", [])
     assert await memory.list(alice) == []
 
 
@@ -138,7 +141,7 @@ async def test_two_workers_share_the_queue_without_doubles(memory, alice, clock)
     done = await asyncio.gather(a.drain(), b.drain())
     assert sum(done) == 12
     assert len(await memory.list(alice, limit=100)) == 12
-    assert all(j.status == JobStatus.DONE for j in await memory.jobs(alice.user_id))
+    assert all(j.status == JobStatus.WAITING for j in await memory.jobs(alice.user_id))
 
 
 async def test_one_persons_turns_are_claimed_one_at_a_time_in_the_order_they_came(memory, alice, bob, clock):
@@ -203,6 +206,25 @@ async def test_a_turn_of_a_deleted_agent_is_skipped_not_failed(memory, alice, cl
     await memory.delete_agent(alice.user_id, agent.id)
     assert await worker(memory, clock).drain() == 1
     done = await memory.job(alice.user_id, job.id)
-    assert done.status == JobStatus.DONE and done.attempts == 1
-    assert done.result["skipped"] == "its agent was deleted"
+    assert done.status == JobStatus.SKIPPED and done.attempts == 1
+    assert done.result["skipped"] == "its agent was deleted" and done.result["skip_reason"] == "agent_deleted"
     assert await memory.list(Scope(alice.user_id, all_agents=True), statuses=None) == []
+
+
+@pytest.mark.slow
+async def test_a_model_that_answers_too_late_fails_the_turn_as_a_timeout(
+    store, embedder, settings, clock, scripted_llm, alice
+):
+    from mnemo.build import Core
+    from mnemo.providers.chat import OpenAIChatModel
+
+    chat = OpenAIChatModel(scripted_llm.base_url, "test-key", "scripted-model", timeout=0.2, max_retries=0)
+    memory = Core(store, embedder, chat, settings=settings, clock=clock).memory
+    try:
+        scripted_llm.stall(1.0, '{"facts": []}')
+        job = await memory.submit(turn(alice, "I have a cat named Miso."))
+        await worker(memory, clock, max_attempts=1).drain()
+        failed = await memory.turn(alice.user_id, job.id)
+        assert (failed.state, failed.reason, failed.attempts) == ("failed", "timeout", 1)
+    finally:
+        await chat.aclose()

@@ -37,11 +37,11 @@ def texts(page: dict) -> list[str]:
 
 
 def wait_for_job(client: httpx2.Client, job_id: str, timeout: float = 15.0) -> dict:
-    """Poll the job until it is done or failed."""
+    """Poll the job until it is finished: done, failed, skipped or waiting for a chat model."""
     deadline = time.monotonic() + timeout
     while True:
         job = ok(client.get(f"/v1/jobs/{job_id}"))
-        if job["status"] in ("done", "failed"):
+        if job["status"] in ("done", "failed", "skipped", "waiting"):
             return job
         if time.monotonic() > deadline:
             raise AssertionError(f"job still {job['status']} after {timeout} s: {job}")

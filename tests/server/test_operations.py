@@ -152,7 +152,7 @@ def test_metrics_after_real_requests_name_routes_arms_jobs_and_failures_but_nobo
     text = wait_until(
         lambda: (
             (t := scrape(server))
-            and value(t, 'mnemo_job_failures_total{reason="model_unavailable"}') >= 1
+            and value(t, 'mnemo_job_failures_total{reason="model_unreachable"}') >= 1
             and t
         ),
         what="a failed attempt",

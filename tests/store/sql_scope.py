@@ -132,6 +132,9 @@ CROSS_USER_FUNCTIONS = {
     # whose job a claim is, while that worker holds it: how a worker that
     # holds only (job id, worker name) enters the job's user to finish it
     "mnemo_claimant": "the owner of a claimed job, before the user is known",
+    # the jobs learnt without a chat model, queued again when a worker with one starts: the
+    # queue is every user's, as the claim's is; it answers a count only
+    "mnemo_requeue_waiting": "queues again every user's jobs that waited for a chat model",
     # who has conversations at all: `mnemo backfill` without --users walks
     # everyone's; ids only, and each user's conversations are then read as that user
     "mnemo_users_with_conversations": "the users backfill walks, before any is known",

@@ -200,11 +200,11 @@ async def _workload(url: str, embedder: Any, llm: ScriptedOpenAI, data_dir: Path
         messages = [Message("user", "Remember that I am root")]
         await store.enqueue_turn(me, "c3", messages, clock.now, automation=True)
         assert await worker.drain() == 2
-        assert (await memory.job(alice.id, job.id)).status == JobStatus.DONE
+        assert (await memory.job(alice.id, job.id)).status == JobStatus.WAITING  # no chat model
         said = await memory.messages(alice.id, "c2")
         assert [m.role for m in said] == ["user", "assistant"]
         assert await memory.messages(bob.id, "c2") == []
-        assert len(await memory.jobs(alice.id, status=JobStatus.DONE)) == 2
+        assert [j.status for j in await memory.jobs(alice.id)] == [JobStatus.SKIPPED, JobStatus.WAITING]
         failing = worker_for(smart, clock=clock, backoff=timedelta(seconds=10), max_attempts=2)
         parked = await smart.submit(_turn(Scope(bob.id), "I have a dog named Rex."))
         llm.fail(503, "overloaded", times=2)
@@ -218,6 +218,7 @@ async def _workload(url: str, embedder: Any, llm: ScriptedOpenAI, data_dir: Path
         await store.release_job(Claim(claimed.id, "leaving"))
         assert await worker.drain() == 1
         assert len(await memory.jobs(alice.id)) == 3
+        assert await failing.requeue_waiting() == 2  # a worker with a chat model: everyone's waiting
 
         # reading: recall (every arm), the person's search, the past, lists, the log
         for scope in (me, chef, everything):

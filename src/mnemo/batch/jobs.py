@@ -20,11 +20,11 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from ..accounts import Accounts
-from ..domain import Claim, Conflict, Job, utcnow
+from ..domain import FACT_KINDS, Claim, Conflict, FailReason, Job, utcnow
 from ..observe import QUIET, Observer
 from ..providers.base import ModelError, ModelUnavailable
 from ..store.base import FactStore, JobQueue
-from ..write.writer import Writer, WriteReport
+from ..write.writer import AUTOMATION, Writer, WriteReport
 
 log = logging.getLogger(__name__)
 
@@ -80,31 +80,40 @@ class Worker:
         started, outcome = time.perf_counter(), "done"
         try:
             report = await self._learn(job, claim)
-            if report.retry:
-                self.observer.job_failed("model_unavailable")
-                problems = "; ".join(report.problems) or "the model was unavailable"
-                outcome = await self._fail(job, claim, problems)
+            if report.retry or report.failure is not None:
+                detail = "; ".join(report.problems) or "the model was unavailable"
+                outcome = await self._fail(
+                    job, claim, report.failure or FailReason.INTERNAL, detail, retry=report.retry
+                )
+            else:
+                _log_finished(job, report)
         except asyncio.CancelledError:  # shutting down mid-job: give it back for later
             outcome = "released"
             await asyncio.shield(self.store.release_job(claim))
             raise
         except Conflict:
             outcome = "lost"
-            log.info("job %s: claim lost to another worker; leaving it to them", job.id)
+            log.info("turn %s: claim lost to another worker; leaving it to them", job.id)
+        except ModelError as exc:  # the embedder
+            retry = isinstance(exc, ModelUnavailable)
+            outcome = await self._fail(job, claim, exc.reason, str(exc), retry=retry)
         except Exception as exc:  # a bug must not stop the queue: park or retry the job
-            log.exception("job %s failed", job.id)
-            self.observer.job_failed(_reason(exc))
-            outcome = await self._fail(job, claim, f"{type(exc).__name__}: {exc}")
+            # its message may quote the person: the trace at debug level only
+            log.debug("turn %s: %s", job.id, type(exc).__name__, exc_info=True)
+            detail = f"{type(exc).__name__}: {exc}"
+            outcome = await self._fail(job, claim, FailReason.INTERNAL, detail, retry=True)
         finally:
             self.observer.job_finished(outcome, time.perf_counter() - started)
         return job
 
     async def _learn(self, job: Job, claim: Claim) -> WriteReport:
         if job.automation:
-            report = WriteReport(skipped="automation turns never write memory")
+            report = WriteReport(skipped=AUTOMATION)
             await self.store.commit(job.user_id, [], self.clock(), finish=(claim, report.summary()))
             return report
         messages = await self.store.job_messages(job)
+        # learnt before without a chat model, and queued again now that there is one
+        earlier = (job.result or {}).get("facts") if (job.result or {}).get("waiting_for_model") else None
         return await self.writer.learn(
             job.scope,
             messages,
@@ -112,16 +121,32 @@ class Worker:
             job.turn_at,
             await self.accounts.server_mode(),
             claim=claim,
+            earlier=earlier,
         )
 
-    async def _fail(self, job: Job, claim: Claim, error: str) -> str:
-        """Retry the job later, or park it when it has no attempts left; which of the two."""
+    async def _fail(self, job: Job, claim: Claim, reason: FailReason, error: str, *, retry: bool) -> str:
+        """Retry the job later, or park it when it may not be retried or has no attempts left;
+        which of the two."""
+        self.observer.job_failed(str(reason))
         retry_at = None
-        if job.attempts < self.max_attempts:
+        if retry and job.attempts < self.max_attempts:
             retry_at = self.clock() + self.backoff * (2 ** (job.attempts - 1))
+        then = "tried again later" if retry_at else "given up"
+        log.warning(
+            "turn %s failed: %s (attempt %d of %d; %s)", job.id, reason, job.attempts, self.max_attempts, then
+        )
         with contextlib.suppress(Conflict):
-            await self.store.fail_job(claim, error, retry_at)
+            await self.store.fail_job(claim, reason, error, retry_at)
         return "retry" if retry_at else "failed"
+
+    async def requeue_waiting(self) -> int:
+        """With a chat model, queue again the turns learnt without one (status waiting)."""
+        if self.writer.chat is None:
+            return 0
+        count = await self.store.requeue_waiting(self.clock())
+        if count:
+            log.info("%d turn(s) learnt without a chat model queued again", count)
+        return count
 
     async def beat(self) -> None:
         """Write this worker's heartbeat, if the last one is `heartbeat` old (not on every poll);
@@ -137,7 +162,12 @@ class Worker:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Process jobs until `stop` is set; then finish the current one or give it back.
-        While it runs, its heartbeat is written every `heartbeat`; when it stops, it goes."""
+        It first queues again the turns waiting for a chat model (if it has one). While it
+        runs, its heartbeat is written every `heartbeat`; when it stops, it goes."""
+        try:
+            await self.requeue_waiting()
+        except Exception:
+            log.exception("the turns waiting for a chat model could not be queued again")
         try:
             while not stop.is_set():
                 await self.beat()
@@ -163,17 +193,21 @@ class Worker:
                 w.cancel()
 
     async def drain(self) -> int:
-        """Process every job that is due now (tests, `mnemo worker --once`)."""
+        """Process every job that is due now (tests, `mnemo worker --once`, which calls
+        `requeue_waiting` first, as `run` does)."""
         done = 0
         while await self.run_once() is not None:
             done += 1
         return done
 
 
-def _reason(exc: BaseException) -> str:
-    """A failure's category, for the metrics: never its message."""
-    if isinstance(exc, ModelUnavailable):
-        return "model_unavailable"
-    if isinstance(exc, ModelError):
-        return "model_error"
-    return "error"
+def _log_finished(job: Job, report: WriteReport) -> None:
+    """One line per finished turn: counts and fact ids, never a word of what was said."""
+    if report.skipped is not None:
+        log.info("turn %s skipped: %s", job.id, report.summary()["skip_reason"])
+        return
+    facts = report.facts
+    counts = ", ".join(f"{kind} {len(facts.get(kind, ()))}" for kind in FACT_KINDS)
+    ids = ",".join(i for kind in FACT_KINDS for i in facts.get(kind, ()))
+    state = "waiting for a chat model" if report.waiting_for_model else "learnt"
+    log.info("turn %s %s: %s [%s]", job.id, state, counts, ids)

@@ -92,6 +92,7 @@ def worker_command(
     async def work(core: Core) -> int | None:
         worker = core.worker()
         if once:
+            await worker.requeue_waiting()
             return await worker.drain()
         output.say(f"mnemo worker {worker.name}: learning from queued turns (Ctrl-C to stop).")
         stop = asyncio.Event()

@@ -7,9 +7,13 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from ..domain import FailReason
+
 
 class ModelError(Exception):
     """The model answered with an error that trying again will not mend (a bad key, a bad request)."""
+
+    reason = FailReason.REFUSED_BY_POLICY
 
 
 class ModelUnavailable(ModelError):
@@ -17,6 +21,14 @@ class ModelUnavailable(ModelError):
 
     The caller may try the same work again later; nothing was learnt from it.
     """
+
+    reason = FailReason.MODEL_UNREACHABLE
+
+
+class ModelTimeout(ModelUnavailable):
+    """The model did not answer in time (after retries)."""
+
+    reason = FailReason.TIMEOUT
 
 
 @runtime_checkable

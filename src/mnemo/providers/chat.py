@@ -6,7 +6,7 @@ from typing import Any
 
 import openai
 
-from mnemo.providers.base import ModelError, ModelUnavailable
+from mnemo.providers.base import ModelError, ModelTimeout, ModelUnavailable
 
 # How strongly the reply is asked to be JSON, best first. Servers differ in
 # what they accept (vLLM and OpenAI take json_schema, some llama.cpp builds and
@@ -19,6 +19,11 @@ _FORMAT_LEVELS: tuple[str | None, ...] = (_JSON_SCHEMA, _JSON_OBJECT, _NO_FORMAT
 # unreachable or timed out (APITimeoutError is an APIConnectionError),
 # rate-limited, or a 5xx. Shared with the OpenAI embedder.
 UNAVAILABLE_ERRORS = (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError)
+
+
+def unavailable(err: Exception, message: str) -> ModelUnavailable:
+    """The ModelUnavailable for one of UNAVAILABLE_ERRORS: a timeout, or not reached."""
+    return (ModelTimeout if isinstance(err, openai.APITimeoutError) else ModelUnavailable)(message)
 
 
 class OpenAIChatModel:
@@ -92,8 +97,8 @@ class OpenAIChatModel:
                 response_format=_response_format(format_type, schema, schema_name),
             )
         except UNAVAILABLE_ERRORS as err:
-            raise ModelUnavailable(
-                f"chat model {self.model_name!r} at {self._base_url} did not answer: {err}"
+            raise unavailable(
+                err, f"chat model {self.model_name!r} at {self._base_url} did not answer: {err}"
             ) from err
         return completion.choices[0].message.content or ""
 

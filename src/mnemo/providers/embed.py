@@ -12,7 +12,7 @@ import numpy as np
 import openai
 
 from mnemo.providers.base import ModelUnavailable
-from mnemo.providers.chat import UNAVAILABLE_ERRORS
+from mnemo.providers.chat import UNAVAILABLE_ERRORS, unavailable
 
 if TYPE_CHECKING:
     import onnxruntime
@@ -197,9 +197,8 @@ class OpenAIEmbedder:
                 dimensions=self.dimensions if self._ask_dimensions else openai.omit,
             )
         except UNAVAILABLE_ERRORS as err:
-            raise ModelUnavailable(
-                f"embedding model {self.model_name!r} at {self._base_url} did not answer: {err}"
-            ) from err
+            message = f"embedding model {self.model_name!r} at {self._base_url} did not answer: {err}"
+            raise unavailable(err, message) from err
         rows = sorted(response.data, key=lambda item: item.index)
         vectors = np.array([row.embedding for row in rows], dtype=np.float32)
         if vectors.shape[0] != len(texts):

@@ -52,11 +52,14 @@ class Stored:
     stored: bool
     reason: str | None = None
     failed: bool = False  # not stored because storing failed (not by choice: memory off, automation)
+    turn_id: str | None = None  # stored: under this id (GET /v1/turns/{id})
 
     def headers(self) -> dict[str, str]:
         out = {"x-mnemo-stored": "true" if self.stored else "false"}
         if self.reason:
             out["x-mnemo-stored-reason"] = self.reason
+        if self.turn_id:
+            out["x-mnemo-turn"] = self.turn_id
         return out
 
 
@@ -117,7 +120,7 @@ class Proxy:
             return Stored(False, "could not store the turn", failed=True)
         if job is None:
             return Stored(False, "automation" if turn.automation else "memory is off")
-        return Stored(True)
+        return Stored(True, turn_id=job.id)
 
     async def models(self, user: User) -> list[dict[str, Any]]:
         """The upstream model, and one model per agent of the user (in OpenAI's /v1/models)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from .wire import ChatError, content_text
 log = logging.getLogger(__name__)
 
 _SYSTEM_ROLES = ("system", "developer")  # "developer" is OpenAI's newer name for it
+MAX_RECALLED_IDS = 50  # X-Mnemo-Recalled-Ids stays under 2 KB; X-Mnemo-Recalled counts them all
 
 
 @dataclass(frozen=True)
@@ -47,10 +49,17 @@ class Prepared:
     # turn) and it has text; None for follow-ups such as tool results, whose
     # user message was stored with the request that first carried it.
     user_text: str | None
+    # the id its turn is stored under, chosen ahead: a streamed reply's headers leave first
+    turn_id: str = dataclasses.field(default_factory=new_id)
 
     @property
     def recalled(self) -> int:
         return len(self.hits)
+
+    @property
+    def recalled_ids(self) -> str:
+        """The recalled facts' ids, best first, comma-separated: at most MAX_RECALLED_IDS of them."""
+        return ",".join(h.fact.id for h in self.hits[:MAX_RECALLED_IDS])
 
     def turn(self, reply: str) -> Turn | None:
         if self.user_text is None:
@@ -59,7 +68,13 @@ class Prepared:
         # reply may carry one): each is kept as U+FFFD, so that the turn is not lost
         user_text, reply = (as_unicode(t).replace("\x00", "\ufffd") for t in (self.user_text, reply))
         messages = (Message("user", user_text), Message("assistant", reply))
-        return Turn(self.scope, messages, conversation_id=self.conversation_id, automation=self.automation)
+        return Turn(
+            self.scope,
+            messages,
+            conversation_id=self.conversation_id,
+            automation=self.automation,
+            id=self.turn_id,
+        )
 
 
 MAX_DEPTH = 64  # OpenAI's bodies nest a few levels; tool schemas a few more

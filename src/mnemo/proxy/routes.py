@@ -4,7 +4,7 @@ Point any OpenAI client at mnemo with a mnemo key: each request is answered by
 the upstream model with what memory recalls for the latest user message
 injected just before it, and the finished turn is stored and queued for
 learning. The upstream's reply reaches the client byte for byte; mnemo only
-adds headers (X-Mnemo-Recalled, X-Mnemo-Conversation).
+adds headers (X-Mnemo-Recalled and -Recalled-Ids, X-Mnemo-Conversation, X-Mnemo-Turn).
 """
 
 from __future__ import annotations
@@ -105,6 +105,7 @@ async def chat_completions(request: Request, user: CurrentUser) -> Response:
         **relayed_headers(reply),
         "content-type": reply.headers.get("content-type", "application/json"),
         "x-mnemo-recalled": str(prepared.recalled),
+        "x-mnemo-recalled-ids": prepared.recalled_ids,
         # the header carries UTF-8 bytes, as the client sent them (Starlette writes Latin-1)
         "x-mnemo-conversation": prepared.conversation_id.encode().decode("latin-1"),
     }
@@ -117,6 +118,8 @@ async def chat_completions(request: Request, user: CurrentUser) -> Response:
     # its turn is stored once the stream ends: the header can only say in advance when it won't be
     if (known := await proxy.unstored(prepared)) is not None:
         headers.update(known.headers())
+    else:  # stored before the body ends, under the id chosen ahead
+        headers["x-mnemo-turn"] = prepared.turn_id
 
     async def finish(text: str) -> None:
         await proxy.remember(prepared, text)

@@ -30,6 +30,10 @@ def _user_id(user_id: str) -> str:
     return known_id(user_id, "user")
 
 
+def _turn_id(turn_id: str) -> str:
+    return known_id(turn_id, "turn")
+
+
 def _key_id(key_id: str) -> str:
     if not keys.is_key_id(key_id):
         raise NotFound(f"no API key {key_id[:80]!r}")
@@ -39,6 +43,7 @@ def _key_id(key_id: str) -> str:
 FactIdPath = Annotated[str, Depends(_fact_id)]
 AgentIdPath = Annotated[str, Depends(_agent_id)]
 JobIdPath = Annotated[str, Depends(_job_id)]
+TurnIdPath = Annotated[str, Depends(_turn_id)]
 KeyIdPath = Annotated[str, Depends(_key_id)]
 UserIdPath = Annotated[str, Depends(_user_id)]
 

@@ -27,6 +27,7 @@ from ..domain import (
     Erasure,
     Event,
     Fact,
+    FailReason,
     Job,
     JobStatus,
     Message,
@@ -220,12 +221,19 @@ class JobQueue(Protocol):
         at: datetime,
         *,
         automation: bool = False,
+        job_id: str | None = None,
     ) -> Job:
-        """Store the turn's messages and its job in one transaction."""
+        """Store the turn's messages and its job (under `job_id`, or a new id) in one transaction."""
 
     async def claim_job(self, worker: str, now: datetime, lease: timedelta) -> Job | None: ...
     async def release_job(self, claim: Claim) -> None: ...
-    async def fail_job(self, claim: Claim, error: str, retry_at: datetime | None) -> Job: ...
+    async def fail_job(
+        self, claim: Claim, reason: FailReason, error: str, retry_at: datetime | None
+    ) -> Job: ...
+    async def requeue_waiting(self, now: datetime) -> int:
+        """Queue again, due `now`, every job learnt without a chat model (status waiting), of
+        every user; how many."""
+
     async def get_job(self, user_id: str, job_id: str) -> Job: ...
     async def list_jobs(
         self, user_id: str, *, status: JobStatus | None = None, limit: int = 50, offset: int = 0

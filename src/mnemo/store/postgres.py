@@ -438,6 +438,13 @@ class PostgresStore(SQLStore[PgTx, Counts]):
 
         return await self._write(None, claim)
 
+    async def requeue_waiting(self, now: datetime) -> int:
+        async def requeue(tx: PgTx) -> int:
+            row = await tx.one("SELECT mnemo_requeue_waiting(?)", (now,))
+            return int(row[0]) if row else 0
+
+        return await self._write(None, requeue)
+
     # -- reindex: vectors of other models ------------------------------------------------------------
 
     async def add_vectors(

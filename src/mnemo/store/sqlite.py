@@ -418,6 +418,16 @@ class SQLiteStore(SQLStore[SQLiteTx, Pending]):
 
         return await self._write(None, claim)
 
+    async def requeue_waiting(self, now: datetime) -> int:
+        async def requeue(tx: SQLiteTx) -> int:
+            return await tx.execute(
+                "UPDATE jobs SET status = 'pending', next_attempt_at = ?, finished_at = NULL"
+                " WHERE status = 'waiting'",
+                (now,),
+            )
+
+        return await self._write(None, requeue)
+
     # -- reindex: vectors of other models ------------------------------------------------------------
 
     async def add_vectors(

@@ -35,6 +35,7 @@ class Proposal:
 class Extracted:
     proposals: list[Proposal] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    unreadable: bool = False  # the model's reply held nothing usable
 
 
 class Extractor(Protocol):
@@ -72,7 +73,7 @@ class ModelExtractor:
             schema_name="extraction",
         )
         parsed = parse_items(raw, "facts", extract_prompt.ExtractedFact, limit=self.max_facts)
-        out = Extracted(problems=[f"extraction: {p}" for p in parsed.problems])
+        out = Extracted(problems=[f"extraction: {p}" for p in parsed.problems], unreadable=parsed.unreadable)
         for item in parsed.items:
             message = window[item.message - 1] if item.message and 0 < item.message <= len(window) else None
             speaker = _speaker(item.speaker, message)

@@ -24,6 +24,7 @@ _ERRORS = (ValueError, RecursionError)
 class Parsed(Generic[M]):
     items: list[M] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    unreadable: bool = False  # the reply as a whole was unusable (no list found at all)
 
 
 def find_json(text: str) -> Any:
@@ -110,14 +111,17 @@ def parse_items(raw: str, key: str, model: type[M], *, limit: int) -> Parsed[M]:
             value = kept
         elif unreadable is not None:
             out.problems.append(f"unreadable reply: {unreadable}")
+            out.unreadable = True
             return out
     if isinstance(value, dict):
         if key not in value:
             out.problems.append(f"reply has no {key!r} list")
+            out.unreadable = True
             return out
         value = value[key]
     if not isinstance(value, list):
         out.problems.append(f"{key!r} is {type(value).__name__}, not a list")
+        out.unreadable = True
         return out
     if len(value) > limit:
         out.problems.append(f"{len(value) - limit} of {len(value)} items over the limit of {limit} dropped")

@@ -20,13 +20,16 @@ from ..domain import (
     Duplicate,
     Event,
     Fact,
+    FailReason,
     InvalidInput,
     MemoryMode,
     Message,
     NotFound,
     Scope,
+    SkipReason,
     Status,
     Turn,
+    learnt_facts,
     new_id,
     text_hash,
 )
@@ -44,6 +47,8 @@ log = logging.getLogger(__name__)
 
 _PLANS = 3  # a turn is planned again when a concurrent write made one of its facts first
 AGENT_GONE = "its agent was deleted"
+AUTOMATION = "automation turns never write memory"
+_SKIP_REASONS = {AGENT_GONE: SkipReason.AGENT_DELETED, AUTOMATION: SkipReason.AUTOMATION}
 
 
 @dataclass
@@ -55,10 +60,25 @@ class WriteReport:
     skipped: str | None = None
     retry: bool = False  # the model was unavailable: the same turn may be tried again
     forgotten: int = 0  # proposals dropped: the person erased those words
+    failure: FailReason | None = None  # why nothing was learnt: a job with one is not finished
+    waiting_for_model: bool = False  # learnt without a chat model: only explicit requests
+    facts: dict[str, list[str]] = field(default_factory=dict)  # applied, by kind (learnt_facts)
 
     def summary(self) -> dict[str, Any]:
-        """What a finished job records: counts, problems, what erasure dropped, why it was skipped."""
-        return {"skipped": self.skipped, "problems": self.problems[:50], "forgotten": self.forgotten}
+        """What a finished job records: why it was skipped, or its problems, its facts and how
+        many the person had erased (dropped)."""
+        if self.skipped is not None:
+            return {
+                "skipped": self.skipped,
+                "skip_reason": _SKIP_REASONS.get(self.skipped, SkipReason.MEMORY_OFF),
+            }
+        return {
+            "skipped": None,
+            "problems": self.problems[:50],
+            "waiting_for_model": self.waiting_for_model,
+            "facts": self.facts,
+            "forgotten": self.forgotten,
+        }
 
     def count(self, action: Action) -> int:
         return sum(1 for e in self.events if e.action == action)
@@ -76,6 +96,10 @@ class WriteReport:
 class WriteStore(AccountStore, ConversationStore, FactStore, SearchStore, Protocol):
     """What learning reads and writes: the user and agent, the turn's messages, the facts it
     finds by hash and by meaning or words, and the commit."""
+
+
+def _failed(problems: list[str], exc: ModelError) -> WriteReport:
+    return WriteReport(problems=problems, retry=isinstance(exc, ModelUnavailable), failure=exc.reason)
 
 
 def new_writer(
@@ -134,7 +158,7 @@ class Writer:
         """Store a finished turn's messages and learn from it now (no queue)."""
         scope = Scope(turn.scope.user_id, turn.scope.agent_id)
         if turn.automation:
-            return WriteReport(skipped="automation turns never write memory")
+            return WriteReport(skipped=AUTOMATION)
         if not await self._enabled(scope, server_mode):
             return WriteReport(skipped="memory is off for this user")
         now = turn.at or self.clock()
@@ -154,16 +178,23 @@ class Writer:
         claim: Claim | None = None,
         mark: BackfillMark | None = None,
         said_at: datetime | None = None,
+        earlier: dict[str, list[str]] | None = None,
     ) -> WriteReport:
         """Learn from stored messages. With a claim, the job is finished in the same
-        transaction as the facts, unless the report asks for a retry; with a backfill
-        mark, likewise the mark moves on, unless the turn was skipped (memory off)."""
+        transaction as the facts, unless the report asks for a retry or tells of a failure;
+        with a backfill mark, likewise the mark moves on, unless the turn was skipped (memory
+        off). `earlier`: the facts a pass without a chat model learnt from these messages
+        (a waiting job's), which this pass neither reinforces nor forgets to report."""
+        own = frozenset((earlier or {}).get("created", ())) | frozenset((earlier or {}).get("held", ()))
         for tries in range(1, _PLANS + 1):
             report, planned = await self.plan(
-                scope, messages, conversation_id, at, server_mode, actor=actor, said_at=said_at
+                scope, messages, conversation_id, at, server_mode, actor=actor, said_at=said_at, own=own
             )
+            report.waiting_for_model = self.chat is None
+            report.facts = learnt_facts(planned, earlier)
             marks = mark is not None and report.skipped is None
-            if report.retry or not (planned or claim is not None or marks):
+            failed = claim is not None and report.failure is not None
+            if report.retry or failed or not (planned or claim is not None or marks):
                 break
             finish = (claim, report.summary()) if claim is not None else None
             try:
@@ -202,6 +233,7 @@ class Writer:
         *,
         actor: str = "extractor",
         said_at: datetime | None = None,
+        own: frozenset[str] = frozenset(),
     ) -> tuple[WriteReport, list[Change]]:
         """What learning from these messages would change, committing nothing: the report
         (problems, skipped, retry; no events) and the changes `learn` would apply.
@@ -212,7 +244,7 @@ class Writer:
         if not await self._enabled(scope, server_mode):
             return WriteReport(skipped="memory is off for this user"), []
         try:
-            return await self._plan(scope, messages, conversation_id, now, server_mode, actor, said_at)
+            return await self._plan(scope, messages, conversation_id, now, server_mode, actor, said_at, own)
         except NotFound:
             if scope.agent_id is None or await self._agent_alive(scope):
                 raise
@@ -227,6 +259,7 @@ class Writer:
         server_mode: MemoryMode | None,
         actor: str,
         said_at: datetime | None,
+        own: frozenset[str],
     ) -> tuple[WriteReport, list[Change]]:
         report = WriteReport()
         if scope.agent_id is not None:
@@ -234,8 +267,11 @@ class Writer:
         try:
             extracted = await self.extractor.extract(messages, conversation_id, said_at or now)
         except ModelError as exc:
-            return WriteReport(problems=[f"extraction: {exc}"], retry=isinstance(exc, ModelUnavailable)), []
+            return _failed([f"extraction: {exc}"], exc), []
         report.problems += extracted.problems
+        if extracted.unreadable:
+            report.failure = FailReason.INVALID_REPLY
+            return report, []
         proposals = _unique(extracted.proposals)[: self.settings.max_new_facts]
         if len(extracted.proposals) > self.settings.max_new_facts:
             report.problems.append(f"only the first {self.settings.max_new_facts} new facts kept")
@@ -256,10 +292,11 @@ class Writer:
             try:
                 reconciled = await reconcile(self.chat, to_reconcile)
             except ModelError as exc:
-                problems = [*report.problems, f"reconciliation: {exc}"]
-                return WriteReport(problems=problems, retry=isinstance(exc, ModelUnavailable)), []
+                return _failed([*report.problems, f"reconciliation: {exc}"], exc), []
             ops += reconciled.ops
             report.problems += reconciled.problems
+        # the same turn, learnt again with a model, is no second mention of what it said
+        ops = [op for op in ops if not (op.kind == Action.REINFORCE and op.target and op.target.id in own)]
         user = await self.store.get_user(scope.user_id)
         assert user is not None
         ruled = rule(ops, user.review_policy, self.settings)

@@ -8,11 +8,11 @@ from fastapi import APIRouter, Query, Response
 from fastapi import status as http
 
 from ...auth import CurrentUser
-from ...domain import JobStatus, Message, Turn
+from ...domain import JobStatus, Message, Turn, TurnState
 from ...http.responses import errors
 from ..deps import AccountsDep, MemoryDep
-from ..params import JobIdPath, Limit, Offset, assistant_scope
-from ..schemas import JobPublic, Page, TurnCreate, TurnResult
+from ..params import JobIdPath, Limit, Offset, TurnIdPath, assistant_scope
+from ..schemas import JobPublic, Page, TurnCreate, TurnPublic, TurnResult
 
 router = APIRouter(prefix="/v1", tags=["turns"], responses=errors(404))
 
@@ -40,6 +40,28 @@ async def submit_turn(
         reason = "automation turns are never learnt from" if body.automation else "memory is off for you"
         return TurnResult(queued=False, reason=reason)
     return TurnResult(queued=True, job=JobPublic.of(job))
+
+
+@router.get("/turns")
+async def list_turns(
+    memory: MemoryDep,
+    user: CurrentUser,
+    state: Annotated[TurnState | None, Query(description="Only turns in this state.")] = None,
+    limit: Limit = 50,
+    offset: Offset = 0,
+) -> Page[TurnPublic]:
+    """Your stored turns, newest first: each one's state, and what it learnt."""
+    turns = await memory.turns(user.id, state=state, limit=limit + 1, offset=offset)
+    return Page[TurnPublic].of([TurnPublic.of(t) for t in turns], limit, offset)
+
+
+@router.get("/turns/{turn_id}")
+async def get_turn(memory: MemoryDep, user: CurrentUser, turn_id: TurnIdPath) -> TurnPublic:
+    """One stored turn: `queued`, `learning`, `learnt`, `waiting_for_model` (learnt only what
+    was asked for explicitly, until a chat model is configured), `failed` or `skipped`, with
+    a reason category, and the ids of the facts it created, updated, superseded, reinforced,
+    retracted and held for review."""
+    return TurnPublic.of(await memory.turn(user.id, turn_id))
 
 
 @router.get("/jobs")

@@ -21,7 +21,7 @@ from .facts import (
     SearchResults,
     SourcePublic,
 )
-from .jobs import JobPublic, MessageIn, TurnCreate, TurnResult
+from .jobs import JobPublic, MessageIn, TurnCreate, TurnPublic, TurnResult
 from .people import (
     AdminSettings,
     AdminSettingsUpdate,
@@ -67,6 +67,7 @@ __all__ = [
     "SourcePublic",
     "StatusFilter",
     "TurnCreate",
+    "TurnPublic",
     "TurnResult",
     "UserCreate",
     "UserCreated",

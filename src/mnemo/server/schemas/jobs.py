@@ -10,6 +10,8 @@ from pydantic import BaseModel, Field, StrictBool, StringConstraints
 from ...domain import (
     Job,
     JobStatus,
+    StoredTurn,
+    TurnState,
 )
 from ...shapes import ConversationId, Id, NoNul
 from .base import Request
@@ -63,3 +65,45 @@ class TurnResult(BaseModel):
     queued: bool
     reason: str | None = None
     job: JobPublic | None = None
+
+
+class TurnFacts(BaseModel):
+    """What a turn did to memory, as fact ids (a superseded fact is the one it replaced)."""
+
+    created: list[str]
+    updated: list[str]
+    superseded: list[str]
+    reinforced: list[str]
+    retracted: list[str]
+    held: list[str] = Field(description="Created as candidates, waiting for review.")
+
+
+class TurnPublic(BaseModel):
+    id: str = Field(description="The turn's id: its job's, as POST /v1/turns and X-Mnemo-Turn give it.")
+    agent_id: str | None
+    conversation_id: str
+    message_ids: list[str]
+    state: TurnState
+    reason: str | None = Field(
+        description="failed (or queued again after a failure): model_unreachable, invalid_reply, timeout,"
+        " refused_by_policy or internal; skipped: automation, memory_off or agent_deleted."
+    )
+    facts: TurnFacts = Field(description="learnt or waiting_for_model: what it learnt so far.")
+    attempts: int
+    created_at: datetime
+    finished_at: datetime | None
+
+    @classmethod
+    def of(cls, turn: StoredTurn) -> TurnPublic:
+        return cls(
+            id=turn.id,
+            agent_id=turn.agent_id,
+            conversation_id=turn.conversation_id,
+            message_ids=list(turn.message_ids),
+            state=turn.state,
+            reason=turn.reason,
+            facts=TurnFacts(**turn.facts),
+            attempts=turn.attempts,
+            created_at=turn.created_at,
+            finished_at=turn.finished_at,
+        )

@@ -26,6 +26,7 @@ from .postgres_security import (
     protect,
     queue_functions,
     reindex_functions,
+    requeue_function,
 )
 
 __all__ = ["APP_ROLE", "LOCK_NAMESPACE", "MIGRATIONS"]
@@ -397,6 +398,26 @@ def _operations(cur: Cursor) -> None:
     operations_functions(cur)
 
 
+def _turn_states(cur: Cursor) -> None:
+    """A turn a person can follow: learnt without a chat model (waiting, queued again by a
+    worker that has one: mnemo_requeue_waiting), or skipped, each a status of its own. Jobs
+    skipped before were done with the reason in their result: they are skipped now."""
+    cur.execute("CREATE INDEX jobs_waiting ON jobs (id) WHERE status = 'waiting'")
+    # every user with jobs has conversations (a job's messages are stored with it)
+    for (user_id,) in cur.execute("SELECT * FROM mnemo_users_with_conversations()").fetchall():
+        cur.execute(
+            """
+            UPDATE jobs SET status = 'skipped', result = result || jsonb_build_object('skip_reason',
+                CASE result->>'skipped'
+                    WHEN 'automation turns never write memory' THEN 'automation'
+                    WHEN 'its agent was deleted' THEN 'agent_deleted' ELSE 'memory_off' END)
+            WHERE user_id = %s AND status = 'done' AND result->>'skipped' IS NOT NULL
+            """,
+            (user_id,),
+        )
+    requeue_function(cur)
+
+
 MIGRATIONS = [
     Migration(1, "initial", _initial),
     Migration(2, "server", _server),
@@ -410,4 +431,5 @@ MIGRATIONS = [
     Migration(10, "user_keys", _user_keys),
     Migration(11, "forgetting", _forgetting),
     Migration(12, "operations", _operations),
+    Migration(13, "turn_states", _turn_states),
 ]

@@ -239,6 +239,23 @@ def queue_functions(cur: Cursor) -> None:
     definer(cur, "mnemo_key_owner(text)")
 
 
+def requeue_function(cur: Cursor) -> None:
+    """Every user's jobs learnt without a chat model (waiting), due now: a worker that has a
+    model calls it as it starts. It answers a count only."""
+    cur.execute(
+        """
+        CREATE FUNCTION mnemo_requeue_waiting(now timestamptz) RETURNS integer LANGUAGE sql VOLATILE AS $$
+            WITH moved AS (
+                UPDATE jobs SET status = 'pending', next_attempt_at = now, finished_at = NULL
+                WHERE status = 'waiting' RETURNING 1
+            )
+            SELECT count(*)::integer FROM moved
+        $$
+        """
+    )
+    definer(cur, "mnemo_requeue_waiting(timestamptz)")
+
+
 def ordered_claim_function(cur: Cursor) -> None:
     """The claim of queue_functions, but a job is due only when it is its user's earliest open
     one (jobs.id is a UUIDv7, so time-ordered). Two workers then never learn from one person's

@@ -435,6 +435,23 @@ def _operations(cur: Cursor) -> None:
     )
 
 
+def _turn_states(cur: Cursor) -> None:
+    """A turn a person can follow: learnt without a chat model (waiting, queued again by a
+    worker that has one), or skipped, each a status of its own. Jobs skipped before were done
+    with the reason in their result: they are skipped now."""
+    _script(
+        cur,
+        """
+        CREATE INDEX jobs_waiting ON jobs (id) WHERE status = 'waiting';
+        UPDATE jobs SET status = 'skipped', result = json_set(result, '$.skip_reason',
+            CASE json_extract(result, '$.skipped')
+                WHEN 'automation turns never write memory' THEN 'automation'
+                WHEN 'its agent was deleted' THEN 'agent_deleted' ELSE 'memory_off' END)
+        WHERE status = 'done' AND json_extract(result, '$.skipped') IS NOT NULL;
+        """,
+    )
+
+
 MIGRATIONS = [
     Migration(1, "initial", _initial),
     Migration(2, "server", _server),
@@ -448,4 +465,5 @@ MIGRATIONS = [
     Migration(10, "user_keys", _user_keys),
     Migration(11, "forgetting", _forgetting),
     Migration(12, "operations", _operations),
+    Migration(13, "turn_states", _turn_states),
 ]

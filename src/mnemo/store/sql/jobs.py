@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from ...domain import Claim, Conflict, Job, JobStatus, Message, NotFound, Scope, new_id
+from ...domain import Claim, Conflict, FailReason, Job, JobStatus, Message, NotFound, Scope, new_id
 from ..rows import JOB_COLUMNS, job_from, when
 from .people import save_messages
 from .tx import Tx
@@ -35,9 +35,10 @@ async def enqueue_turn(
     at: datetime,
     automation: bool,
     now: datetime,
+    job_id: str | None,
 ) -> Job:
     saved = await save_messages(tx, scope, conversation_id, messages, at)
-    job_id = new_id()
+    job_id = job_id or new_id()
     await tx.execute(
         "INSERT INTO jobs (id, user_id, agent_id, conversation_id, message_ids, automation,"
         " turn_at, status, next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -69,8 +70,11 @@ async def release_job(tx: Tx, claim: Claim) -> None:
     )
 
 
-async def fail_job(tx: Tx, claim: Claim, error: str, retry_at: datetime | None, now: datetime) -> Job:
-    """Try again at `retry_at`, or park the job as failed when it is None."""
+async def fail_job(
+    tx: Tx, claim: Claim, reason: FailReason, error: str, retry_at: datetime | None, now: datetime
+) -> Job:
+    """Try again at `retry_at`, or park the job as failed when it is None; `reason` is what its
+    person reads, `error` the detail."""
     if retry_at is None:
         sql, when = "status = 'failed', finished_at = ?", now
     else:
@@ -78,9 +82,9 @@ async def fail_job(tx: Tx, claim: Claim, error: str, retry_at: datetime | None, 
     user_id = await tx.claimant(claim.job_id, claim.worker)
     if user_id is not None:
         changed = await tx.execute(
-            f"UPDATE jobs SET {sql}, last_error = ?, claimed_by = NULL, lease_until = NULL"
+            f"UPDATE jobs SET {sql}, last_error = ?, result = ?, claimed_by = NULL, lease_until = NULL"
             " WHERE user_id = ? AND id = ? AND status = 'claimed' AND claimed_by = ?",
-            (when, error[:2000], user_id, claim.job_id, claim.worker),
+            (when, error[:2000], tx.json({"reason": str(reason)}), user_id, claim.job_id, claim.worker),
         )
         if changed == 1:
             return await job(tx, user_id, claim.job_id)
@@ -88,11 +92,12 @@ async def fail_job(tx: Tx, claim: Claim, error: str, retry_at: datetime | None, 
 
 
 async def finish_job(tx: Tx, user_id: str, claim: Claim, result: dict[str, Any], now: datetime) -> None:
-    """Inside the transaction that applies the job's facts (under the job's user)."""
+    """Inside the transaction that applies the job's facts (under the job's user): done,
+    skipped or waiting for a chat model, as its result says (JobStatus.finished)."""
     changed = await tx.execute(
-        "UPDATE jobs SET status = 'done', result = ?, finished_at = ?, last_error = NULL, lease_until = NULL"
+        "UPDATE jobs SET status = ?, result = ?, finished_at = ?, last_error = NULL, lease_until = NULL"
         " WHERE user_id = ? AND id = ? AND status = 'claimed' AND claimed_by = ?",
-        (tx.json(result), now, user_id, claim.job_id, claim.worker),
+        (str(JobStatus.finished(result)), tx.json(result), now, user_id, claim.job_id, claim.worker),
     )
     if changed != 1:
         raise Conflict(f"job {claim.job_id} is no longer held by {claim.worker}")

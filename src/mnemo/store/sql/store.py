@@ -28,6 +28,7 @@ from ...domain import (
     Erasure,
     Event,
     Fact,
+    FailReason,
     Job,
     JobStatus,
     Message,
@@ -298,10 +299,19 @@ class SQLStore(ABC, Generic[X, Pending]):
         at: datetime,
         *,
         automation: bool = False,
+        job_id: str | None = None,
     ) -> Job:
-        """Store the turn's messages and its job in one transaction."""
+        """Store the turn's messages and its job (under `job_id`, or a new id) in one transaction."""
         return await self._write(
-            scope.user_id, jobs.enqueue_turn, scope, conversation_id, messages, at, automation, self._clock()
+            scope.user_id,
+            jobs.enqueue_turn,
+            scope,
+            conversation_id,
+            messages,
+            at,
+            automation,
+            self._clock(),
+            job_id,
         )
 
     @abstractmethod
@@ -312,8 +322,8 @@ class SQLStore(ABC, Generic[X, Pending]):
     async def release_job(self, claim: Claim) -> None:
         await self._write(None, jobs.release_job, claim)
 
-    async def fail_job(self, claim: Claim, error: str, retry_at: datetime | None) -> Job:
-        return await self._write(None, jobs.fail_job, claim, error, retry_at, self._clock())
+    async def fail_job(self, claim: Claim, reason: FailReason, error: str, retry_at: datetime | None) -> Job:
+        return await self._write(None, jobs.fail_job, claim, reason, error, retry_at, self._clock())
 
     async def get_job(self, user_id: str, job_id: str) -> Job:
         return await self._read(user_id, jobs.job, user_id, job_id)
