@@ -142,6 +142,12 @@ async def get_user(caller: Annotated[Caller, Depends(get_caller)]) -> User:
     return caller.user
 
 
+def key_in_use(request: Request) -> str | None:
+    """The id of the API key this (authenticated) request came with."""
+    parsed = keys.parse(_bearer(request))
+    return parsed[0] if parsed else None
+
+
 async def require_admin(caller: Annotated[Caller, Depends(get_caller)]) -> Caller:
     if not caller.admin:
         raise HTTPException(status.HTTP_403_FORBIDDEN, "this needs the admin key")

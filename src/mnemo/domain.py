@@ -704,6 +704,8 @@ class Erasure:
     conversations: tuple[str, ...] = ()
     forget: tuple[str, ...] = ()
     seal: Callable[[str, dict[str, int]], Receipt] | None = None
+    keys: bool = False  # every API key of the user goes too, but `keep_key`
+    keep_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

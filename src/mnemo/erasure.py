@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from . import receipts
-from .domain import Change, Erasure, Fact, NotFound, Receipt, Scope, Status, new_id
+from .domain import Change, Erasure, Fact, NotFound, Receipt, Scope, Status, new_id, normalise
 from .forgetting import Forgotten, Secrets
 from .store.base import ConversationStore, ErasureStore, FactStore
 from .write import changes as make
@@ -40,6 +40,7 @@ class Plan:
     messages: tuple[tuple[str, str], ...] = ()
     conversations: tuple[str, ...] = ()
     cited_by: tuple[Fact, ...] = ()
+    keys: bool = False  # everything: the API keys go too, but the one in use
 
 
 class Eraser:
@@ -67,19 +68,36 @@ class Eraser:
     async def plan_memory(self, fact: Fact) -> Plan:
         """The fact, its agent's other facts that say the same, the messages they came from or
         that say them, and the other memories learnt from those messages."""
-        copies = await self.store.find_by_hash(
-            Scope(fact.user_id, all_agents=True), fact.text_hash, statuses=tuple(Status)
-        )
-        facts = [fact] + [
-            f for f in copies if f.id != fact.id and f.agent_id == fact.agent_id and not f.purged
-        ]
+        return await self.plan_selection(fact.user_id, [fact], [], kind="memory")
+
+    async def plan_selection(
+        self, user_id: str, chosen: Sequence[Fact], message_ids: Sequence[str], *, kind: str = "selection"
+    ) -> Plan:
+        """What the person ticked: memories (each as `plan_memory` takes one) and messages
+        (NotFound for an id the user has no message by)."""
+        taken: dict[str, Fact] = {}  # each once, the chosen first
+        for fact in chosen:
+            copies = await self.store.find_by_hash(
+                Scope(user_id, all_agents=True), fact.text_hash, statuses=tuple(Status)
+            )
+            for f in [fact, *copies]:
+                if f.agent_id == fact.agent_id and not f.purged:
+                    taken.setdefault(f.id, f)
+        facts = list(taken.values())
+        ticked = await self.store.messages_named(user_id, message_ids) if message_ids else []
+        missing = set(message_ids) - {mid for _, mid, _ in ticked}
+        if missing:
+            raise NotFound(f"no message {sorted(missing)[0]!r}")
         cited = [m for f in facts for m in f.source.message_ids]
-        named = await self.store.messages_named(fact.user_id, cited) if cited else []
-        saying = await self.store.messages_saying(fact.user_id, [f.text for f in facts])
-        messages = list(dict.fromkeys((cid, mid) for cid, mid, _ in [*named, *saying]))
-        return Plan(
-            "memory", tuple(facts), tuple(messages), (), await self._citing(fact.user_id, facts, messages)
-        )
+        named = await self.store.messages_named(user_id, cited) if cited else []
+        saying = await self.store.messages_saying(user_id, [f.text for f in facts]) if facts else []
+        messages = list(dict.fromkeys((cid, mid) for cid, mid, _ in [*ticked, *named, *saying]))
+        return Plan(kind, tuple(facts), tuple(messages), (), await self._citing(user_id, facts, messages))
+
+    async def plan_everything(self, user_id: str) -> Plan:
+        """Every memory, conversation, queued turn and API key of the user (but the key in use)."""
+        facts = tuple(await self._facts(user_id))
+        return Plan("everything", facts, (), tuple(await self.store.conversation_ids(user_id)), (), keys=True)
 
     async def plan_conversation(self, user_id: str, conversation_id: str, with_facts: bool) -> Plan:
         """The conversation (NotFound if the user has none by that id) and, `with_facts`, the
@@ -90,6 +108,15 @@ class Eraser:
         if with_facts:
             return Plan("conversation", tuple(learnt), (), (conversation_id,))
         return Plan("conversation", (), (), (conversation_id,), tuple(learnt))
+
+    async def about(self, user_id: str, query: str) -> tuple[list[Fact], list[tuple[str, str, str]]]:
+        """Every memory (its text still there) and every message (not erased yet) that holds the
+        words of `query` (as domain.normalise has them), for the person to tick."""
+        words = normalise(query)
+        if not words:
+            return [], []
+        facts = [f for f in await self._facts(user_id) if words in normalise(f.text)]
+        return facts, await self.store.messages_saying(user_id, [query])
 
     async def learnt_from(self, user_id: str, conversation_id: str) -> list[Fact]:
         """The user's memories (not erased) whose source is that conversation."""
@@ -115,7 +142,15 @@ class Eraser:
 
     # -- erasing ---------------------------------------------------------------------------
 
-    async def erase(self, user_id: str, plan: Plan, *, actor: str, reason: str | None = None) -> Receipt:
+    async def erase(
+        self,
+        user_id: str,
+        plan: Plan,
+        *,
+        actor: str,
+        reason: str | None = None,
+        keep_key: str | None = None,
+    ) -> Receipt:
         """Carry out the plan in one transaction; its receipt, signed and kept."""
         now = self.clock()
         batch: list[Change] = []
@@ -164,6 +199,6 @@ class Eraser:
             user_id,
             batch,
             now,
-            erase=Erasure(tuple(message_ids), plan.conversations, tuple(forget), seal),
+            erase=Erasure(tuple(message_ids), plan.conversations, tuple(forget), seal, plan.keys, keep_key),
         )
         return kept[-1]

@@ -478,6 +478,50 @@ class Memory:
         person may erase with it, are its `cited_by`."""
         return await self.eraser.plan_conversation(user_id, conversation_id, with_facts=False)
 
+    async def about(
+        self, user_id: str, query: str
+    ) -> tuple[builtins.list[Fact], builtins.list[tuple[str, str, str]]]:
+        """Everything about a subject, for the person to tick what goes: every memory and every
+        message (conversation id, message id, text) that holds the query's words."""
+        return await self.eraser.about(user_id, query)
+
+    async def selection_plan(self, user_id: str, fact_ids: Sequence[str], message_ids: Sequence[str]) -> Plan:
+        """What erasing the ticked memories and messages would take (NotFound for an id the
+        user has no memory or message by)."""
+        everything = Scope(user_id, all_agents=True)
+        chosen = [await self.store.get_fact(everything, fid) for fid in dict.fromkeys(fact_ids)]
+        return await self.eraser.plan_selection(user_id, chosen, list(dict.fromkeys(message_ids)))
+
+    async def erase_selection(
+        self, user_id: str, fact_ids: Sequence[str], message_ids: Sequence[str], *, actor: str = "user"
+    ) -> Receipt:
+        """Erase the ticked memories (as purge does) and messages, with one signed receipt."""
+
+        async def attempt() -> Receipt:
+            plan = await self.selection_plan(user_id, fact_ids, message_ids)
+            if not plan.facts and not plan.messages:
+                raise InvalidInput("nothing to erase: tick at least one memory or message")
+            return await self.eraser.erase(user_id, plan, actor=actor)
+
+        return await _settled(attempt)
+
+    async def everything_plan(self, user_id: str) -> Plan:
+        """What erasing all of the person's data would take."""
+        return await self.eraser.plan_everything(user_id)
+
+    async def erase_everything(
+        self, user_id: str, *, keep_key: str | None = None, actor: str = "user"
+    ) -> Receipt:
+        """Erase all of the person's data: every memory's text, every conversation with its
+        messages and queued turns, every vector and every API key but `keep_key` (the one in
+        use). The person, their agents and their audit log (every text in it erased) remain."""
+
+        async def attempt() -> Receipt:
+            plan = await self.eraser.plan_everything(user_id)
+            return await self.eraser.erase(user_id, plan, actor=actor, keep_key=keep_key)
+
+        return await _settled(attempt)
+
     async def receipts(self, user_id: str, *, limit: int = 50, offset: int = 0) -> builtins.list[Receipt]:
         return await self.store.receipts(user_id, limit=limit, offset=offset)
 

@@ -196,6 +196,38 @@ def test_erasing_a_conversation_that_is_not_there_is_refused(mnemo: Invoke) -> N
         assert missing.exit_code == 1 and missing.stderr.strip() == "No conversation 'nope'."
 
 
+def test_erase_about_numbers_the_matches_and_erases_the_picked_ones(mnemo: Invoke) -> None:
+    sister = add(mnemo, "My sister lives in Berlin")
+    add(mnemo, "I was in Berlin in 2019")
+    add(mnemo, "I live in Lisbon")
+    listed = as_json(mnemo("erase", "about", "berlin", "--json"))
+    assert sorted(m["text"] for m in listed) == ["I was in Berlin in 2019", "My sister lives in Berlin"]
+    number = next(m["number"] for m in listed if m["id"] == sister["id"])
+    refused = mnemo("erase", "about", "berlin", "--pick", str(number))
+    assert refused.exit_code == 1 and "--yes" in refused.stderr
+    for bad in ("0", "9", "one"):
+        assert mnemo("erase", "about", "berlin", "--pick", bad, "--yes").exit_code == 1
+    assert len(as_json(mnemo("list", "--json"))) == 3  # nothing went yet
+    ok(mnemo("erase", "about", "berlin", "--pick", str(number), "--yes"))
+    assert sorted(f["text"] for f in as_json(mnemo("list", "--json"))) == [
+        "I live in Lisbon",
+        "I was in Berlin in 2019",
+    ]
+
+
+def test_erase_everything_asks_first_then_leaves_nothing(mnemo: Invoke) -> None:
+    add(mnemo, "My bank PIN is 432187")
+    add(mnemo, "I live in Lisbon")
+    refused = mnemo("erase", "everything")
+    assert refused.exit_code == 1 and "2 memories" in refused.stderr and "--yes" in refused.stderr
+    assert len(as_json(mnemo("list", "--json"))) == 2
+    receipt = as_json(mnemo("erase", "everything", "--yes", "--json"))
+    assert receipt["body"]["kind"] == "everything" and receipt["body"]["erased"]["counts"]["facts"] == 2
+    assert as_json(mnemo("list", "--json")) == []
+    assert "432187" not in ok(mnemo("history", receipt["body"]["erased"]["facts"][0], "--json")).stdout
+    assert ok(mnemo("audit", "verify")).stdout.strip().startswith("ok")
+
+
 def test_pin_and_unpin(mnemo: Invoke) -> None:
     fact = add(mnemo, "Always answer in Portuguese")
     add(mnemo, "I own a red bicycle")

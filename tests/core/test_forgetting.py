@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 
 from mnemo import audit
-from mnemo.domain import Conversation, Message, NotFound, Scope, Status
+from mnemo.domain import Conversation, Message, NotFound, Scope, Status, Turn
 from tests.core.test_backfill import backfill, said, user
 from tests.fakes.learner import Learner
 from tests.helpers import every_row, texts
@@ -202,3 +202,64 @@ async def test_conversations_and_messages_carry_when_they_were_erased(memory, al
     (exported,) = await memory.conversations(alice.user_id)
     assert isinstance(exported, Conversation)
     assert [(m.content, m.erased_at is not None) for m in exported.messages] == [("", True)]
+
+
+async def test_erasing_everything_leaves_the_person_their_key_and_a_verified_log(
+    llm_memory, learner, alice, bob
+):
+    """Every memory's text, conversation, queued turn, vector and key but the one in use goes;
+    the person, their agents and their audit log (its texts erased) stay; bob is untouched."""
+    await said(llm_memory, alice, "c1", 2, PIN, SPICE)
+    await said(llm_memory, bob, "c1", 1, "I keep bees")
+    await backfill(llm_memory)
+    agent = await llm_memory.accounts.create_agent(alice.user_id, "Chef")
+    await llm_memory.add(Scope(alice.user_id, agent.id), "I make miso on Sundays")
+    kept, _ = await llm_memory.accounts.create_api_key(alice.user_id, "this laptop")
+    await llm_memory.accounts.create_api_key(alice.user_id, "old phone")
+    await llm_memory.submit(Turn.of(alice, ("user", "I fly to Oslo on May 3")))
+
+    plan = await llm_memory.everything_plan(alice.user_id)
+    assert len(plan.facts) == 3 and plan.conversations and plan.keys
+    receipt = await llm_memory.erase_everything(alice.user_id, keep_key=kept.id)
+    counts = receipt.body["erased"]["counts"]
+    assert counts["facts"] == 3 and counts["keys"] == 1 and counts["jobs"] >= 1
+
+    rows = await every_row_of(llm_memory, alice)
+    for said_before in ("660311", "coriander", "miso", "Oslo", "old phone"):
+        assert said_before not in rows, said_before
+    assert [k.id for k in await llm_memory.accounts.api_keys(alice.user_id)] == [kept.id]
+    assert [a.name for a in await llm_memory.accounts.agents(alice.user_id)] == ["Chef"]
+    assert await llm_memory.jobs(alice.user_id) == []
+    assert texts(await llm_memory.list(Scope(alice.user_id, all_agents=True))) == []
+    assert (await llm_memory.verify_audit(alice.user_id)).ok
+    assert texts(await llm_memory.list(bob)) == ["I keep bees"]
+    assert (await llm_memory.messages(bob.user_id, "c1"))[0].content == "I keep bees"
+    # and nothing of it comes back: backfill finds no conversation of hers to learn from
+    report = await backfill(llm_memory, force=True)
+    assert [u.user for u in report.users] == ["bob"]
+
+
+async def test_about_a_subject_lists_what_holds_its_words_and_erases_what_is_ticked(memory, alice, bob):
+    at = memory.clock()
+    await memory.store.save_messages(alice, "c1", [Message("user", "My sister moved to BERLIN")], at)
+    await memory.store.save_messages(bob, "c1", [Message("user", "I love Berlin")], at)
+    sister = await memory.add(alice, "My sister lives in Berlin")
+    trip = await memory.add(alice, "I was in Berlin in 2019")
+    await memory.add(alice, "I live in Lisbon")
+    facts, messages = await memory.about(alice.user_id, "berlin")
+    assert sorted(f.id for f in facts) == sorted([sister.id, trip.id])
+    assert [(c, t) for c, _, t in messages] == [("c1", "My sister moved to BERLIN")]
+    assert await memory.about(alice.user_id, "   ") == ([], [])
+
+    receipt = await memory.erase_selection(alice.user_id, [sister.id], [messages[0][1]])
+    assert receipt.kind == "selection" and receipt.body["erased"]["facts"] == [sister.id]
+    assert texts(await memory.list(alice)) == sorted(["I was in Berlin in 2019", "I live in Lisbon"])
+    assert (await memory.messages(alice.user_id, "c1"))[0].content == ""
+    assert (await memory.messages(bob.user_id, "c1"))[0].content == "I love Berlin"
+    with pytest.raises(NotFound):
+        await memory.erase_selection(alice.user_id, [], ["no-such-message"])
+    with pytest.raises(NotFound):  # bob's message is no message of alice's
+        bobs = (await memory.messages(bob.user_id, "c1"))[0].id
+        await memory.erase_selection(alice.user_id, [], [bobs])
+    with pytest.raises(NotFound):
+        await memory.erase_selection(bob.user_id, [trip.id], [])

@@ -167,3 +167,16 @@ async def test_agents_by_argument_or_by_header(server, client):
         headers={"Authorization": f"Bearer {server.token}", "X-Mnemo-Agent": "x"},
     )
     assert missing.status_code == 404 and "no agent 'x'" in missing.json()["error"]["message"]
+
+
+async def test_an_assistant_cannot_remember_what_the_person_erased(server, client):
+    """The person erased it: `remember` refuses it, saying why, and stores nothing; the person
+    writing it again themselves is heard. No tool erases anything (see TOOLS)."""
+    fact = client.post("/v1/memories", json={"text": "My bank PIN is 660311"}).json()
+    assert client.post("/v1/erasures", json={"memory_id": fact["id"]}).status_code == 201
+    async with over_http(server.base_url, server.token) as mcp:
+        refusal = await refused(mcp, "remember", text="my bank PIN is 660311.")
+        assert "erased" in refusal and "660311" not in refusal
+        assert (await call(mcp, "recall", query="bank PIN"))["memories"] == []
+    again = client.post("/v1/memories", json={"text": "My bank PIN is 660311"})
+    assert again.status_code == 201

@@ -23,9 +23,9 @@ def test_erasing_a_memory_erases_its_turn_and_answers_with_a_signed_receipt(clie
     )
     assert said["queued"]
     fact = add(client, PIN)
-    preview = ok(client.get("/v1/erasures/preview", params={"memory_id": fact["id"]}))
+    preview = ok(client.post("/v1/erasures/preview", json={"memory_id": fact["id"]}))
     assert [m["id"] for m in preview["memories"]] == [fact["id"]] and len(preview["messages"]) == 1
-    assert other.get("/v1/erasures/preview", params={"memory_id": fact["id"]}).status_code == 404
+    assert other.post("/v1/erasures/preview", json={"memory_id": fact["id"]}).status_code == 404
 
     receipt = ok(client.post("/v1/erasures", json={"memory_id": fact["id"]}), 201)
     assert receipt["kind"] == "memory" and receipt["body"]["erased"]["facts"] == [fact["id"]]
@@ -71,6 +71,16 @@ def test_purge_names_its_receipt_and_a_conversation_goes_whole(client):
         {"memory_id": "0190c8e2-7b1d-7c3e-9a4f-2b6d8e1f0a3c", "with_memories": True},
         {"memory_id": "not-an-id"},
         {"conversation_id": "  "},
+        {"everything": True},
+        {"everything": True, "confirm": "yes"},
+        {"memory_id": "0190c8e2-7b1d-7c3e-9a4f-2b6d8e1f0a3c", "confirm": "erase everything"},
+        {
+            "memory_ids": ["0190c8e2-7b1d-7c3e-9a4f-2b6d8e1f0a3c"],
+            "everything": True,
+            "confirm": "erase everything",
+        },
+        {"message_ids": [""]},
+        {"memory_ids": [], "message_ids": []},
     ],
 )
 def test_an_unclear_erasure_is_refused_and_erases_nothing(client, body):
@@ -78,3 +88,59 @@ def test_an_unclear_erasure_is_refused_and_erases_nothing(client, body):
     answer = client.post("/v1/erasures", json=body)
     assert answer.status_code == 422, answer.text
     assert texts(ok(client.get("/v1/memories"))) == [PIN] and ok(client.get(f"/v1/memories/{fact['id']}"))
+
+
+def test_about_a_subject_shows_what_holds_its_words_and_erases_what_is_ticked(client, other):
+    ok(
+        client.post(
+            "/v1/turns", json={"messages": [{"role": "user", "content": "My sister lives in Berlin now"}]}
+        ),
+        202,
+    )
+    berlin = add(client, "My sister lives in Berlin")
+    add(client, "I was in Berlin in 2019")
+    add(other, "I love Berlin")  # someone else's
+    found = ok(client.get("/v1/erasures/about", params={"q": "berlin"}))
+    assert sorted(m["text"] for m in found["memories"]) == [
+        "I was in Berlin in 2019",
+        "My sister lives in Berlin",
+    ]
+    assert [m["text"] for m in found["messages"]] == ["My sister lives in Berlin now"]
+
+    ticked = {"memory_ids": [berlin["id"]], "message_ids": [found["messages"][0]["message_id"]]}
+    preview = ok(client.post("/v1/erasures/preview", json=ticked))
+    assert preview["kind"] == "selection" and len(preview["messages"]) == 1
+    receipt = ok(client.post("/v1/erasures", json=ticked), 201)
+    assert receipt["body"]["erased"]["counts"]["facts"] == 1
+    assert receipt["body"]["erased"]["counts"]["messages"] == 1
+    assert texts(ok(client.get("/v1/memories"))) == ["I was in Berlin in 2019"]
+    assert (
+        ok(other.get("/v1/erasures/about", params={"q": "berlin"}))["memories"][0]["text"] == "I love Berlin"
+    )
+    missing = client.post("/v1/erasures", json={"message_ids": ["no-such-message"]})
+    assert missing.status_code == 404
+
+
+def test_erasing_everything_keeps_the_person_their_key_in_use_and_a_verified_log(client, server):
+    for text in ("My bank PIN is 660311", "I live in Lisbon"):
+        add(client, text)
+    ok(
+        client.post("/v1/turns", json={"messages": [{"role": "user", "content": "I fly to Oslo on May 3"}]}),
+        202,
+    )
+    spare = ok(client.post("/v1/me/keys", json={"name": "old laptop"}), 201)
+    preview = ok(
+        client.post("/v1/erasures/preview", json={"everything": True, "confirm": "erase everything"})
+    )
+    assert len(preview["memories"]) == 2 and len(preview["conversations"]) == 1 and preview["keys"]
+
+    receipt = ok(client.post("/v1/erasures", json={"everything": True, "confirm": "erase everything"}), 201)
+    counts = receipt["body"]["erased"]["counts"]
+    assert (counts["facts"], counts["conversations"], counts["keys"]) == (2, 1, 1)
+    left = ok(client.get("/v1/memories", params={"status": "all"}))["items"]
+    assert len(left) == 2 and all(m["purged"] and m["text"] == "" for m in left)
+    assert ok(client.get("/v1/turns"))["items"] == []
+    assert ok(client.get("/v1/audit/verify"))["ok"]  # the key in use still works
+    assert "660311" not in repr(ok(client.get("/v1/audit")))
+    keys = ok(client.get("/v1/me/keys"))
+    assert spare["id"] not in repr(keys)

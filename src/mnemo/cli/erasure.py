@@ -65,6 +65,85 @@ def erase_conversation(
     _say_receipt(run(ctx, work, resolve_agent=False), json)
 
 
+@erase.command("everything")
+def erase_everything(ctx: typer.Context, yes: Yes = False, json: Json = False) -> None:
+    """Erase all of your data: every memory's text, every conversation with its messages and
+    queued turns, every vector and every API key. You, your agents and your audit log (its
+    texts erased) remain; `mnemo keys create --user NAME` gives you a new key."""
+
+    async def work(s: Session) -> Receipt:
+        if not yes:
+            plan = await s.memory.everything_plan(s.user.id)
+            raise CliFailure(
+                f"Not erased. Erasing everything of {s.user.name!r} removes the text of "
+                f"{len(plan.facts)} memories, {len(plan.conversations)} conversations with their messages "
+                "and queued turns, and every API key, for good. It cannot be undone. "
+                "Run again with --yes to erase."
+            )
+        return await s.memory.erase_everything(s.user.id)
+
+    _say_receipt(run(ctx, work, resolve_agent=False), json)
+
+
+@erase.command("about")
+def erase_about(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="The subject, in its words (case and spacing aside).")],
+    pick: Annotated[
+        str | None, typer.Option("--pick", help="Erase these of the numbered matches, e.g. 1,3,4.")
+    ] = None,
+    every: Annotated[bool, typer.Option("--all", help="Erase every match.")] = False,
+    yes: Yes = False,
+    json: Json = False,
+) -> None:
+    """Every memory and message that holds these words, numbered; with --pick (or --all) and
+    --yes, erase those, with the messages the memories were learnt from."""
+
+    async def work(s: Session) -> tuple[list[tuple[str, str, str]], Receipt | None]:
+        facts, messages = await s.memory.about(s.user.id, query)
+        found = [("memory", f.id, f.text) for f in facts] + [("message", mid, t) for _, mid, t in messages]
+        if pick is None and not every:
+            return found, None
+        chosen = found if every else [found[i - 1] for i in _numbers(pick or "", len(found))]
+        if not yes:
+            raise CliFailure(
+                f"Not erased. {len(chosen)} of {len(found)} matches would go for good, with the "
+                "messages the memories were learnt from. Run again with --yes to erase."
+            )
+        receipt = await s.memory.erase_selection(
+            s.user.id,
+            [i for kind, i, _ in chosen if kind == "memory"],
+            [i for kind, i, _ in chosen if kind == "message"],
+        )
+        return found, receipt
+
+    found, receipt = run(ctx, work, resolve_agent=False)
+    if receipt is not None:
+        _say_receipt(receipt, json)
+    elif json:
+        output.emit_json(
+            [{"number": n, "kind": k, "id": i, "text": t} for n, (k, i, t) in enumerate(found, 1)]
+        )
+    else:
+        for n, (kind, _, text) in enumerate(found, 1):
+            output.say(f"{n:>3}  {kind:<7}  {text}")
+        output.say(
+            "Nothing holds these words."
+            if not found
+            else "Erase some with --pick 1,3 --yes, or all with --all --yes."
+        )
+
+
+def _numbers(given: str, count: int) -> list[int]:
+    try:
+        numbers = sorted({int(part) for part in given.split(",") if part.strip()})
+    except ValueError:
+        raise CliFailure(f"--pick takes numbers separated by commas, not {given!r}") from None
+    if not numbers or numbers[0] < 1 or numbers[-1] > count:
+        raise CliFailure(f"--pick takes numbers from 1 to {count}")
+    return numbers
+
+
 @receipts.command("list")
 def receipts_list(ctx: typer.Context, json: Json = False) -> None:
     """Your erasures' receipts, newest first."""

@@ -197,6 +197,9 @@ class ErasureStore(Protocol):
     async def conversation_message_ids(self, user_id: str, conversation_id: str) -> list[str] | None:
         """The ids of the conversation's messages; None when the user has no such conversation."""
 
+    async def conversation_ids(self, user_id: str) -> list[str]:
+        """The ids of all the user's conversations, oldest first."""
+
     async def erased(self, user_id: str, hashes: Sequence[str]) -> set[str]:
         """Those of the keyed `hashes` that are of texts the user erased."""
 

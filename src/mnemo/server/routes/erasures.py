@@ -9,48 +9,82 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Query
+from fastapi import APIRouter, Body, Depends, Query
 from fastapi import status as http
 
-from ...auth import CurrentUser
+from ...auth import CurrentUser, key_in_use
 from ...domain import known_id
+from ...erasure import Plan
 from ...http.responses import errors
-from ...shapes import ConversationId, Id
+from ...memory import Memory
 from ..deps import MemoryDep
 from ..params import Limit, Offset, own_scope
-from ..schemas import Page
-from ..schemas.erasures import ErasureCreate, ErasurePlanPublic, ReceiptCheck, ReceiptKey, ReceiptPublic
+from ..schemas import FactPublic, Page
+from ..schemas.erasures import (
+    About,
+    ErasureCreate,
+    ErasurePlanPublic,
+    MessageFound,
+    ReceiptCheck,
+    ReceiptKey,
+    ReceiptPublic,
+)
 
 router = APIRouter(prefix="/v1/erasures", tags=["erasures"], responses=errors(404, 409))
 
 
-@router.get("/preview")
-async def preview_erasure(
+async def _plan(memory: Memory, user_id: str, body: ErasureCreate) -> Plan:
+    if body.memory_id is not None:
+        return await memory.erasure_plan(own_scope(user_id), body.memory_id)
+    if body.conversation_id is not None:
+        return await memory.conversation_erasure_plan(user_id, body.conversation_id)
+    if body.everything:
+        return await memory.everything_plan(user_id)
+    return await memory.selection_plan(user_id, body.memory_ids, body.message_ids)
+
+
+@router.post("/preview")
+async def preview_erasure(memory: MemoryDep, user: CurrentUser, body: ErasureCreate) -> ErasurePlanPublic:
+    """What an erasure (the same body as POST /v1/erasures) would take, and which memories would
+    stay though learnt from what goes. Nothing is erased."""
+    return ErasurePlanPublic.of(await _plan(memory, user.id, body))
+
+
+@router.get("/about")
+async def about(
     memory: MemoryDep,
     user: CurrentUser,
-    memory_id: Annotated[Id | None, Query(description="A memory to erase.")] = None,
-    conversation_id: Annotated[ConversationId | None, Query(description="A conversation to erase.")] = None,
-) -> ErasurePlanPublic:
-    """What erasing one memory or one conversation would take, and which memories would stay
-    though learnt from what goes. Nothing is erased."""
-    body = ErasureCreate(memory_id=memory_id, conversation_id=conversation_id)
-    if body.memory_id is not None:
-        return ErasurePlanPublic.of(await memory.erasure_plan(own_scope(user.id), body.memory_id))
-    assert body.conversation_id is not None
-    return ErasurePlanPublic.of(await memory.conversation_erasure_plan(user.id, body.conversation_id))
+    q: Annotated[str, Query(min_length=1, max_length=500, description="A subject, in its words.")],
+) -> About:
+    """Every memory and message that holds these words (case and spacing aside): tick what
+    goes, then erase it with `memory_ids` and `message_ids`."""
+    facts, messages = await memory.about(user.id, q)
+    return About(
+        memories=[FactPublic.of(f) for f in facts],
+        messages=[MessageFound(conversation_id=c, message_id=m, text=t) for c, m, t in messages],
+    )
 
 
 @router.post("", status_code=http.HTTP_201_CREATED)
-async def erase(memory: MemoryDep, user: CurrentUser, body: ErasureCreate) -> ReceiptPublic:
-    """Erase one memory (with the messages it was learnt from) or one conversation, for good;
-    the signed receipt says what went."""
+async def erase(
+    memory: MemoryDep,
+    user: CurrentUser,
+    body: ErasureCreate,
+    key: Annotated[str | None, Depends(key_in_use)],
+) -> ReceiptPublic:
+    """Erase for good, with a signed receipt of what went: one memory with the messages it was
+    learnt from, one conversation, what you ticked, or everything (every memory, conversation,
+    queued turn and API key but the one this request uses; you and your audit log remain)."""
     if body.memory_id is not None:
         _, receipt = await memory.purge(own_scope(user.id), body.memory_id, actor="user")
-    else:
-        assert body.conversation_id is not None
+    elif body.conversation_id is not None:
         receipt = await memory.erase_conversation(
             user.id, body.conversation_id, with_facts=body.with_memories, actor="user"
         )
+    elif body.everything:
+        receipt = await memory.erase_everything(user.id, keep_key=key, actor="user")
+    else:
+        receipt = await memory.erase_selection(user.id, body.memory_ids, body.message_ids, actor="user")
     return ReceiptPublic.of(receipt)
 
 

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, Self
+from typing import Annotated, Any, Self
 
-from pydantic import BaseModel, Field, StrictBool, model_validator
+from pydantic import BaseModel, Field, StrictBool, StringConstraints, model_validator
 
 from ...domain import Receipt
 from ...erasure import Plan
-from ...shapes import ConversationId, Id
+from ...shapes import ConversationId, Id, NoNul
 from .base import Request
 from .facts import FactPublic
+
+MessageId = Annotated[str, StringConstraints(min_length=1, max_length=200), *NoNul]
 
 
 class MessageRef(BaseModel):
@@ -19,10 +21,11 @@ class MessageRef(BaseModel):
 
 
 class ErasurePlanPublic(BaseModel):
-    kind: str = Field(description="memory or conversation.")
+    kind: str = Field(description="memory, conversation, selection or everything.")
     memories: list[FactPublic] = Field(description="The memories whose text is erased.")
     messages: list[MessageRef] = Field(description="The messages whose text is erased (a marker stays).")
     conversations: list[str] = Field(description="The conversations removed whole.")
+    keys: bool = Field(description="Every API key goes too, but the one in use (everything).")
     kept_memories: list[FactPublic] = Field(
         description="Memories that stay, though learnt from an erased message or conversation: they "
         "lose the words they came from."
@@ -35,24 +38,59 @@ class ErasurePlanPublic(BaseModel):
             memories=[FactPublic.of(f) for f in plan.facts],
             messages=[MessageRef(conversation_id=c, message_id=m) for c, m in plan.messages],
             conversations=list(plan.conversations),
+            keys=plan.keys,
             kept_memories=[FactPublic.of(f) for f in plan.cited_by],
         )
 
 
+EVERYTHING = "erase everything"
+
+
 class ErasureCreate(Request):
-    """Name one memory, or one conversation (with `with_memories` to erase what was learnt from it)."""
+    """Name one kind: a memory; a conversation (`with_memories` to erase what was learnt from
+    it); what you ticked about a subject (`memory_ids`, `message_ids`: see GET
+    /v1/erasures/about); or `everything`, with `confirm` set to "erase everything"."""
 
     memory_id: Id | None = None
     conversation_id: ConversationId | None = None
     with_memories: StrictBool = False
+    memory_ids: Annotated[list[Id], Field(default_factory=list, max_length=10_000)]
+    message_ids: Annotated[list[MessageId], Field(default_factory=list, max_length=10_000)]
+    everything: StrictBool = False
+    confirm: Annotated[str, Field(max_length=100)] | None = None
 
     @model_validator(mode="after")
     def one_thing(self) -> Self:
-        if (self.memory_id is None) == (self.conversation_id is None):
-            raise ValueError("name exactly one of memory_id and conversation_id")
+        kinds = [
+            self.memory_id is not None,
+            self.conversation_id is not None,
+            bool(self.memory_ids or self.message_ids),
+            self.everything,
+        ]
+        if sum(kinds) != 1:
+            raise ValueError(
+                "name exactly one of memory_id, conversation_id, memory_ids/message_ids and everything"
+            )
         if self.with_memories and self.conversation_id is None:
             raise ValueError("with_memories goes with conversation_id")
+        if self.everything and self.confirm != EVERYTHING:
+            raise ValueError(f"erasing everything needs confirm: {EVERYTHING!r}")
+        if self.confirm is not None and not self.everything:
+            raise ValueError("confirm goes with everything")
         return self
+
+
+class MessageFound(BaseModel):
+    conversation_id: str
+    message_id: str
+    text: str
+
+
+class About(BaseModel):
+    """Everything about a subject that holds its words: tick what goes."""
+
+    memories: list[FactPublic]
+    messages: list[MessageFound]
 
 
 class ReceiptPublic(BaseModel):

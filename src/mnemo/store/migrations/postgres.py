@@ -418,6 +418,11 @@ def _turn_states(cur: Cursor) -> None:
     requeue_function(cur)
 
 
+def _erase_everything(cur: Cursor) -> None:
+    """Erasing all of a person's data deletes their API keys (but the one in use)."""
+    cur.execute(f"GRANT DELETE ON api_keys TO {APP_ROLE}")
+
+
 MIGRATIONS = [
     Migration(1, "initial", _initial),
     Migration(2, "server", _server),
@@ -432,4 +437,5 @@ MIGRATIONS = [
     Migration(11, "forgetting", _forgetting),
     Migration(12, "operations", _operations),
     Migration(13, "turn_states", _turn_states),
+    Migration(14, "erase_everything", _erase_everything),
 ]

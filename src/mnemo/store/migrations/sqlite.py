@@ -452,6 +452,12 @@ def _turn_states(cur: Cursor) -> None:
     )
 
 
+def _erase_everything(cur: Cursor) -> None:
+    """Erasing all of a person's data deletes their API keys (but the one in use); SQLite has
+    no grants, so nothing changes here. Kept, so that a version names the same change on both
+    stores."""
+
+
 MIGRATIONS = [
     Migration(1, "initial", _initial),
     Migration(2, "server", _server),
@@ -466,4 +472,5 @@ MIGRATIONS = [
     Migration(11, "forgetting", _forgetting),
     Migration(12, "operations", _operations),
     Migration(13, "turn_states", _turn_states),
+    Migration(14, "erase_everything", _erase_everything),
 ]

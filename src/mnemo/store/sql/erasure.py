@@ -57,9 +57,14 @@ async def conversation_message_ids(tx: Tx, user_id: str, conversation_id: str) -
     return [mid for (mid,) in rows]
 
 
+async def conversation_ids(tx: Tx, user_id: str) -> list[str]:
+    rows = await tx.all("SELECT id FROM conversations WHERE user_id = ? ORDER BY created_at, id", (user_id,))
+    return [cid for (cid,) in rows]
+
+
 async def erase(tx: Tx, user_id: str, erasure: Erasure, at: datetime) -> dict[str, int]:
     """Everything but the facts: how many messages, conversations, jobs and backfill marks went."""
-    counts = {"messages": 0, "conversations": 0, "jobs": 0, "backfill_marks": 0}
+    counts = {"messages": 0, "conversations": 0, "jobs": 0, "backfill_marks": 0, "keys": 0}
     for chunk in chunks(erasure.messages):
         counts["messages"] += await tx.execute(
             "UPDATE messages SET content = '', erased_at = ?"
@@ -78,6 +83,10 @@ async def erase(tx: Tx, user_id: str, erasure: Erasure, at: datetime) -> dict[st
         )
         counts["conversations"] += await tx.execute(
             "DELETE FROM conversations WHERE user_id = ? AND id = ?", (user_id, cid)
+        )
+    if erasure.keys:
+        counts["keys"] = await tx.execute(
+            "DELETE FROM api_keys WHERE user_id = ? AND id <> ?", (user_id, erasure.keep_key or "")
         )
     await tx.many(
         "INSERT INTO erased_texts (user_id, hash, erased_at) VALUES (?, ?, ?)"

@@ -178,6 +178,9 @@ class SQLStore(ABC, Generic[X, Pending]):
     async def conversation_message_ids(self, user_id: str, conversation_id: str) -> list[str] | None:
         return await self._read(user_id, erasure.conversation_message_ids, user_id, conversation_id)
 
+    async def conversation_ids(self, user_id: str) -> list[str]:
+        return await self._read(user_id, erasure.conversation_ids, user_id)
+
     async def erased(self, user_id: str, hashes: Sequence[str]) -> set[str]:
         if not hashes:
             return set()
