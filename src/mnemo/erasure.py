@@ -24,6 +24,8 @@ from .forgetting import Forgotten, Secrets
 from .store.base import ConversationStore, ErasureStore, FactStore
 from .write import changes as make
 
+CONFIRM_EVERYTHING = "erase everything"  # what the person types (or an API client sends) first
+
 
 class EraseStore(FactStore, ErasureStore, ConversationStore, Protocol):
     """What erasing reads and commits."""

@@ -118,12 +118,19 @@ def signed_in(page: Page, server: LiveServer) -> Page:
 
 
 @pytest.fixture
-def shoot() -> Callable[[Page, str], None]:
+def shoot() -> Callable[..., None]:
     """Save a full-page screenshot of what the page shows now."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
 
-    def take(page: Page, name: str) -> None:
+    def take(page: Page, name: str, *, narrow: bool = False) -> None:
+        """`narrow`: once more at a phone's width (375 px), as `{name}-375.png`."""
         page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+        if narrow:
+            size = page.viewport_size
+            page.set_viewport_size({"width": 375, "height": 812})
+            page.screenshot(path=str(ARTIFACTS / f"{name}-375.png"), full_page=True)
+            if size:
+                page.set_viewport_size(size)
 
     return take
 

@@ -46,6 +46,8 @@ def pages_to_check(api, llm) -> list[str]:
         "/memories",
         f"/memories/{fact['id']}",
         f"/memories/{fact['id']}/purge",
+        "/erase/about?q=indeed",
+        "/erase/everything",
         "/review",
         "/settings",
         "/audit",

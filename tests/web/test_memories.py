@@ -156,7 +156,7 @@ def test_purge_says_what_it_erases_and_the_chain_still_verifies(signed_in: Page,
     expect(page.locator("blockquote")).to_have_text("My PIN hint is the cat's birthday")
     expect(page.locator("main")).to_contain_text("from all 2 events of its history")
     expect(page.locator("main")).to_contain_text("cannot be undone")
-    shoot(page, "05-purge-confirm")
+    shoot(page, "05-purge-confirm", narrow=True)
 
     page.get_by_label("Reason (optional, kept in the history)").fill("too personal")
     page.get_by_role("button", name="Erase it").click()
@@ -164,7 +164,7 @@ def test_purge_says_what_it_erases_and_the_chain_still_verifies(signed_in: Page,
     expect(page.get_by_role("heading", level=1)).to_have_text("Receipt of an erasure")
     expect(page.locator("pre.receipt")).to_contain_text(fact["id"])
     expect(page.locator("main")).not_to_contain_text("PIN")
-    shoot(page, "05-purge-receipt")
+    shoot(page, "05-purge-receipt", narrow=True)
     assert "PIN" not in json.dumps(ok(api.get(f"/v1/memories/{fact['id']}/history")))
     assert ok(api.get("/v1/audit/verify"))["ok"]
 
@@ -191,8 +191,8 @@ def test_the_erase_page_names_the_messages_that_go_and_shows_the_receipt(signed_
     expect(page.locator("main")).to_contain_text("from 1 conversation message it was learnt from")
     page.get_by_role("button", name="Erase it").click()
     expect(page.get_by_role("heading", level=1)).to_have_text("Receipt of an erasure")
-    expect(page.locator("main")).to_contain_text("1 messages")
-    shoot(page, "05-erasure-receipt")
+    expect(page.locator("main")).to_contain_text("1 memory, 1 message;")
+    shoot(page, "05-erasure-receipt", narrow=True)
 
 
 def test_audit_shows_the_verified_chain_and_exports_everything(signed_in: Page, api, shoot):

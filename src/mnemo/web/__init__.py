@@ -16,7 +16,7 @@ from pathlib import Path
 from fastapi import FastAPI
 from starlette.staticfiles import StaticFiles
 
-from . import account, audit, auth, chat, facts, memories, review
+from . import account, audit, auth, chat, erasure, facts, memories, review
 from .chat import Chat
 
 STATIC = Path(__file__).parent / "static"
@@ -25,6 +25,6 @@ STATIC = Path(__file__).parent / "static"
 def install(app: FastAPI, try_it: Chat) -> None:
     """The pages at / (outside the API's schema); `try_it` answers the Try it page."""
     app.state.web_chat = try_it
-    for module in (auth, memories, facts, review, account, audit, chat):
+    for module in (auth, memories, facts, review, account, audit, chat, erasure):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Self
 from pydantic import BaseModel, Field, StrictBool, StringConstraints, model_validator
 
 from ...domain import Receipt
+from ...erasure import CONFIRM_EVERYTHING as EVERYTHING
 from ...erasure import Plan
 from ...shapes import ConversationId, Id, NoNul
 from .base import Request
@@ -41,9 +42,6 @@ class ErasurePlanPublic(BaseModel):
             keys=plan.keys,
             kept_memories=[FactPublic.of(f) for f in plan.cited_by],
         )
-
-
-EVERYTHING = "erase everything"
 
 
 class ErasureCreate(Request):

@@ -1,0 +1,62 @@
+"""Erasing more than one memory: everything about a subject (the person ticks what goes) and
+all of the person's data (typed confirmation). A memory alone: facts.py; receipts: facts.py."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from .. import keys
+from ..domain import NotFound
+from ..erasure import CONFIRM_EVERYTHING as EVERYTHING
+from .forms import text
+from .render import page, redirect
+from .routing import web_router
+from .session import FormDep, SessionDep, memory_of
+
+router = web_router()
+
+_TICKS = 10_000
+
+
+@router.get("/erase/about")
+async def about(request: Request, session: SessionDep) -> Response:
+    query = text(request.query_params, "q", 500)
+    facts, messages = await memory_of(request).about(session.user.id, query) if query else ([], [])
+    return page(request, "erase_about.html", section="settings", query=query, facts=facts, messages=messages)
+
+
+@router.post("/erase/about")
+async def erase_about(request: Request, session: SessionDep, form: FormDep) -> Response:
+    query = text(form, "q", 500)
+    back = f"/erase/about?{urlencode({'q': query})}" if query else "/erase/about"
+    facts = [v for v in form.getlist("memory") if isinstance(v, str)][:_TICKS]
+    messages = [v for v in form.getlist("message") if isinstance(v, str)][:_TICKS]
+    if not facts and not messages:
+        return redirect(back, "Tick at least one memory or message first.", kind="error")
+    try:
+        receipt = await memory_of(request).erase_selection(session.user.id, facts, messages)
+    except NotFound:
+        return redirect(back, "Some of what you ticked is no longer there; look again.", kind="error")
+    return redirect(f"/erasures/{receipt.id}", "Erased what you ticked; this is its signed receipt.")
+
+
+@router.get("/erase/everything")
+async def everything(request: Request, session: SessionDep) -> Response:
+    plan = await memory_of(request).everything_plan(session.user.id)
+    return page(request, "erase_everything.html", section="settings", plan=plan, phrase=EVERYTHING)
+
+
+@router.post("/erase/everything")
+async def erase_everything(request: Request, session: SessionDep, form: FormDep) -> Response:
+    if text(form, "confirm", 100).casefold() != EVERYTHING:
+        return redirect(
+            "/erase/everything", f"Nothing was erased: type “{EVERYTHING}” to confirm.", kind="error"
+        )
+    signed_with = keys.parse(session.key)
+    receipt = await memory_of(request).erase_everything(
+        session.user.id, keep_key=signed_with[0] if signed_with else None
+    )
+    return redirect(f"/erasures/{receipt.id}", "Erased all of your data; this is its signed receipt.")
