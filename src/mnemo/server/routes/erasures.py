@@ -22,6 +22,9 @@ from ..params import Limit, Offset, own_scope
 from ..schemas import FactPublic, Page
 from ..schemas.erasures import (
     About,
+    EraseConversation,
+    EraseEverything,
+    EraseMemory,
     ErasureCreate,
     ErasurePlanPublic,
     MessageFound,
@@ -34,11 +37,11 @@ router = APIRouter(prefix="/v1/erasures", tags=["erasures"], responses=errors(40
 
 
 async def _plan(memory: Memory, user_id: str, body: ErasureCreate) -> Plan:
-    if body.memory_id is not None:
+    if isinstance(body, EraseMemory):
         return await memory.erasure_plan(own_scope(user_id), body.memory_id)
-    if body.conversation_id is not None:
+    if isinstance(body, EraseConversation):
         return await memory.conversation_erasure_plan(user_id, body.conversation_id)
-    if body.everything:
+    if isinstance(body, EraseEverything):
         return await memory.everything_plan(user_id)
     return await memory.selection_plan(user_id, body.memory_ids, body.message_ids)
 
@@ -75,13 +78,13 @@ async def erase(
     """Erase for good, with a signed receipt of what went: one memory with the messages it was
     learnt from, one conversation, what you ticked, or everything (every memory, conversation,
     queued turn and API key but the one this request uses; you and your audit log remain)."""
-    if body.memory_id is not None:
+    if isinstance(body, EraseMemory):
         _, receipt = await memory.purge(own_scope(user.id), body.memory_id, actor="user")
-    elif body.conversation_id is not None:
+    elif isinstance(body, EraseConversation):
         receipt = await memory.erase_conversation(
             user.id, body.conversation_id, with_facts=body.with_memories, actor="user"
         )
-    elif body.everything:
+    elif isinstance(body, EraseEverything):
         receipt = await memory.erase_everything(user.id, keep_key=key, actor="user")
     else:
         receipt = await memory.erase_selection(user.id, body.memory_ids, body.message_ids, actor="user")

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Self
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, Field, StrictBool, StringConstraints, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StringConstraints, model_validator
 
 from ...domain import Receipt
-from ...erasure import CONFIRM_EVERYTHING as EVERYTHING
 from ...erasure import Plan
 from ...shapes import ConversationId, Id, NoNul
 from .base import Request
@@ -44,38 +43,49 @@ class ErasurePlanPublic(BaseModel):
         )
 
 
-class ErasureCreate(Request):
-    """Name one kind: a memory; a conversation (`with_memories` to erase what was learnt from
-    it); what you ticked about a subject (`memory_ids`, `message_ids`: see GET
-    /v1/erasures/about); or `everything`, with `confirm` set to "erase everything"."""
+class EraseMemory(Request):
+    """One memory, with the messages it was learnt from."""
 
-    memory_id: Id | None = None
-    conversation_id: ConversationId | None = None
+    memory_id: Id
+
+
+class EraseConversation(Request):
+    """One conversation; `with_memories`: the memories learnt from it too."""
+
+    conversation_id: ConversationId
     with_memories: StrictBool = False
+
+
+class EraseTicked(Request):
+    """What you ticked about a subject (see GET /v1/erasures/about): at least one id."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "anyOf": [
+                {"required": ["memory_ids"], "properties": {"memory_ids": {"minItems": 1}}},
+                {"required": ["message_ids"], "properties": {"message_ids": {"minItems": 1}}},
+            ]
+        },
+    )
     memory_ids: Annotated[list[Id], Field(default_factory=list, max_length=10_000)]
     message_ids: Annotated[list[MessageId], Field(default_factory=list, max_length=10_000)]
-    everything: StrictBool = False
-    confirm: Annotated[str, Field(max_length=100)] | None = None
 
     @model_validator(mode="after")
-    def one_thing(self) -> Self:
-        kinds = [
-            self.memory_id is not None,
-            self.conversation_id is not None,
-            bool(self.memory_ids or self.message_ids),
-            self.everything,
-        ]
-        if sum(kinds) != 1:
-            raise ValueError(
-                "name exactly one of memory_id, conversation_id, memory_ids/message_ids and everything"
-            )
-        if self.with_memories and self.conversation_id is None:
-            raise ValueError("with_memories goes with conversation_id")
-        if self.everything and self.confirm != EVERYTHING:
-            raise ValueError(f"erasing everything needs confirm: {EVERYTHING!r}")
-        if self.confirm is not None and not self.everything:
-            raise ValueError("confirm goes with everything")
+    def something(self) -> Self:
+        if not self.memory_ids and not self.message_ids:
+            raise ValueError("tick at least one memory or message: memory_ids, message_ids")
         return self
+
+
+class EraseEverything(Request):
+    """All of your data: every memory, conversation, queued turn and API key but the one in use."""
+
+    everything: Literal[True]
+    confirm: Literal["erase everything"] = Field(description="Typed by the person: erase everything.")
+
+
+ErasureCreate = EraseMemory | EraseConversation | EraseTicked | EraseEverything
 
 
 class MessageFound(BaseModel):
