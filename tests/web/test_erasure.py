@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.server.api import ok, texts
+from tests.helpers import extraction
+from tests.server.api import ok, texts, wait_for_job
 
 pytestmark = pytest.mark.slow  # a real server and a browser
 
@@ -60,3 +61,31 @@ def test_erase_all_my_data_needs_the_typed_phrase_and_keeps_the_session(signed_i
     page.goto("/settings")  # still signed in: the key in use stays
     expect(page.locator("main")).not_to_contain_text("old phone")
     assert ok(api.get("/v1/memories"))["items"] == []
+
+
+def test_a_memorys_conversation_can_be_erased_with_or_without_what_was_learnt(
+    signed_in: Page, api, llm, shoot
+):
+    page = signed_in
+    llm.reply_json(extraction("I fly to Oslo on May 3"))
+    said = {
+        "conversation_id": "trip/2026 ü",
+        "messages": [{"role": "user", "content": "Remember that I fly to Oslo on May 3"}],
+    }
+    turn = ok(api.post("/v1/turns", json=said), 202)["job"]
+    learnt = wait_for_job(api, turn["id"])
+    assert learnt["status"] == "done", learnt
+    (fact,) = ok(api.get("/v1/memories"))["items"]
+    page.goto(f"/memories/{fact['id']}")
+    page.get_by_role("link", name="Erase this conversation…").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Erase this conversation for good?")
+    expect(page.locator("main")).to_contain_text("trip/2026 ü")
+    expect(page.locator("fieldset")).to_contain_text("I fly to Oslo on May 3")
+    shoot(page, "11-erase-conversation", narrow=True)
+    page.get_by_role("button", name="Erase the conversation").click()  # the memory not ticked: it stays
+    expect(page.get_by_role("heading", level=1)).to_have_text("Receipt of an erasure")
+    assert texts(ok(api.get("/v1/memories"))) == [fact["text"]]
+    page.goto(f"/memories/{fact['id']}")
+    expect(page.locator("main")).not_to_contain_text("Remember that I fly")
+    assert page.goto("/conversations/trip%2F2026%20%C3%BC/erase").status == 404  # gone
+    assert page.goto("/conversations/%01/erase").status == 404

@@ -1,5 +1,6 @@
-"""Erasing more than one memory: everything about a subject (the person ticks what goes) and
-all of the person's data (typed confirmation). A memory alone: facts.py; receipts: facts.py."""
+"""Erasing more than one memory: a conversation (its memories offered, not forced), everything
+about a subject (the person ticks what goes) and all of the person's data (typed
+confirmation). A memory alone, and receipts: facts.py."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from .. import keys
-from ..domain import NotFound
+from ..domain import InvalidValue, NotFound, conversation_id
 from ..erasure import CONFIRM_EVERYTHING as EVERYTHING
-from .forms import text
+from .forms import flag, text
 from .render import page, redirect
 from .routing import web_router
 from .session import FormDep, SessionDep, memory_of
@@ -19,6 +20,32 @@ from .session import FormDep, SessionDep, memory_of
 router = web_router()
 
 _TICKS = 10_000
+
+
+@router.get("/conversations/{conversation:path}/erase")
+async def conversation(request: Request, session: SessionDep, conversation: str) -> Response:
+    memory = memory_of(request)
+    plan = await memory.conversation_erasure_plan(session.user.id, _conversation_id(conversation))
+    said = await memory.messages(session.user.id, plan.conversations[0])
+    return page(request, "erase_conversation.html", section="memories", plan=plan, said=len(said))
+
+
+@router.post("/conversations/{conversation:path}/erase")
+async def erase_conversation(
+    request: Request, session: SessionDep, form: FormDep, conversation: str
+) -> Response:
+    receipt = await memory_of(request).erase_conversation(
+        session.user.id, _conversation_id(conversation), with_facts=flag(form, "with_memories")
+    )
+    return redirect(f"/erasures/{receipt.id}", "Erased the conversation; this is its signed receipt.")
+
+
+def _conversation_id(value: str) -> str:
+    """A conversation id from a URL; one that cannot exist answers like one that does not."""
+    try:
+        return conversation_id(value)
+    except InvalidValue:
+        raise NotFound(f"no conversation {value[:80]!r}") from None
 
 
 @router.get("/erase/about")
