@@ -273,6 +273,10 @@ async def _workload(url: str, embedder: Any, llm: ScriptedOpenAI, data_dir: Path
         assert (await memory.receipt(alice.id, receipt.id)).id == receipt.id
         await memory.add(me, "I own a blue kayak")  # written again by the person: learnt again
         assert (await memory.verify_audit(alice.id)).ok
+        facts, said = await memory.about(bob.id, "chess")
+        await memory.erase_selection(bob.id, [f.id for f in facts], [m for _, m, _ in said])
+        await memory.erase_everything(bob.id)  # and his API keys with it
+        assert (await memory.verify_audit(bob.id)).ok
         _, retracted = await memory.delete_agent(alice.id, agent.id)
         assert retracted == 1
 

@@ -3,54 +3,76 @@ that salted the log. See mnemo.audit for why a digest must not outlive its salt.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from ... import audit
 from ..rows import dump, load
-from .tx import Statements, Tx
+from .erasure import chunks
+from .tx import Statements, Tx, marks
 
 
-async def redact_events(tx: Tx, user_id: str, fact_id: str) -> None:
-    """Erase the text, reason and salt of every event of the fact, and the reason and salt of
-    the user's other events that tell of it; events written before salts had digests of what
-    is erased, so the log is sealed again from the first of them."""
-    rows = await tx.all(
-        "SELECT seq, before, after, salt FROM fact_events WHERE user_id = ? AND fact_id = ?",
-        (user_id, fact_id),
-    )
-    texts = audit.texts_of([(load(before), load(after)) for _, before, after, _ in rows])
-    unsalted = set()
-    for seq, before, after, salt in rows:
-        await tx.execute(
-            "UPDATE fact_events SET before = ?, after = ?, reason = NULL, redacted = ?, salt = NULL"
-            " WHERE user_id = ? AND seq = ?",
-            (dump(audit.redact(load(before))), dump(audit.redact(load(after))), True, user_id, seq),
+async def redact_events(tx: Tx, user_id: str, fact_ids: Sequence[str]) -> None:
+    """Erase the text, reason and salt of every event of these facts, and the reason and salt of
+    the user's other events that tell of one of them; events written before salts had digests
+    of what is erased, so the log is sealed again from the first of them. One pass over the
+    log however many facts are erased at once (erasing everything)."""
+    ids = list(dict.fromkeys(fact_ids))
+    if not ids:
+        return
+    rows: list[Any] = []
+    for chunk in chunks(ids):
+        rows += await tx.all(
+            "SELECT seq, fact_id, before, after, salt FROM fact_events"
+            f" WHERE user_id = ? AND fact_id IN ({marks(len(chunk))})",
+            (user_id, *chunk),
         )
-        if salt is None:
-            unsalted.add(seq)
-    # the other events that tell of it: the creation of what replaced it, the replacement of
-    # what it replaced (their reasons say what was replaced, in whatever words), and any
-    # reason that speaks of its texts (audit.tells_of)
-    linked = {
-        (other, "create" if replaced_it else "supersede")
-        for other, replaced_it in await tx.all(
-            "SELECT id, supersedes = ? FROM facts WHERE user_id = ? AND (supersedes = ? OR"
-            " superseded_by = ?)",
-            (fact_id, user_id, fact_id, fact_id),
-        )
-    }
-    others = await tx.all(
-        "SELECT seq, fact_id, action, reason, salt FROM fact_events"
-        " WHERE user_id = ? AND fact_id <> ? AND reason IS NOT NULL",
-        (user_id, fact_id),
+    texts: dict[str, set[str]] = {fid: set() for fid in ids}
+    for _, fid, before, after, _ in rows:
+        texts[fid] |= audit.texts_of([(load(before), load(after))])
+    await tx.many(
+        "UPDATE fact_events SET before = ?, after = ?, reason = NULL, redacted = ?, salt = NULL"
+        " WHERE user_id = ? AND seq = ?",
+        [
+            (dump(audit.redact(load(before))), dump(audit.redact(load(after))), True, user_id, seq)
+            for seq, _, before, after, _ in rows
+        ],
     )
-    for seq, other, action, reason, salt in others:
-        if (other, action) in linked or audit.tells_of(reason, texts):
-            await tx.execute(
-                "UPDATE fact_events SET reason = NULL, salt = NULL, redacted_for = ? WHERE user_id = ? AND"
-                " seq = ?",
-                (fact_id, user_id, seq),
-            )
+    unsalted = {seq for seq, _, _, _, salt in rows if salt is None}
+    # the other events that tell of them: the creation of what replaced one, the replacement of
+    # what one replaced (their reasons say what was replaced, in whatever words), and any
+    # reason that speaks of their texts (audit.tells_of)
+    linked: dict[tuple[str, str], str] = {}
+    erased = set(ids)
+    for chunk in chunks(ids):
+        for other, supersedes, superseded_by in await tx.all(
+            "SELECT id, supersedes, superseded_by FROM facts WHERE user_id = ?"
+            f" AND (supersedes IN ({marks(len(chunk))}) OR superseded_by IN ({marks(len(chunk))}))",
+            (user_id, *chunk, *chunk),
+        ):
+            if supersedes in erased:
+                linked[(other, "create")] = supersedes
+            if superseded_by in erased:
+                linked[(other, "supersede")] = superseded_by
+    every_text = set().union(*texts.values())
+    told: list[tuple[str, int]] = []
+    for seq, other, action, reason, salt in await tx.all(
+        "SELECT seq, fact_id, action, reason, salt FROM fact_events WHERE user_id = ? AND reason IS NOT NULL",
+        (user_id,),
+    ):
+        if other in erased:
+            continue
+        about = linked.get((other, action))
+        if about is None and audit.tells_of(reason, every_text):
+            about = next(fid for fid, own in texts.items() if audit.tells_of(reason, own))
+        if about is not None:
+            told.append((about, seq))
             if salt is None:
                 unsalted.add(seq)
+    await tx.many(
+        "UPDATE fact_events SET reason = NULL, salt = NULL, redacted_for = ? WHERE user_id = ? AND seq = ?",
+        [(about, user_id, seq) for about, seq in told],
+    )
     if unsalted:
         await reseal(tx, user_id, unsalted)
 

@@ -274,9 +274,8 @@ class SQLStore(ABC, Generic[X, Pending]):
             await jobs.finish_job(tx, user_id, claim, {**result, "events": len(changes)}, self._clock())
         if mark is not None:
             await backfill.advance_mark(tx, user_id, mark, self._clock())
-        for change in changes:  # first, as they may seal the log again (see mnemo.audit)
-            if change.redact:
-                await redact_events(tx, user_id, change.fact.id)
+        # first, as it may seal the log again (see mnemo.audit)
+        await redact_events(tx, user_id, [c.fact.id for c in changes if c.redact])
         head = await facts.head(tx, user_id)
         events, pending = await self._apply(tx, user_id, changes, at, head)
         await facts.check_unique(tx, user_id, changes)
