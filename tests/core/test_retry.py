@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 from mnemo.domain import InvalidInput, JobStatus, NotFound, new_id
