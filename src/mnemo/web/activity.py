@@ -85,7 +85,7 @@ class Bar:
     parts: tuple[tuple[str, float, float], ...]  # (series, y, height)
 
 
-WIDTH, HEIGHT, TOP, BOTTOM = 700, 180, 10, 150  # the drawing area runs from TOP to BOTTOM
+WIDTH, HEIGHT, TOP, BOTTOM = 420, 145, 8, 124  # the drawing area runs from TOP to BOTTOM
 
 
 def bars(days: Sequence[Day]) -> tuple[list[Bar], int]:
