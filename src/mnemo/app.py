@@ -65,7 +65,8 @@ class TryIt:
             done = await self._state.proxy.complete(user, body, headers)
         except ChatError as err:
             raise ChatRefused(err.status, err.message) from err
-        return Reply(done.text, done.prepared.hits, done.stored.reason if done.stored.failed else None)
+        problem = done.stored.reason if done.stored.failed else None
+        return Reply(done.text, done.prepared.hits, problem, done.stored.turn_id)
 
 
 def create_app(settings: Settings, core: Core | None = None) -> FastAPI:

@@ -163,6 +163,17 @@ class Memory:
         except NotFound:
             raise NotFound(f"no turn {turn_id}") from None
 
+    async def retry_turn(self, user_id: str, turn_id: str) -> StoredTurn:
+        """Learn again from one of the person's failed turns: queued now, its attempts reset.
+        NotFound for anyone else's; InvalidInput, changing nothing, for a turn not failed."""
+        try:
+            job = await self.store.retry_job(user_id, turn_id)
+        except NotFound:
+            raise NotFound(f"no turn {turn_id}") from None
+        for wake in self._queued:
+            wake()
+        return StoredTurn.of(job)
+
     # -- the two jobs -----------------------------------------------------------
 
     async def remember(self, turn: Turn) -> WriteReport:

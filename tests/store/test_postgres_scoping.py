@@ -55,6 +55,7 @@ from mnemo.domain import (
     JobStatus,
     MemoryMode,
     Message,
+    NotFound,
     ReviewPolicy,
     Scope,
     Source,
@@ -219,6 +220,9 @@ async def _workload(url: str, embedder: Any, llm: ScriptedOpenAI, data_dir: Path
         assert await worker.drain() == 1
         assert len(await memory.jobs(alice.id)) == 3
         assert await failing.requeue_waiting() == 2  # a worker with a chat model: everyone's waiting
+        with pytest.raises(NotFound):  # another person's failed turn: not found, and not retried
+            await smart.retry_turn(alice.id, parked.id)
+        assert (await smart.retry_turn(bob.id, parked.id)).attempts == 0
 
         # reading: recall (every arm), the person's search, the past, lists, the log
         for scope in (me, chef, everything):

@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..accounts import Member
-from ..domain import Agent, ApiKey, AuditReport, Event, Fact
+from ..domain import FACT_KINDS, Agent, ApiKey, AuditReport, Event, Fact, StoredTurn
 from ..recall.fuse import Hit
 
 ERASED = "(erased)"
@@ -284,3 +284,18 @@ def event_line(event: Event) -> Text:
     if event.reason:
         line.append(f"  ({event.reason})", style="dim")
     return line
+
+
+def minute(value: datetime | None) -> str:
+    return _minute(value)
+
+
+def turns_table(turns: Sequence[StoredTurn]) -> Table:
+    """Stored turns: state, reason, and how many facts of each kind each one touched."""
+    table = _table()
+    for column in ("id", "stored", "state", "reason", "learnt"):
+        table.add_column(column, overflow="fold")
+    for t in turns:
+        learnt = ", ".join(f"{kind} {len(t.facts[kind])}" for kind in FACT_KINDS if t.facts[kind])
+        table.add_row(t.id, _minute(t.created_at), str(t.state), t.reason or "", learnt or "—")
+    return table

@@ -237,6 +237,9 @@ class JobQueue(Protocol):
         """Queue again, due `now`, every job learnt without a chat model (status waiting), of
         every user; how many."""
 
+    async def retry_job(self, user_id: str, job_id: str) -> Job:
+        """Queue the user's failed job again, due now, its attempts reset (see sql.jobs)."""
+
     async def get_job(self, user_id: str, job_id: str) -> Job: ...
     async def list_jobs(
         self, user_id: str, *, status: JobStatus | None = None, limit: int = 50, offset: int = 0

@@ -5,7 +5,8 @@ only adds comfort; every page acts through Memory (facts) and Accounts (the
 settings page) in the signed-in person's own scope, as the app's state holds
 them. Modules by area: `session` (sign-in cookie, form tokens), `render`
 (templates, answers), `routing` (error pages), then one module of routes per
-page: `auth`, `memories`, `facts`, `review`, `account` (settings), `audit`
+page: `auth`, `memories`, `facts`, `review`, `activity` (turns and what they taught),
+`account` (settings), `audit`
 (and the export), `chat` (try it, through the `Chat` the app hands in).
 """
 
@@ -16,7 +17,7 @@ from pathlib import Path
 from fastapi import FastAPI
 from starlette.staticfiles import StaticFiles
 
-from . import account, audit, auth, chat, erasure, facts, memories, review
+from . import account, activity, audit, auth, chat, erasure, facts, memories, review
 from .chat import Chat
 
 STATIC = Path(__file__).parent / "static"
@@ -25,6 +26,6 @@ STATIC = Path(__file__).parent / "static"
 def install(app: FastAPI, try_it: Chat) -> None:
     """The pages at / (outside the API's schema); `try_it` answers the Try it page."""
     app.state.web_chat = try_it
-    for module in (auth, memories, facts, review, account, audit, chat, erasure):
+    for module in (auth, memories, facts, review, activity, account, audit, chat, erasure):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")

@@ -14,15 +14,16 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 
 from ..domain import User, as_unicode, is_unicode, is_uuid, new_id
-from ..http.headers import AGENT_HEADER, CONVERSATION_HEADER
+from ..http.headers import AGENT_HEADER, CONVERSATION_HEADER, HEADERS
 from ..recall.fuse import Hit
-from .forms import text
-from .render import page
+from .forms import fact_id, text
+from .render import environment, page
 from .routing import web_router
-from .session import BadForm, FormDep, Session, SessionDep, accounts_of
+from .session import BadForm, FormDep, Session, SessionDep, accounts_of, memory_of
+from .taught import Note, note
 
 router = web_router()
 
@@ -34,6 +35,7 @@ class Reply:
     text: str  # the model's words
     recalled: Sequence[Hit]  # what memory recalled for the message, injected before it
     not_stored: str | None = None  # why the turn was not stored, when storing it failed
+    turn_id: str | None = None  # the turn stored to learn from, when it was
 
 
 class ChatRefused(Exception):
@@ -100,7 +102,15 @@ def _history(raw: str) -> list[dict[str, Any]]:
             for r in (recalled if isinstance(recalled, list) else [])
             if isinstance(r, dict)
         ]
-        kept.append({"role": item["role"], "content": item["content"][:MAX_MESSAGE], "recalled": recalled})
+        turn = item.get("turn") if item["role"] == "assistant" else None
+        kept.append(
+            {
+                "role": item["role"],
+                "content": item["content"][:MAX_MESSAGE],
+                "recalled": recalled,
+                "turn": turn.lower() if isinstance(turn, str) and is_uuid(turn) else None,
+            }
+        )
     return kept[-2 * MAX_TURNS :]
 
 
@@ -135,6 +145,7 @@ async def render_chat(
         status=status,
         section="try",
         history=history or [],
+        notes=await _notes(request, session, history or []),
         history_json=json.dumps(history or [], ensure_ascii=False),
         conversation=conversation or new_id(),
         agent=agent,
@@ -145,6 +156,27 @@ async def render_chat(
         enabled=await accounts.memory_enabled(session.user.id),
         max_message=MAX_MESSAGE,
     )
+
+
+async def _notes(request: Request, session: Session, history: list[dict[str, Any]]) -> dict[str, Note]:
+    """What each turn of the conversation taught memory, by turn id: one read of the person's
+    latest turns (a turn older than those, or not theirs, gets no note)."""
+    ids = {m["turn"] for m in history if m.get("turn")}
+    if not ids:
+        return {}
+    memory = memory_of(request)
+    latest = await memory.turns(session.user.id, limit=2 * MAX_TURNS + 10)
+    return {t.id: await note(memory, session.scope, t) for t in latest if t.id in ids}
+
+
+@router.get("/try/turns/{turn_id}")
+async def turn_note(request: Request, session: SessionDep, turn_id: str) -> Response:
+    """What one turn taught, for the page's script to show once learning settles:
+    `settled`, and `html`, the note as the page itself renders it."""
+    memory = memory_of(request)
+    found = await note(memory, session.scope, await memory.turn(session.user.id, fact_id(turn_id, "turn")))
+    html = environment.get_template("learnt_note.html").render(note=found)
+    return JSONResponse({"settled": found.settled, "html": html}, headers=HEADERS)
 
 
 @router.get("/try")
@@ -183,9 +215,9 @@ async def say(request: Request, session: SessionDep, form: FormDep) -> Response:
         for h in done.recalled
     ]
     history += [
-        {"role": "user", "content": message, "recalled": []},
+        {"role": "user", "content": message, "recalled": [], "turn": None},
         # the model's words, shown as sent, but for what no page can hold (a lone surrogate)
-        {"role": "assistant", "content": as_unicode(done.text), "recalled": recalled},
+        {"role": "assistant", "content": as_unicode(done.text), "recalled": recalled, "turn": done.turn_id},
     ]
     problem = ""
     if done.not_stored:

@@ -61,12 +61,20 @@ def page(request: Request, template: str, *, status: int = 200, **context: Any) 
     flashes = _read_flash(request)
     session = getattr(request.state, "session", None)
     html = environment.get_template(template).render(
-        request=request, session=session, flashes=flashes, **context
+        request=request, session=session, flashes=flashes, no_chat_model=_no_chat_model(request), **context
     )
     response = HTMLResponse(html, status_code=status, headers=HEADERS)
     if flashes:
         response.delete_cookie(FLASH_COOKIE, path="/", httponly=True, samesite="strict")
     return response
+
+
+def _no_chat_model(request: Request) -> bool:
+    """Turns wait for a chat model (learning only what is asked for explicitly) exactly when the
+    server has none: it queues them all again once it has one. The server's own setting, read
+    without asking the store on every page."""
+    memory = getattr(request.app.state, "memory", None)
+    return memory is not None and memory.chat is None
 
 
 def redirect(url: str, flash: str | None = None, *, kind: str = "ok") -> RedirectResponse:

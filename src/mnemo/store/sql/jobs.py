@@ -14,7 +14,18 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from ...domain import Claim, Conflict, FailReason, Job, JobStatus, Message, NotFound, Scope, new_id
+from ...domain import (
+    Claim,
+    Conflict,
+    FailReason,
+    InvalidInput,
+    Job,
+    JobStatus,
+    Message,
+    NotFound,
+    Scope,
+    new_id,
+)
 from ..rows import JOB_COLUMNS, job_from, when
 from .people import save_messages
 from .tx import Tx
@@ -89,6 +100,24 @@ async def fail_job(
         if changed == 1:
             return await job(tx, user_id, claim.job_id)
     raise Conflict(f"job {claim.job_id} is no longer held by {claim.worker}")
+
+
+async def retry_job(tx: Tx, user_id: str, job_id: str, now: datetime) -> Job:
+    """Queue a failed job of the user's again, due `now`, with its attempts reset; its result
+    keeps the reason it failed until it is learnt from. NotFound for another user's job,
+    InvalidInput (nothing changed) for one that has not failed."""
+    changed = await tx.execute(
+        "UPDATE jobs SET status = 'pending', attempts = 0, next_attempt_at = ?, finished_at = NULL,"
+        " last_error = NULL, claimed_by = NULL, lease_until = NULL"
+        " WHERE user_id = ? AND id = ? AND status = 'failed'",
+        (now, user_id, job_id),
+    )
+    found = await job(tx, user_id, job_id)
+    if changed != 1:
+        raise InvalidInput(
+            f"turn {job_id} has not failed (it is {found.status}): only a failed turn is retried"
+        )
+    return found
 
 
 async def finish_job(tx: Tx, user_id: str, claim: Claim, result: dict[str, Any], now: datetime) -> None:

@@ -327,6 +327,9 @@ class SQLStore(ABC, Generic[X, Pending]):
     async def fail_job(self, claim: Claim, reason: FailReason, error: str, retry_at: datetime | None) -> Job:
         return await self._write(None, jobs.fail_job, claim, reason, error, retry_at, self._clock())
 
+    async def retry_job(self, user_id: str, job_id: str) -> Job:
+        return await self._write(user_id, jobs.retry_job, user_id, job_id, self._clock())
+
     async def get_job(self, user_id: str, job_id: str) -> Job:
         return await self._read(user_id, jobs.job, user_id, job_id)
 

@@ -46,4 +46,27 @@
       Array.prototype.forEach.call(boxes, function (box) { box.checked = all.checked; });
     });
   });
+
+  // Try it: once learning from a reply's turn settles, say what memory learnt from it.
+  Array.prototype.forEach.call(document.querySelectorAll("[data-turn][data-pending]"), function (note) {
+    var tries = 0;
+    function look() {
+      tries += 1;
+      window.fetch("/try/turns/" + encodeURIComponent(note.getAttribute("data-turn")), {
+        headers: { Accept: "application/json" }
+      }).then(function (reply) {
+        return reply.ok ? reply.json() : null;
+      }).then(function (found) {
+        if (found && found.settled) {
+          note.innerHTML = found.html;  // rendered (and escaped) by the server's own template
+          note.removeAttribute("data-pending");
+        } else if (found && tries < 120) {
+          window.setTimeout(look, 1000);
+        }
+      }).catch(function () {
+        if (tries < 120) { window.setTimeout(look, 2000); }
+      });
+    }
+    window.setTimeout(look, 500);
+  });
 })();
