@@ -44,6 +44,15 @@ def theirs(server) -> Iterator[httpx2.Client]:
         yield client
 
 
+def slip_in(page: Page, label: str, fact_id: str, button: str) -> None:
+    """Tick the memory named `label` on the list, its box now holding `fact_id`, and press `button`."""
+    page.goto("/memories")
+    box = page.get_by_label(label)
+    box.evaluate("(el, id) => { el.value = id; }", fact_id)
+    box.check()
+    page.get_by_role("button", name=button).click()
+
+
 def rows_of_the_store(server) -> str:
     """Every row of every table of the server's database (SQLite, on the server's connection)."""
     store = server.app.state.memory.store
@@ -174,11 +183,7 @@ def test_bulk_approve_and_retract_change_only_what_they_can(signed_in: Page, api
 
     # another person's memory, slipped into the form, is left alone
     (their,) = facts(theirs)
-    page.goto("/memories")
-    box = page.get_by_label("I hate olives")
-    box.evaluate("(el, id) => { el.value = id; }", their["id"])
-    box.check()
-    page.get_by_role("button", name="Retract ticked").click()
+    slip_in(page, "I hate olives", their["id"], "Retract ticked")
     expect(page.locator(".flash")).to_contain_text("Retracted 0 memories. 1 other was left")
     assert facts(theirs, "active") == [their]
     assert status_of(api, "I hate olives") == "active"
@@ -230,11 +235,7 @@ def test_bulk_erase_refuses_what_is_not_the_persons_or_not_an_id(signed_in: Page
         page.goto(f"/erase/memories?{ids}")
         expect(page.get_by_role("heading", name="Memories", exact=True)).to_be_visible()
         expect(page.locator(".flash.error")).to_be_visible()
-    page.goto("/memories")
-    box = page.get_by_label("I live in Lisbon")
-    box.evaluate("(el, id) => { el.value = id; }", their["id"])
-    box.check()
-    page.get_by_role("button", name="Erase ticked…").click()
+    slip_in(page, "I live in Lisbon", their["id"], "Erase ticked…")
     expect(page.locator(".flash")).to_contain_text("no longer there")
     assert facts(theirs) == [their]
     assert [f["text"] for f in facts(api)] == ["I live in Lisbon"]
