@@ -574,19 +574,38 @@ class Memory:
         statuses: Sequence[Status] | None = (Status.ACTIVE,),
         limit: int = 50,
         offset: int = 0,
+        category: Category | None = None,
+        pinned: bool | None = None,
     ) -> list[Fact]:
-        """Facts of the scope, newest first; with `as_of`, as they were believed then."""
+        """Facts of the scope, newest first (only those of `category`, pinned or not as `pinned`
+        says, when given); with `as_of`, as they were believed then."""
         if as_of is None:
-            return await self.store.list_facts(scope, statuses=statuses, limit=limit, offset=offset)
+            return await self.store.list_facts(
+                scope, statuses=statuses, limit=limit, offset=offset, category=category, pinned=pinned
+            )
         visible = {f.id for f in await self.store.list_facts(scope, statuses=None, limit=1_000_000)}
         events = await self.store.events(scope.user_id, until=as_of)
         past = [
             f
             for f in audit.believed_at(scope.user_id, events, as_of).values()
-            if f.id in visible and (not statuses or f.status in statuses)
+            if f.id in visible
+            and (not statuses or f.status in statuses)
+            and (category is None or f.category == category)
+            and (pinned is None or f.pinned == pinned)
         ]
         past.sort(key=lambda f: (f.created_at, f.id), reverse=True)
         return past[offset : offset + limit]
+
+    async def count(
+        self,
+        scope: Scope,
+        *,
+        statuses: Sequence[Status] | None = (Status.ACTIVE,),
+        category: Category | None = None,
+        pinned: bool | None = None,
+    ) -> int:
+        """How many facts `list` pages through with the same filters (now, not `as_of`)."""
+        return await self.store.count_facts(scope, statuses=statuses, category=category, pinned=pinned)
 
     async def messages(
         self, user_id: str, conversation_id: str, ids: Sequence[str] | None = None

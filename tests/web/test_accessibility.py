@@ -89,6 +89,8 @@ def test_sign_in_add_and_retract_by_keyboard_alone(page: Page, server, api):
     page.keyboard.press("Enter")
     expect(page.locator(".flash")).to_contain_text("Remembered: “I ride a blue bicycle”")
 
+    tab_to(page, "Actions for “I ride a blue bicycle”")  # the row's menu opens by keyboard
+    page.keyboard.press("Enter")
     tab_to(page, "Retract")
     page.keyboard.press("Enter")
     expect(page.locator(".flash")).to_contain_text("Retracted")

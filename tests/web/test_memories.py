@@ -54,15 +54,17 @@ def test_add_edit_history_retract_restore(signed_in: Page, api, shoot):
     assert added["text"] == "I live in Lisbon" and added["category"] == "identity"
     shoot(page, "02-memories")
 
-    # edit in place, from the list
+    # edit in place, from the list's menu
     row = page.locator(f"#fact-{added['id']}")
-    row.locator("summary", has_text="Edit").click()
-    row.get_by_label("Text").fill("I live in Porto")
-    row.get_by_role("button", name="Save").click()
+    row.get_by_text("Actions").click()
+    row.get_by_role("link", name="Edit…").click()
+    page.get_by_label("Text").fill("I live in Porto")
+    page.get_by_role("button", name="Save correction").click()
     expect(page.locator(".flash")).to_contain_text("Saved")
-    expect(page.locator("ol.facts")).to_contain_text("I live in Porto")
     (edited,) = facts(api)
     assert edited["id"] == added["id"] and edited["text"] == "I live in Porto" and edited["version"] == 2
+    page.goto("/memories")
+    expect(page.locator("ol.facts")).to_contain_text("I live in Porto")
 
     # its page: the history, with who and what
     page.get_by_role("link", name="I live in Porto").click()

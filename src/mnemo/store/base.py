@@ -20,6 +20,7 @@ from ..domain import (
     Agent,
     ApiKey,
     BackfillMark,
+    Category,
     Change,
     Claim,
     Conversation,
@@ -119,7 +120,22 @@ class FactStore(Protocol):
         statuses: Sequence[Status] | None = None,
         limit: int = 50,
         offset: int = 0,
-    ) -> list[Fact]: ...
+        category: Category | None = None,
+        pinned: bool | None = None,
+    ) -> list[Fact]:
+        """Newest first; only facts in `statuses` (all when None), of `category`, pinned or not
+        as `pinned` says (either when None)."""
+
+    async def count_facts(
+        self,
+        scope: Scope,
+        *,
+        statuses: Sequence[Status] | None = None,
+        category: Category | None = None,
+        pinned: bool | None = None,
+    ) -> int:
+        """How many facts `list_facts` pages through with the same filters."""
+
     async def find_by_hash(
         self, scope: Scope, text_hash: str, *, statuses: Sequence[Status] = (Status.ACTIVE,)
     ) -> list[Fact]:

@@ -1,18 +1,19 @@
-"""Erasing more than one memory: a conversation (its memories offered, not forced), everything
-about a subject (the person ticks what goes) and all of the person's data (typed
-confirmation). A memory alone, and receipts: facts.py."""
+"""Erasing more than one memory: those ticked on the memories page, a conversation (its
+memories offered, not forced), everything about a subject (the person ticks what goes) and all
+of the person's data (typed confirmation). A memory alone, and receipts: facts.py."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from urllib.parse import urlencode
 
 from starlette.requests import Request
 from starlette.responses import Response
 
 from .. import keys
-from ..domain import InvalidValue, NotFound, conversation_id
+from ..domain import InvalidInput, InvalidValue, NotFound, conversation_id
 from ..erasure import CONFIRM_EVERYTHING as EVERYTHING
-from .forms import flag, text
+from .forms import fact_id, flag, text
 from .render import page, redirect
 from .routing import web_router
 from .session import FormDep, SessionDep, memory_of
@@ -20,6 +21,38 @@ from .session import FormDep, SessionDep, memory_of
 router = web_router()
 
 _TICKS = 10_000
+_GONE = "Some of what you ticked is no longer there; look again."
+_NONE = "Tick at least one memory that is not erased yet."
+_DONE = "Erased what you ticked; this is its signed receipt."
+
+
+def _ticked(values: Sequence[object]) -> list[str]:
+    """The ticked memories' ids, each once (one that cannot be an id: NotFound)."""
+    return list(dict.fromkeys(fact_id(v) for v in values if isinstance(v, str)))[:_TICKS]
+
+
+@router.get("/erase/memories")
+async def confirm_memories(request: Request, session: SessionDep) -> Response:
+    """What erasing the memories ticked on the memories page takes, for the person to confirm."""
+    try:
+        ids = _ticked(request.query_params.getlist("ids"))
+        plan = await memory_of(request).selection_plan(session.user.id, ids, []) if ids else None
+    except NotFound:
+        return redirect("/memories", _GONE, kind="error")
+    if plan is None or not plan.facts:
+        return redirect("/memories", _NONE, kind="error")
+    return page(request, "erase_memories.html", section="memories", plan=plan, ids=ids)
+
+
+@router.post("/erase/memories")
+async def erase_memories(request: Request, session: SessionDep, form: FormDep) -> Response:
+    try:
+        receipt = await memory_of(request).erase_selection(session.user.id, _ticked(form.getlist("ids")), [])
+    except NotFound:
+        return redirect("/memories", _GONE, kind="error")
+    except InvalidInput:
+        return redirect("/memories", _NONE, kind="error")
+    return redirect(f"/erasures/{receipt.id}", _DONE)
 
 
 @router.get("/conversations/{conversation:path}/erase")
@@ -66,8 +99,8 @@ async def erase_about(request: Request, session: SessionDep, form: FormDep) -> R
     try:
         receipt = await memory_of(request).erase_selection(session.user.id, facts, messages)
     except NotFound:
-        return redirect(back, "Some of what you ticked is no longer there; look again.", kind="error")
-    return redirect(f"/erasures/{receipt.id}", "Erased what you ticked; this is its signed receipt.")
+        return redirect(back, _GONE, kind="error")
+    return redirect(f"/erasures/{receipt.id}", _DONE)
 
 
 @router.get("/erase/everything")

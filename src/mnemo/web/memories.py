@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
@@ -10,17 +11,28 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ..accounts import Accounts
-from ..domain import MAX_TEXT, Agent, Category, Fact, InvalidInput, NotFound, Scope, StatusFilter
+from ..domain import (
+    MAX_TEXT,
+    Agent,
+    Category,
+    Conflict,
+    Fact,
+    InvalidInput,
+    NotFound,
+    Scope,
+    Status,
+    StatusFilter,
+)
 from ..memory import Memory
-from .forms import PAGE_SIZE, choice, flag, number, text
-from .render import page, redirect
+from .forms import PAGE_SIZE, choice, fact_id, flag, number, text
+from .render import local_path, page, plural, redirect
 from .routing import web_router
 from .session import FormDep, Session, SessionDep, accounts_of, memory_of
 
 router = web_router()
 
 SEARCH_LIMIT = 200  # a search pages through at most this many of the best matches
-_BATCH = 200
+BULK_LIMIT = 200  # ticked memories one bulk action takes
 
 
 @dataclass
@@ -61,12 +73,14 @@ class Filters:
     def url_at(self, offset: int) -> str:
         return self.url(offset=offset)
 
-    def keep(self) -> Callable[[Fact], bool] | None:
-        if self.category is None and not self.pinned:
-            return None
-        return lambda f: (
-            (self.category is None or f.category == self.category)
-            and (not self.pinned or f.pinned == (self.pinned == "yes"))
+    def pin(self) -> bool | None:
+        return None if not self.pinned else self.pinned == "yes"
+
+    def keep(self, fact: Fact) -> bool:
+        """Whether a search hit passes the category and pin filters (a list asks the store)."""
+        pin = self.pin()
+        return (self.category is None or fact.category == self.category) and (
+            pin is None or fact.pinned == pin
         )
 
 
@@ -83,30 +97,28 @@ async def scope_for(accounts: Accounts, session: Session, agent: str, problems: 
     return session.scope
 
 
-async def _listed(memory: Memory, scope: Scope, filters: Filters) -> list[Fact]:
-    """Up to PAGE_SIZE + 1 facts from the filters' offset (the extra one says there is more)."""
+async def _listed(memory: Memory, scope: Scope, filters: Filters) -> tuple[list[Fact], int]:
+    """Up to PAGE_SIZE + 1 facts from the filters' offset (the extra one says there is more),
+    and how many match in all."""
     want = PAGE_SIZE + 1
-    keep = filters.keep()
     if filters.q:
         hits = await memory.search(filters.q, scope, limit=SEARCH_LIMIT)
-        facts = [h.fact for h in hits if keep is None or keep(h.fact)]
-        return facts[filters.offset : filters.offset + want]
-    statuses = filters.status.statuses()
-    if keep is None:
-        return await memory.list(scope, statuses=statuses, limit=want, offset=filters.offset)
-    # category and pin are not store filters: walk the list, keeping what matches
-    found: list[Fact] = []
-    skipped = at = 0
-    while len(found) < want:
-        batch = await memory.list(scope, statuses=statuses, limit=_BATCH, offset=at)
-        at += len(batch)
-        for fact in filter(keep, batch):
-            if skipped < filters.offset:
-                skipped += 1
-            elif len(found) < want:
-                found.append(fact)
-        if len(batch) < _BATCH:
-            break
+        found = [h.fact for h in hits if filters.keep(h.fact)]
+        return found[filters.offset : filters.offset + want], len(found)
+    statuses, category, pinned = filters.status.statuses(), filters.category, filters.pin()
+    listed = await memory.list(
+        scope, statuses=statuses, category=category, pinned=pinned, limit=want, offset=filters.offset
+    )
+    return listed, await memory.count(scope, statuses=statuses, category=category, pinned=pinned)
+
+
+async def _replacements(memory: Memory, session: Session, facts: list[Fact]) -> dict[str, Fact]:
+    """The newer memory that replaced each superseded one (when the person can still see it)."""
+    found = {}
+    for fact in facts:
+        if fact.status == Status.SUPERSEDED and fact.superseded_by:
+            with contextlib.suppress(NotFound):
+                found[fact.id] = await memory.get(session.scope, fact.superseded_by)
     return found
 
 
@@ -123,13 +135,17 @@ async def render_list(
     accounts = accounts_of(request)
     agents = await accounts.agents(session.user.id)
     scope = await scope_for(accounts, session, filters.agent, filters.problems)
-    facts = await _listed(memory, scope, filters)
+    facts, total = await _listed(memory, scope, filters)
+    shown = facts[:PAGE_SIZE]
     return page(
         request,
         "memories.html",
         status=status,
         section="memories",
-        facts=facts[:PAGE_SIZE],
+        facts=shown,
+        total=total,
+        replaced=await _replacements(memory, session, shown),
+        now=memory.clock(),
         more=len(facts) > PAGE_SIZE,
         filters=filters,
         agents=agents,
@@ -189,3 +205,37 @@ async def add(request: Request, session: SessionDep, form: FormDep) -> Response:
     if fact.version > 1:
         return redirect("/memories", f"You had that one already; it is now stated {fact.mentions} times.")
     return redirect("/memories", f"Remembered: “{fact.text}”.")
+
+
+async def each(apply: Callable[..., Awaitable[object]], scope: Scope, ids: list[str]) -> tuple[int, int]:
+    """Apply a change to each ticked memory: how many it changed, and how many it left as they
+    were (changed meanwhile, not in a state for it, not this person's, or not an id)."""
+    done = skipped = 0
+    for value in ids:
+        try:
+            await apply(scope, fact_id(value))
+            done += 1
+        except (NotFound, InvalidInput, Conflict):
+            skipped += 1
+    return done, skipped
+
+
+@router.post("/memories/bulk")
+async def bulk(request: Request, session: SessionDep, form: FormDep) -> Response:
+    """Retract or approve the ticked memories, or ask to erase them (a page that says what goes)."""
+    action = text(form, "action", 20)
+    back = local_path(form.get("next"), "/memories")
+    ids = list(dict.fromkeys(v for v in form.getlist("ids") if isinstance(v, str)))[:BULK_LIMIT]
+    if action not in ("retract", "approve", "erase"):
+        return redirect(back, "Choose retract, approve or erase.", kind="error")
+    if not ids:
+        return redirect(back, "Tick at least one memory first.", kind="error")
+    if action == "erase":
+        return redirect("/erase/memories?" + urlencode({"ids": ids}, doseq=True))
+    memory = memory_of(request)
+    done, skipped = await each(memory.retract if action == "retract" else memory.approve, session.scope, ids)
+    said = f"{'Retracted' if action == 'retract' else 'Approved'} {plural(done, 'memory', 'memories')}."
+    if skipped:
+        waits = "active" if action == "retract" else "waiting for review"
+        said += f" {plural(skipped, 'other was', 'others were')} left as they were (not {waits})."
+    return redirect(back, said, kind="ok" if done else "error")

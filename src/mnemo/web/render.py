@@ -33,6 +33,28 @@ def when(value: datetime | str | None) -> str:
     return as_utc(value).isoformat(sep=" ", timespec="minutes")[:16] + " UTC"
 
 
+_UNITS = (("day", 86400), ("hour", 3600), ("minute", 60))
+
+
+def ago(value: datetime, now: datetime) -> str:
+    """How long before `now` a time was, as people say it: "just now", "3 days ago", "2 years
+    ago" (or, for a time after `now`, "in 3 days"); whole units, rounded down, months and
+    years by the calendar."""
+    then, now = as_utc(value), as_utc(now)
+    later = then > now
+    early, late = (now, then) if later else (then, now)
+    months = (late.year - early.year) * 12 + late.month - early.month
+    if (late.day, late.timetz()) < (early.day, early.timetz()):
+        months -= 1
+    seconds = (late - early).total_seconds()
+    spans = [("year", months // 12), ("month", months)] + [(u, int(seconds // s)) for u, s in _UNITS]
+    for unit, count in spans:
+        if count > 0:
+            said = plural(count, unit)
+            return f"in {said}" if later else f"{said} ago"
+    return "just now"
+
+
 def iso(value: datetime | None) -> str:
     return as_utc(value).isoformat() if value else ""
 
@@ -52,7 +74,7 @@ environment = Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
-environment.filters.update(when=when, iso=iso, percent=percent)
+environment.filters.update(when=when, iso=iso, percent=percent, ago=ago)
 environment.globals.update(plural=plural, source_text=source_label)
 
 

@@ -10,7 +10,7 @@ from starlette.responses import Response
 from ..domain import MAX_TEXT, Conflict, Fact, InvalidInput, NotFound, Status
 from .forms import PAGE_SIZE, fact_id, number, text
 from .history import source_messages
-from .memories import scope_for
+from .memories import each, scope_for
 from .render import page, redirect
 from .routing import web_router
 from .session import FormDep, Session, SessionDep, accounts_of, memory_of
@@ -78,14 +78,7 @@ async def bulk(request: Request, session: SessionDep, form: FormDep) -> Response
     if not ids:
         return redirect("/review", "Tick at least one candidate first.", kind="error")
     memory = memory_of(request)
-    apply = memory.approve if action == "approve" else memory.reject
-    done = skipped = 0
-    for value in ids:
-        try:
-            await apply(session.scope, fact_id(value))
-            done += 1
-        except (NotFound, InvalidInput, Conflict):
-            skipped += 1  # decided meanwhile, or not a candidate of this person's
+    done, skipped = await each(memory.approve if action == "approve" else memory.reject, session.scope, ids)
     said = f"{'Approved' if action == 'approve' else 'Rejected'} {done}."
     if skipped:
         said += f" {skipped} could not be (no longer waiting for review)."

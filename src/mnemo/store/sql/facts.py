@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from ... import audit
-from ...domain import Change, Duplicate, Event, Fact, NotFound, Scope, Status, readable_agent_keys
+from ...domain import Category, Change, Duplicate, Event, Fact, NotFound, Scope, Status, readable_agent_keys
 from .. import batch
 from ..rows import AGENT_COLUMNS, EVENT_COLUMNS, FACT_COLUMNS, agent_from, event_from, fact_from, readable
 from .people import agent_row
@@ -128,14 +128,49 @@ async def get_fact(tx: Tx, scope: Scope, fact_id: str) -> Fact:
     return found[0]
 
 
-async def list_facts(
-    tx: Tx, scope: Scope, statuses: Sequence[Status] | None, limit: int, offset: int
-) -> list[Fact]:
-    where, params = "1 = 1", []
+def chosen(
+    statuses: Sequence[Status] | None, category: Category | None, pinned: bool | None
+) -> tuple[str, list[Any]]:
+    """The WHERE clause of a listing's filters over `facts f`: any of the statuses (all when
+    none are named), the category, pinned or not."""
+    where, params = ["1 = 1"], list[Any]()
     if statuses:
-        where, params = f"f.status IN ({marks(len(statuses))})", [str(s) for s in statuses]
+        where.append(f"f.status IN ({marks(len(statuses))})")
+        params += [str(s) for s in statuses]
+    if category is not None:
+        where.append("f.category = ?")
+        params.append(str(category))
+    if pinned is not None:
+        where.append("f.pinned" if pinned else "NOT f.pinned")
+    return " AND ".join(where), params
+
+
+async def list_facts(
+    tx: Tx,
+    scope: Scope,
+    statuses: Sequence[Status] | None,
+    limit: int,
+    offset: int,
+    category: Category | None = None,
+    pinned: bool | None = None,
+) -> list[Fact]:
+    where, params = chosen(statuses, category, pinned)
     tail = "ORDER BY f.created_at DESC, f.rowid DESC LIMIT ? OFFSET ?"
     return await facts(tx, scope, where, [*params, limit, offset], tail)
+
+
+async def count_facts(
+    tx: Tx,
+    scope: Scope,
+    statuses: Sequence[Status] | None,
+    category: Category | None = None,
+    pinned: bool | None = None,
+) -> int:
+    """How many facts `list_facts` pages through with the same filters."""
+    rule, rule_params = await visible(tx, scope)
+    where, params = chosen(statuses, category, pinned)
+    row = await tx.one(f"SELECT COUNT(*) FROM facts f WHERE {rule} AND ({where})", (*rule_params, *params))
+    return int(row[0]) if row else 0
 
 
 async def find_by_hash(tx: Tx, scope: Scope, text_hash: str, statuses: Sequence[Status]) -> list[Fact]:

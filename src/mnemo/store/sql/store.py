@@ -21,6 +21,7 @@ from ...domain import (
     Agent,
     ApiKey,
     BackfillMark,
+    Category,
     Change,
     Claim,
     Conversation,
@@ -204,9 +205,28 @@ class SQLStore(ABC, Generic[X, Pending]):
         return await self._read(scope.user_id, facts.get_fact, scope, fact_id)
 
     async def list_facts(
-        self, scope: Scope, *, statuses: Sequence[Status] | None = None, limit: int = 50, offset: int = 0
+        self,
+        scope: Scope,
+        *,
+        statuses: Sequence[Status] | None = None,
+        limit: int = 50,
+        offset: int = 0,
+        category: Category | None = None,
+        pinned: bool | None = None,
     ) -> list[Fact]:
-        return await self._read(scope.user_id, facts.list_facts, scope, statuses, limit, offset)
+        return await self._read(
+            scope.user_id, facts.list_facts, scope, statuses, limit, offset, category, pinned
+        )
+
+    async def count_facts(
+        self,
+        scope: Scope,
+        *,
+        statuses: Sequence[Status] | None = None,
+        category: Category | None = None,
+        pinned: bool | None = None,
+    ) -> int:
+        return await self._read(scope.user_id, facts.count_facts, scope, statuses, category, pinned)
 
     async def find_by_hash(
         self, scope: Scope, text_hash: str, *, statuses: Sequence[Status] = (Status.ACTIVE,)

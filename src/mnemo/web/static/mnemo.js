@@ -26,7 +26,29 @@
     input.addEventListener("focus", function () { input.select(); });
   });
 
-  // Review: a "tick all" box beside the bulk buttons.
+  // Action menus (<details class="menu">): one open at a time; Escape or a click elsewhere
+  // closes it, and Escape gives the focus back to its button.
+  var menus = document.querySelectorAll("details.menu");
+  function closeMenus(except) {
+    Array.prototype.forEach.call(menus, function (menu) {
+      if (menu !== except) { menu.open = false; }
+    });
+  }
+  Array.prototype.forEach.call(menus, function (menu) {
+    menu.addEventListener("toggle", function () { if (menu.open) { closeMenus(menu); } });
+  });
+  document.addEventListener("click", function (event) {
+    closeMenus(event.target.closest && event.target.closest("details.menu"));
+  });
+  document.addEventListener("keydown", function (event) {
+    var open = event.key === "Escape" && document.querySelector("details.menu[open]");
+    if (open) {
+      open.open = false;
+      open.querySelector("summary").focus();
+    }
+  });
+
+  // Review and memories: a "tick all" box beside the bulk buttons.
   Array.prototype.forEach.call(document.querySelectorAll("[data-select-all]"), function (holder) {
     var name = holder.getAttribute("data-select-all");
     var boxes = document.querySelectorAll('input[type="checkbox"][name="' + name + '"]');
