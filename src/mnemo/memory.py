@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 import builtins  # Memory.list hides the builtin in the class body that follows it
 import dataclasses
-import random
 import logging
+import random
 import sys
 from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -39,10 +39,10 @@ from .domain import (
     JobStatus,
     Message,
     NotFound,
-    Receipt,
     RecallRecord,
     RecallSummary,
     RecallVia,
+    Receipt,
     Scope,
     Source,
     SourceKind,

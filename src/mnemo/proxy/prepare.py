@@ -12,8 +12,8 @@ from ..accounts import Accounts
 from ..domain import (
     Agent,
     InvalidValue,
-    RecallVia,
     Message,
+    RecallVia,
     Scope,
     Turn,
     User,
