@@ -115,7 +115,10 @@ def _show_state(state: dict[str, Any], json: bool) -> None:
         ("user", state["user"]),
         ("memory", f"{on} (your switch: {state['user_switch']}; server mode: {server_mode})"),
         ("review policy", state["review_policy"]),
-        ("recall log", f"{'on' if state['record_recalls'] else 'off'} (kept {state['recall_log_days']} days)"),
+        (
+            "recall log",
+            f"{'on' if state['record_recalls'] else 'off'} (kept {state['recall_log_days']} days)",
+        ),
         ("database", state["database"]),
         ("chat model", state["chat_model"] or "none: only explicit requests are learnt"),
         ("embedder", state["embedder"]),
