@@ -181,6 +181,10 @@ class Accounts:
     async def set_user_switch(self, user_id: str, enabled: bool | None) -> User:
         return await self._store.update_user(user_id, memory_enabled=enabled)
 
+    async def set_record_recalls(self, user_id: str, on: bool) -> User:
+        """The person's switch of the recall log; off deletes what was recorded."""
+        return await self._store.update_user(user_id, record_recalls=on)
+
     async def set_review_policy(self, user_id: str, policy: ReviewPolicy) -> User:
         return await self._store.update_user(user_id, review_policy=policy)
 

@@ -22,7 +22,7 @@ from . import proxy, server, web
 from .accounts import Accounts
 from .auth import Authenticator
 from .build import Core, open_core
-from .domain import User
+from .domain import RecallVia, User
 from .http import errors, timeouts
 from .http.metrics import Metrics, RequestTimer
 from .mcp.http import McpEndpoint
@@ -62,7 +62,7 @@ class TryIt:
     async def reply(self, user: User, body: dict[str, Any], headers: dict[str, str]) -> Reply:
         try:
             check_body(body)  # as the proxy checks what a client sends it
-            done = await self._state.proxy.complete(user, body, headers)
+            done = await self._state.proxy.complete(user, body, headers, RecallVia.WEB)
         except ChatError as err:
             raise ChatRefused(err.status, err.message) from err
         problem = done.stored.reason if done.stored.failed else None

@@ -605,6 +605,7 @@ class User:
     memory_enabled: bool | None = None
     review_policy: ReviewPolicy = ReviewPolicy.AUTO
     created_at: datetime | None = None  # as stored (None where it was not read)
+    record_recalls: bool = True  # the person's switch: which assistant recalled what, and when
 
 
 @dataclass(frozen=True, slots=True)
@@ -706,6 +707,34 @@ class Erasure:
     seal: Callable[[str, dict[str, int]], Receipt] | None = None
     keys: bool = False  # every API key of the user goes too, but `keep_key`
     keep_key: str | None = None
+
+
+class RecallVia(StrEnum):
+    """The face an assistant recalled through."""
+
+    PROXY = "proxy"  # the chat proxy
+    API = "api"  # POST /v1/memories/search
+    MCP = "mcp"  # the MCP recall tool
+    WEB = "web"  # the page's Try it
+
+
+@dataclass(frozen=True, slots=True)
+class RecallRecord:
+    """That an assistant (`agent_id`, None: the default one) was given a fact at `at`."""
+
+    fact_id: str
+    agent_id: str | None
+    at: datetime
+    via: RecallVia
+
+
+@dataclass(frozen=True, slots=True)
+class RecallSummary:
+    """How a fact was recalled lately: the last time and by whom, and how often since `since`."""
+
+    last: RecallRecord | None
+    count: int
+    since: datetime
 
 
 @dataclass(frozen=True, slots=True)

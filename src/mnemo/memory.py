@@ -12,11 +12,12 @@ from __future__ import annotations
 import asyncio
 import builtins  # Memory.list hides the builtin in the class body that follows it
 import dataclasses
+import logging
 import random
 import sys
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Sequence
-from datetime import datetime
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from datetime import datetime, timedelta
 from typing import TypeVar
 
 import numpy as np
@@ -38,6 +39,9 @@ from .domain import (
     JobStatus,
     Message,
     NotFound,
+    RecallRecord,
+    RecallSummary,
+    RecallVia,
     Receipt,
     Scope,
     Source,
@@ -63,6 +67,8 @@ from .write import changes
 from .write.writer import Writer, WriteReport, new_writer
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
+WEEK = timedelta(days=7)  # a fact's recalls are counted over the last week
 
 
 class Memory:
@@ -214,14 +220,50 @@ class Memory:
         limit: int | None = None,
         arms: Sequence[str] = ARMS,
         memory_on: bool | None = None,
+        via: RecallVia | None = None,
     ) -> builtins.list[Hit]:
         """Facts for the query; empty when memory is off for this user (`memory_on`: the switch
-        as the caller decided it for this turn; None: ask now)."""
+        as the caller decided it for this turn; None: ask now). `via`: an assistant recalls
+        through that face, and what it is given goes into the recall log (None: a person looks,
+        nothing is recorded)."""
         if memory_on is None:
             memory_on = await self.accounts.memory_enabled(scope.user_id)
         if not memory_on:
             return []
-        return await self.recaller.recall(scope, query, as_of=as_of, limit=limit, arms=arms)
+        hits = await self.recaller.recall(scope, query, as_of=as_of, limit=limit, arms=arms)
+        if via is not None and hits:
+            await self._record(scope, hits, via)
+        return hits
+
+    def _keep_after(self, now: datetime) -> datetime:
+        """Recall log rows at or before this are past keeping."""
+        return now - timedelta(days=self.settings.recall_log_days)
+
+    async def _record(self, scope: Scope, hits: Sequence[Hit], via: RecallVia) -> None:
+        """Log what the assistant was given; a failure is logged, never the recall's."""
+        now = self.clock()
+        found = [RecallRecord(h.fact.id, scope.agent_id, now, via) for h in hits]
+        try:
+            await self.store.record_recalls(scope.user_id, new_id(), found, self._keep_after(now))
+        except Exception:
+            log.exception("the recall log of user %s was not written", scope.user_id)
+
+    async def recalls(self, scope: Scope, fact_id: str) -> RecallSummary:
+        """The fact's last recall by an assistant, and how many in the last week (NotFound
+        outside the scope)."""
+        await self.store.get_fact(scope, fact_id)
+        now = self.clock()
+        return await self.store.recall_summary(scope.user_id, fact_id, now - WEEK, self._keep_after(now))
+
+    async def recall_log(self, user_id: str) -> AsyncIterator[tuple[str, RecallRecord]]:
+        """The user's recall log kept, oldest first, each row with its recall's id."""
+        keep_after = self._keep_after(self.clock())
+        after = None
+        while page := await self.store.recall_log(user_id, keep_after, after=after):
+            for row in page:
+                yield row
+            last_id, last = page[-1]
+            after = (last.at, last_id, last.fact_id)
 
     async def search(
         self, query: str, scope: Scope, *, as_of: datetime | None = None, limit: int = 50

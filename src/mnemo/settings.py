@@ -136,6 +136,8 @@ class Settings(BaseSettings):
     read_timeout_seconds: float = Field(default=30.0, gt=0)
     body_timeout_seconds: float = Field(default=120.0, gt=0)
     worker: bool = True  # run the extraction worker inside the server
+    # Days the recall log (which assistant was given which fact, when) is kept; 0 keeps none.
+    recall_log_days: int = Field(default=30, ge=0, le=36_500)
 
     recall: RecallSettings = Field(default_factory=RecallSettings)
     write: WriteSettings = Field(default_factory=WriteSettings)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -397,6 +398,17 @@ def test_settings_switch_memory_off_and_on(mnemo: Invoke) -> None:
     assert as_json(mnemo("settings", "server-mode", "none", "--json"))["memory_enabled"] is True
     assert as_json(mnemo("settings", "policy", "guarded", "--json"))["review_policy"] == "guarded"
     assert mnemo("settings", "policy", "sometimes").exit_code == 2
+
+
+def test_settings_switch_the_recall_log_off_and_on(mnemo: Invoke) -> None:
+    add(mnemo, "I like jazz")
+    shown = as_json(mnemo("settings", "show", "--json"))
+    assert shown["record_recalls"] is True and shown["recall_log_days"] == 30
+    off = as_json(mnemo("settings", "recalls", "off", "--json"))
+    assert off["record_recalls"] is False and off["memory_enabled"] is True  # memory itself stays on
+    assert re.search(r"recall log +off \(kept 30 days\)", ok(mnemo("settings", "show")).stdout)
+    assert as_json(mnemo("settings", "recalls", "on", "--json"))["record_recalls"] is True
+    assert mnemo("settings", "recalls", "sometimes").exit_code == 2
 
 
 def test_remember_without_a_chat_model_learns_explicit_requests(mnemo: Invoke) -> None:

@@ -31,6 +31,7 @@ async def test_the_export_holds_the_person_their_agents_and_every_fact_with_its_
         "events": 5,
         "conversations": 0,
         "messages": 0,
+        "recalls": 0,
     }
     assert [(r["name"], r["private"]) for r in records if r["type"] == "agent"] == [("Chef", True)]
     facts = {r["id"]: r for r in records if r["type"] == "fact"}

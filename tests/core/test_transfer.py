@@ -98,6 +98,7 @@ async def test_an_export_comes_back_losslessly_into_an_empty_store(memory, other
         "events": 14,
         "conversations": 2,
         "messages": 3,
+        "recalls": 0,
     }
     assert "Bob" not in (tmp_path / "alice.jsonl").read_text()  # another user's data never leaves
 

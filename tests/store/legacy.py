@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 import numpy as np
 
 from mnemo import audit
-from mnemo.domain import Action, Category, Fact, Scope, Source, SourceKind, Status, Turn
+from mnemo.domain import Action, Category, Fact, Scope, Source, SourceKind, Status, Turn, new_id
 from mnemo.store.fulltext import owner_token
 
 ALICE, BOB = "0190c8e2-7b1d-7c3e-9a4f-000000000a11", "0190c8e2-7b1d-7c3e-9a4f-000000000b0b"
@@ -39,6 +39,24 @@ class Dialect:
         if value is None or not self.sqlite:
             return value
         return value.strftime("%Y-%m-%dT%H:%M:%S.%fZ")  # the old writer: "874-06-01T…"
+
+
+async def old_user(store, name: str) -> str:
+    """A user written as an older version wrote one (today's store reads columns that came
+    later: migration 15's record_recalls); its id."""
+    from mnemo.store.sqlite import SQLiteStore
+
+    user_id = new_id()
+    if isinstance(store, SQLiteStore):
+        store._conn.execute("INSERT INTO users (id, name, created_at) VALUES (?, ?, ?)", (user_id, name, AT))
+        return user_id
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(store.url, autocommit=True) as conn:
+        await conn.execute(
+            "INSERT INTO users (id, name, created_at) VALUES (%s, %s, %s)", (user_id, name, AT)
+        )
+    return user_id
 
 
 def new_fact(fact_id: str, text: str, **changes) -> Fact:

@@ -13,6 +13,7 @@ from mnemo.store import postgres as postgres_module
 from mnemo.store import sqlite as sqlite_module
 from mnemo.store.postgres import PostgresStore
 from tests.helpers import raw_sql
+from tests.store.legacy import old_user
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -63,8 +64,8 @@ async def test_a_version_10_database_gains_the_listing_and_the_heartbeats(
     monkeypatch.setattr(module, "MIGRATIONS", [m for m in module.MIGRATIONS if m.version <= 10])
     old = make_store()
     await old.open()
-    bob, amy = await old.ensure_user("bob"), await old.ensure_user("amy")
-    await old.enqueue_turn(Scope(bob.id), "c", [Message("user", "hi")], T0)
+    bob, amy = await old_user(old, "bob"), await old_user(old, "amy")
+    await old.enqueue_turn(Scope(bob), "c", [Message("user", "hi")], T0)
     await old.close()
     monkeypatch.undo()
 
@@ -72,7 +73,7 @@ async def test_a_version_10_database_gains_the_listing_and_the_heartbeats(
     await upgraded.open()
     try:
         assert (await upgraded.schema_versions())[-1] == module.MIGRATIONS[-1].version
-        assert [u.id for u in await upgraded.list_users()] == [amy.id, bob.id]
+        assert [u.id for u in await upgraded.list_users()] == [amy, bob]
         assert await upgraded.job_counts() == {"pending": 1}
         await upgraded.beat("w", T0, T0 - timedelta(days=1))
         assert await upgraded.heartbeats(T0) == [T0]

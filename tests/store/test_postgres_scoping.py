@@ -56,6 +56,7 @@ from mnemo.domain import (
     MemoryMode,
     Message,
     NotFound,
+    RecallVia,
     ReviewPolicy,
     Scope,
     Source,
@@ -231,6 +232,13 @@ async def _workload(url: str, embedder: Any, llm: ScriptedOpenAI, data_dir: Path
             await memory.search("kayak", scope)
             await memory.list(scope, as_of=past)
         await memory.list(everything, statuses=None, limit=5, offset=1)
+        # the recall log: an assistant's recalls recorded, read back, the switch off and on
+        for scope in (me, chef):
+            await memory.recall("my kayak, miso soup", scope, via=RecallVia.PROXY)
+        assert (await memory.recalls(everything, kayak.id)).count == 1
+        assert [r async for r in memory.recall_log(alice.id)]
+        await memory.accounts.set_record_recalls(bob.id, False)
+        await memory.accounts.set_record_recalls(bob.id, True)
         assert len(await memory.history(me, kayak.id)) >= 5
         assert await memory.events(alice.id)
         assert (await memory.verify_audit(alice.id)).ok
@@ -275,6 +283,7 @@ async def _workload(url: str, embedder: Any, llm: ScriptedOpenAI, data_dir: Path
         await memory.erase_conversation(alice.id, "c2", with_facts=True)
         assert receipt.id in [r.id for r in await memory.receipts(alice.id)]
         assert (await memory.receipt(alice.id, receipt.id)).id == receipt.id
+        assert kayak.id not in {r.fact_id async for _, r in memory.recall_log(alice.id)}
         await memory.add(me, "I own a blue kayak")  # written again by the person: learnt again
         assert (await memory.verify_audit(alice.id)).ok
         facts, said = await memory.about(bob.id, "chess")
@@ -283,6 +292,9 @@ async def _workload(url: str, embedder: Any, llm: ScriptedOpenAI, data_dir: Path
         assert (await memory.verify_audit(bob.id)).ok
         _, retracted = await memory.delete_agent(alice.id, agent.id)
         assert retracted == 1
+        await memory.recall("my cat", Scope(bob.id), via=RecallVia.MCP)
+        await memory.erase_everything(bob.id)
+        assert [r async for r in memory.recall_log(bob.id)] == []
 
         # import and export: alice's everything, and a user, agent, conversation and log as they were
         exported = [line async for line in export.jsonl(memory, memory.accounts, alice)]

@@ -12,6 +12,7 @@ from mnemo.store import postgres as postgres_module
 from mnemo.store import sqlite as sqlite_module
 from mnemo.store.sqlite import SQLiteStore
 from tests.helpers import raw_sql
+from tests.store.legacy import old_user
 
 
 async def test_a_version_10_databases_jobs_read_back_and_skipped_ones_are_skipped(
@@ -26,8 +27,7 @@ async def test_a_version_10_databases_jobs_read_back_and_skipped_ones_are_skippe
     old = Memory(make_store(clock=clock), embedder)
     await old.open()
     assert (await old.store.schema_versions())[-1] == 10
-    alice = Scope((await old.accounts.user("alice")).id)
-    bob = Scope((await old.accounts.user("bob")).id)
+    alice, bob = Scope(await old_user(old.store, "alice")), Scope(await old_user(old.store, "bob"))
     said = [Message("user", "Remember that I live in Lisbon")]
     skipped, automation, done, pending = [
         await old.store.enqueue_turn(alice, f"c{i}", said, clock.now) for i in range(4)

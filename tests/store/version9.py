@@ -31,7 +31,7 @@ from mnemo.domain import (
 )
 from mnemo.store.sqlite import SQLiteStore
 from tests.helpers import raw_sql, texts
-from tests.store.legacy import AT, new_fact
+from tests.store.legacy import AT, new_fact, old_user
 
 OLDER_MODEL = "older-model"  # a second model's vectors, as `mnemo reindex` leaves them beside
 LISBON, KAYAK, PIN, MISO = "I live in Lisbon", "I own a red kayak", "My bank PIN is 4426", "I make miso soup"
@@ -85,8 +85,8 @@ async def _write_vector(store, fact: Fact, rowid: int, model: str, vector: np.nd
 
 async def fill(store, embedder) -> Filled:
     """Fill `store`, open at schema version 9."""
-    alice = (await store.ensure_user("alice")).id
-    bob = (await store.ensure_user("bob")).id
+    # the users as version 9 wrote them: today's store reads columns that came later
+    alice, bob = await old_user(store, "alice"), await old_user(store, "bob")
     chef = await store.create_agent(alice, "Chef")
     key, token = keys.new_key(alice, "laptop", AT)
     await store.add_api_key(key)

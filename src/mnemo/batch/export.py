@@ -7,8 +7,10 @@ format, mnemo's version, when, and the user), each agent (`"agent"`), each
 fact with every event of its history (`"fact"`, newest fact first; the events
 oldest first, a purged fact's without its text), each conversation with its
 messages and the turns backfill has learnt from (`"conversation"`, oldest
-first; an import keeps them, so backfill does not learn those turns again), and an `"end"` record with the
-counts, so that a reader can tell a whole file from a cut one.
+first; an import keeps them, so backfill does not learn those turns again), each row of the
+recall log kept (`"recall"`: which assistant was given which fact, when; oldest first; an
+import leaves them out), and an `"end"` record with the counts, so that a reader can tell a
+whole file from a cut one.
 
 An event's `seq` here is its place in the person's log (1 = their first
 event), not the store's own sequence number, which is shared by every user:
@@ -24,10 +26,10 @@ from importlib import metadata
 from typing import Any
 
 from ..accounts import Accounts
-from ..domain import Agent, Conversation, Event, Scope, User
+from ..domain import Agent, Conversation, Event, RecallRecord, Scope, User
 from ..memory import Memory
 
-FORMAT = 3  # 3: each event's salt (see mnemo.audit); 2: backfill marks
+FORMAT = 4  # 4: the recall log; 3: each event's salt (see mnemo.audit); 2: backfill marks
 _BATCH = 500
 
 
@@ -75,6 +77,18 @@ def user_record(user: User) -> dict[str, Any]:
         "name": user.name,
         "memory_enabled": user.memory_enabled,
         "review_policy": str(user.review_policy),
+        "record_recalls": user.record_recalls,
+    }
+
+
+def recall_record(recall_id: str, r: RecallRecord) -> dict[str, Any]:
+    return {
+        "type": "recall",
+        "recall_id": recall_id,
+        "fact_id": r.fact_id,
+        "agent_id": r.agent_id,
+        "at": r.at.isoformat(),
+        "via": str(r.via),
     }
 
 
@@ -109,7 +123,7 @@ async def records(memory: Memory, accounts: Accounts, user: User) -> AsyncIterat
         "exported_at": memory.clock().isoformat(),
         "user": user_record(user),
     }
-    counts = dict.fromkeys(("agents", "facts", "events", "conversations", "messages"), 0)
+    counts = dict.fromkeys(("agents", "facts", "events", "conversations", "messages", "recalls"), 0)
     for agent in await accounts.agents(user.id):
         counts["agents"] += 1
         yield agent_record(agent)
@@ -136,6 +150,9 @@ async def records(memory: Memory, accounts: Accounts, user: User) -> AsyncIterat
             counts["messages"] += len(conversation.messages)
             yield conversation_record(conversation)
         after = (page[-1].created_at, page[-1].id)
+    async for recall_id, recall in memory.recall_log(user.id):
+        counts["recalls"] += 1
+        yield recall_record(recall_id, recall)
     yield {"type": "end", **counts}
 
 

@@ -72,6 +72,11 @@ class Switch(StrEnum):
     DEFAULT = "default"
 
 
+class OnOff(StrEnum):
+    ON = "on"
+    OFF = "off"
+
+
 class ServerMode(StrEnum):
     DISABLED = MemoryMode.DISABLED.value
     ENABLED_DEFAULT_OFF = MemoryMode.ENABLED_DEFAULT_OFF.value
@@ -88,6 +93,8 @@ async def _state(s: Session) -> dict[str, Any]:
         "memory_enabled": await s.accounts.memory_enabled(user.id),
         "user_switch": {True: "on", False: "off", None: "default"}[user.memory_enabled],
         "review_policy": str(user.review_policy),
+        "record_recalls": user.record_recalls,
+        "recall_log_days": s.settings.recall_log_days,
         "server_mode": str(mode) if mode else None,
         "database": str(path) if path else shown_url(s.settings.database_url),
         "chat_model": s.memory.chat.model_name if s.memory.chat else None,
@@ -108,6 +115,10 @@ def _show_state(state: dict[str, Any], json: bool) -> None:
         ("user", state["user"]),
         ("memory", f"{on} (your switch: {state['user_switch']}; server mode: {server_mode})"),
         ("review policy", state["review_policy"]),
+        (
+            "recall log",
+            f"{'on' if state['record_recalls'] else 'off'} (kept {state['recall_log_days']} days)",
+        ),
         ("database", state["database"]),
         ("chat model", state["chat_model"] or "none: only explicit requests are learnt"),
         ("embedder", state["embedder"]),
@@ -134,6 +145,21 @@ def settings_memory(
 
     async def work(s: Session):
         await s.accounts.set_user_switch(s.user.id, value)
+        return await _state(s)
+
+    _show_state(run(ctx, work, resolve_agent=False, creates=True), json)
+
+
+@settings.command("recalls")
+def settings_recalls(
+    ctx: typer.Context,
+    switch: Annotated[OnOff, typer.Argument(help="on, or off: record nothing and delete what was.")],
+    json: Json = False,
+) -> None:
+    """Record which assistant recalled which memory, and when (shown on each memory's page)."""
+
+    async def work(s: Session):
+        await s.accounts.set_record_recalls(s.user.id, switch is OnOff.ON)
         return await _state(s)
 
     _show_state(run(ctx, work, resolve_agent=False, creates=True), json)

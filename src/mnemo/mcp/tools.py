@@ -22,6 +22,7 @@ from ..domain import (
     MemoryMode,
     MnemoError,
     NotFound,
+    RecallVia,
     ReviewPolicy,
     Scope,
     Source,
@@ -142,7 +143,8 @@ async def remember(call: _Call, args: RememberArgs) -> Remembered:
 async def recall(call: _Call, args: RecallArgs) -> Recalled:
     memory, user = call.caller.memory, call.caller.user
     on = await call.caller.accounts.memory_enabled(user.id)  # the stdio caller's user is read at start
-    hits = await memory.recall(args.query, call.assistant(args.agent), limit=args.limit, memory_on=on)
+    scope = call.assistant(args.agent)
+    hits = await memory.recall(args.query, scope, limit=args.limit, memory_on=on, via=RecallVia.MCP)
     return Recalled(memories=[RecalledItem.of_hit(h, call.names) for h in hits], memory_enabled=on)
 
 

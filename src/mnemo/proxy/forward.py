@@ -16,7 +16,7 @@ from typing import Any
 import httpx2
 
 from ..accounts import Accounts
-from ..domain import StorageFull, User
+from ..domain import RecallVia, StorageFull, User
 from ..memory import Memory
 from ..settings import Settings
 from .prepare import Prepared, prepare
@@ -76,9 +76,16 @@ class Proxy:
         self.upstream = upstream
 
     async def forward(
-        self, user: User, body: dict[str, Any], headers: Mapping[str, str], *, stream: bool = False
+        self,
+        user: User,
+        body: dict[str, Any],
+        headers: Mapping[str, str],
+        *,
+        stream: bool = False,
+        via: RecallVia = RecallVia.PROXY,
     ) -> Forwarded:
-        """Recall, inject and send the request upstream; a ChatError says why not."""
+        """Recall, inject and send the request upstream; a ChatError says why not. `via`: the
+        face the turn came through, as the recall log records it."""
         if self.upstream is None:
             raise ChatError(
                 503,
@@ -86,7 +93,7 @@ class Proxy:
                 "server_error",
                 "upstream_not_configured",
             )
-        prepared = await prepare(self.memory, self.accounts, self.settings, user, body, headers)
+        prepared = await prepare(self.memory, self.accounts, self.settings, user, body, headers, via)
         return Forwarded(prepared, await self.upstream.chat(prepared.body, stream=stream))
 
     async def unstored(self, prepared: Prepared) -> Stored | None:
@@ -133,10 +140,12 @@ class Proxy:
                 data.append(model_entry(agent.name, "mnemo-agent"))
         return data
 
-    async def complete(self, user: User, body: dict[str, Any], headers: Mapping[str, str]) -> Completed:
+    async def complete(
+        self, user: User, body: dict[str, Any], headers: Mapping[str, str], via: RecallVia = RecallVia.PROXY
+    ) -> Completed:
         """A non-streamed turn, start to end. Stored before returning: once the caller has
         the reply, its turn is durable."""
-        forwarded = await self.forward(user, body, headers)
+        forwarded = await self.forward(user, body, headers, via=via)
         text = completion_text(forwarded.reply.content)
         stored = await self.remember(forwarded.prepared, text)
         return Completed(forwarded.prepared, forwarded.reply, text, stored)

@@ -13,6 +13,7 @@ from ..domain import (
     Agent,
     InvalidValue,
     Message,
+    RecallVia,
     Scope,
     Turn,
     User,
@@ -134,6 +135,7 @@ async def prepare(
     user: User,
     body: dict[str, Any],
     headers: Mapping[str, str],
+    via: RecallVia = RecallVia.PROXY,
 ) -> Prepared:
     agents = await accounts.agents(user.id)
     requested = body.get("model")
@@ -149,7 +151,7 @@ async def prepare(
     hits = []
     if query.strip():
         try:
-            hits = await memory.recall(query, scope, memory_on=memory_on)
+            hits = await memory.recall(query, scope, memory_on=memory_on, via=via)
         except Exception:  # memory failing must not take the conversation down with it
             log.exception("recall failed; forwarding without a memory block")
     block = render(hits)

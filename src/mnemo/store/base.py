@@ -32,6 +32,8 @@ from ..domain import (
     Job,
     JobStatus,
     Message,
+    RecallRecord,
+    RecallSummary,
     Receipt,
     ReviewPolicy,
     Scope,
@@ -70,7 +72,10 @@ class AccountStore(Protocol):
         *,
         memory_enabled: bool | object | None = UNSET,
         review_policy: ReviewPolicy | object = UNSET,
-    ) -> User: ...
+        record_recalls: bool | object = UNSET,
+    ) -> User:
+        """Change the user's switches; `record_recalls` off deletes their recall log with it."""
+
     async def any_user(self) -> bool: ...
     async def list_users(self) -> list[User]:
         """Everyone, in name order (the server's administrator asks: `mnemo users list`)."""
@@ -229,6 +234,33 @@ class ErasureStore(Protocol):
         """NotFound for an unknown id or another user's."""
 
 
+class RecallLog(Protocol):
+    """Which assistant was given which fact, when (see store/sql/recalls.py); rows at or before
+    `keep_after` are past keeping: never answered, and deleted by the next recording."""
+
+    async def record_recalls(
+        self, user_id: str, recall_id: str, found: Sequence[RecallRecord], keep_after: datetime
+    ) -> int:
+        """One recall's rows, in one transaction that also deletes the user's rows past keeping;
+        nothing is written while the person's switch is off. How many rows were written."""
+
+    async def recall_summary(
+        self, user_id: str, fact_id: str, since: datetime, keep_after: datetime
+    ) -> RecallSummary:
+        """The fact's last recall kept, and how many since `since`."""
+
+    async def recall_log(
+        self,
+        user_id: str,
+        keep_after: datetime,
+        *,
+        after: tuple[datetime, str, str] | None = None,
+        limit: int = 500,
+    ) -> list[tuple[str, RecallRecord]]:
+        """The user's rows kept, oldest first, each with its recall's id; a page after the
+        (at, recall id, fact id) of the last one of the page before."""
+
+
 class JobQueue(Protocol):
     """The durable queue of turns to learn from (see mnemo.batch.jobs)."""
 
@@ -354,6 +386,7 @@ class Store(
     SearchStore,
     AuditLog,
     ErasureStore,
+    RecallLog,
     JobQueue,
     BackfillStore,
     TransferStore,

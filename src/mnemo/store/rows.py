@@ -81,10 +81,11 @@ def user_from(row: DbRow) -> User:
         memory_enabled=None if row[3] is None else bool(row[3]),
         review_policy=ReviewPolicy(row[4]),
         created_at=when(row[2]),
+        record_recalls=bool(row[5]),
     )
 
 
-USER_COLUMNS = "id, name, created_at, memory_enabled, review_policy"
+USER_COLUMNS = "id, name, created_at, memory_enabled, review_policy, record_recalls"
 AGENT_COLUMNS = "id, user_id, name, private, reads_default, persona, upstream_model"
 KEY_COLUMNS = "id, user_id, name, secret_hash, created_at, revoked_at"
 

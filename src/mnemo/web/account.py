@@ -41,6 +41,7 @@ async def render_settings(request: Request, session: Session, *, status: int = 2
         enabled=memory_enabled(mode, user.memory_enabled),
         overridden=mode == MemoryMode.DISABLED and user.memory_enabled is True,
         policies=list(ReviewPolicy),
+        recall_days=memory_of(request).settings.recall_log_days,
         agents=await accounts.agents(user.id),
         keys=await accounts.api_keys(user.id),
         current_key=signed_with[0] if signed_with else None,
@@ -68,6 +69,18 @@ async def switch(request: Request, session: SessionDep, form: FormDep) -> Respon
     if value[choice] is True and not now_on:
         said = "Your switch is on, but the server's mode keeps memory off for everyone."
         return redirect("/settings", said, kind="warn")
+    return redirect("/settings", said)
+
+
+@router.post("/settings/recalls")
+async def recalls(request: Request, session: SessionDep, form: FormDep) -> Response:
+    choice = text(form, "recalls", 10)
+    if choice not in ("on", "off"):
+        return redirect("/settings", "Choose on or off for the recall log.", kind="error")
+    await accounts_of(request).set_record_recalls(session.user.id, choice == "on")
+    said = (
+        "Recalls are recorded." if choice == "on" else "Recalls are no longer recorded; what was is deleted."
+    )
     return redirect("/settings", said)
 
 

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 
 from starlette.requests import Request
 from starlette.responses import Response
 
 from .. import receipts
-from ..domain import MAX_TEXT, Category, Conflict, InvalidInput, known_id
+from ..domain import MAX_TEXT, Category, Conflict, InvalidInput, RecallSummary, known_id
 from .forms import choice, fact_id, flag, number, text
 from .history import story
-from .render import local_path, page, redirect
+from .render import ago, local_path, page, plural, redirect
 from .routing import web_router
 from .session import FormDep, Session, SessionDep, accounts_of, memory_of
 
@@ -31,6 +32,7 @@ async def render_fact(
     told = await story(memory, session.scope, fact_id)
     agents = {a.id: a.name for a in await accounts_of(request).agents(session.user.id)}
     fact = told.fact
+    recalled = await memory.recalls(session.scope, fact_id) if session.user.record_recalls else None
     return page(
         request,
         "fact.html",
@@ -39,12 +41,22 @@ async def render_fact(
         story=told,
         fact=fact,
         agent_name=agents.get(fact.agent_id, "a deleted agent") if fact.agent_id else "Default assistant",
+        recalled=recall_line(recalled, agents, memory.clock()) if recalled else None,
         categories=list(Category),
         edit=edit or {"text": fact.text, "category": str(fact.category), "version": str(fact.version)},
         error=error,
         max_text=MAX_TEXT,
         here=f"/memories/{fact.id}",
     )
+
+
+def recall_line(s: RecallSummary, agents: dict[str, str], now: datetime) -> str:
+    """Last recalled by Chef 3 hours ago, 3 times in the last 7 days."""
+    if s.last is None:
+        return "Not recalled by an assistant in the last 7 days."
+    who = s.last.agent_id
+    name = (agents.get(who) or "a deleted agent") if who else "the default assistant"
+    return f"Last recalled by {name} {ago(s.last.at, now)}, {plural(s.count, 'time')} in the last 7 days."
 
 
 @router.get("/memories/{fact}")

@@ -78,6 +78,7 @@ class Export:
     facts: list[Fact] = field(default_factory=list)  # as in the file: newest first
     events: list[Event] = field(default_factory=list)  # the person's log, in order
     conversations: list[Conversation] = field(default_factory=list)
+    recalls: int = 0  # the recall log's rows, counted and left out
 
 
 def read_export(path: Path) -> Export:
@@ -104,6 +105,8 @@ def read_export(path: Path) -> Export:
                 export.events += [_event(e, export.user.id, fact.id, where) for e in record["events"]]
             elif kind == "conversation":
                 export.conversations.append(_conversation(record, export.user.id))
+            elif kind == "recall":
+                export.recalls += 1  # left out: what assistants were given on the server it came from
             elif kind == "end":
                 end = record
             else:
@@ -139,7 +142,13 @@ def _header(record: dict[str, Any], where: str) -> tuple[int, User]:
             f"{where}: format {version} is newer than this mnemo reads ({FORMAT}); upgrade mnemo"
         )
     enabled = data.get("memory_enabled")
-    user = User(str(data["id"]), str(data["name"]), enabled, ReviewPolicy(data.get("review_policy", "auto")))
+    user = User(
+        str(data["id"]),
+        str(data["name"]),
+        enabled,
+        ReviewPolicy(data.get("review_policy", "auto")),
+        record_recalls=bool(data.get("record_recalls", True)),
+    )
     return version, user
 
 
@@ -223,6 +232,8 @@ def _check_end(export: Export, end: dict[str, Any] | None) -> None:
         "conversations": len(export.conversations),
         "messages": sum(len(c.messages) for c in export.conversations),
     }
+    if "recalls" in end:  # format 4 on
+        found["recalls"] = export.recalls
     wrong = [f"{k}: {found[k]} in the file, {end.get(k)} exported" for k in found if end.get(k) != found[k]]
     if wrong:
         raise InvalidInput("the file does not hold what its end record counts (" + "; ".join(wrong) + ")")

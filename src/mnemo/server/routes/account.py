@@ -25,6 +25,7 @@ async def _me(accounts: Accounts, user: User) -> MePublic:
         memory_enabled=user.memory_enabled,
         server_memory_mode=mode or MemoryMode.ENABLED_DEFAULT_ON,
         review_policy=user.review_policy,
+        record_recalls=user.record_recalls,
     )
 
 
@@ -36,11 +37,14 @@ async def me(accounts: AccountsDep, user: CurrentUser) -> MePublic:
 
 @router.patch("/settings")
 async def update_settings(accounts: AccountsDep, user: CurrentUser, body: MeSettingsUpdate) -> MePublic:
-    """Your switch (true, false, or null to follow the server mode) and review policy."""
+    """Your switch (true, false, or null to follow the server mode), review policy, and whether
+    recalls are recorded (false deletes what was recorded)."""
     if "memory_enabled" in body.model_fields_set:
         user = await accounts.set_user_switch(user.id, body.memory_enabled)
     if body.review_policy is not None:
         user = await accounts.set_review_policy(user.id, body.review_policy)
+    if body.record_recalls is not None:
+        user = await accounts.set_record_recalls(user.id, body.record_recalls)
     return await _me(accounts, user)
 
 

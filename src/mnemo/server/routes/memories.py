@@ -13,7 +13,7 @@ from fastapi import APIRouter, Query, Response
 from fastapi import status as http
 
 from ...auth import CurrentUser
-from ...domain import InvalidInput, Status
+from ...domain import InvalidInput, RecallVia, Status
 from ...http.responses import errors
 from ..deps import AccountsDep, MemoryDep
 from ..params import AgentFilter, AsOf, FactIdPath, Limit, Offset, assistant_scope, own_scope, view_scope
@@ -24,6 +24,7 @@ from ..schemas import (
     FactUpdate,
     HitPublic,
     Page,
+    RecallsPublic,
     SearchRequest,
     SearchResults,
     StatusFilter,
@@ -107,7 +108,9 @@ async def search_memories(
     """What an assistant would recall for the query, best first, with why each came back."""
     scope = await assistant_scope(accounts, user, body.agent_id)
     on = await accounts.memory_enabled(user)
-    hits = await memory.recall(body.query, scope, as_of=body.as_of, limit=body.limit, memory_on=on)
+    hits = await memory.recall(
+        body.query, scope, as_of=body.as_of, limit=body.limit, memory_on=on, via=RecallVia.API
+    )
     return SearchResults(items=[HitPublic.of(h) for h in hits], enable_memory=on)
 
 
@@ -160,6 +163,16 @@ async def delete_memory(
 async def restore_memory(memory: MemoryDep, user: CurrentUser, fact_id: FactIdPath) -> FactPublic:
     """Bring back a retracted, superseded or rejected memory."""
     return FactPublic.of(await memory.restore(own_scope(user.id), fact_id, actor="user"))
+
+
+@router.get("/{fact_id}/recalls")
+async def memory_recalls(
+    memory: MemoryDep, accounts: AccountsDep, user: CurrentUser, fact_id: FactIdPath
+) -> RecallsPublic:
+    """When an assistant was last given the memory, which one, and how often in the last 7 days."""
+    found = await memory.recalls(own_scope(user.id), fact_id)
+    kept = memory.settings.recall_log_days
+    return RecallsPublic.of(found, await accounts.agents(user.id), user.record_recalls, kept)
 
 
 @router.get("/{fact_id}/history")

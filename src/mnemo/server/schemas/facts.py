@@ -8,10 +8,13 @@ from typing import Annotated, Any, Self
 from pydantic import BaseModel, Field, StrictBool, StringConstraints, model_validator
 
 from ...domain import (
+    Agent,
     AuditReport,
     Category,
     Event,
     Fact,
+    RecallSummary,
+    RecallVia,
     Status,
 )
 from ...recall.fuse import Hit
@@ -89,6 +92,39 @@ class FactUpdate(Request):
 
 class ReasonBody(Request):
     reason: Annotated[str, StringConstraints(strip_whitespace=True, max_length=500), *NoNul] | None = None
+
+
+class RecallPublic(BaseModel):
+    at: datetime
+    agent_id: str | None = Field(description="The agent that recalled it; null: the default assistant.")
+    agent_name: str | None = Field(description="Its name; null for the default assistant or a deleted agent.")
+    via: RecallVia = Field(description="proxy (the chat proxy), api, mcp, or web (the page's Try it).")
+
+
+class RecallsPublic(BaseModel):
+    """How assistants recalled a memory lately (nothing when the recall log is off or empty)."""
+
+    last: RecallPublic | None
+    count: int = Field(description="How many times since `since` (the last 7 days).")
+    since: datetime
+    recording: bool = Field(description="Your switch of the recall log (PATCH /v1/me/settings).")
+    kept_days: int = Field(description="How many days recalls are kept (MNEMO_RECALL_LOG_DAYS).")
+
+    @classmethod
+    def of(cls, s: RecallSummary, agents: list[Agent], recording: bool, kept_days: int) -> RecallsPublic:
+        names = {a.id: a.name for a in agents}
+        last = s.last
+        return cls(
+            last=None
+            if last is None
+            else RecallPublic(
+                at=last.at, agent_id=last.agent_id, agent_name=names.get(last.agent_id or ""), via=last.via
+            ),
+            count=s.count,
+            since=s.since,
+            recording=recording,
+            kept_days=kept_days,
+        )
 
 
 class EventPublic(BaseModel):

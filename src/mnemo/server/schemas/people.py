@@ -56,14 +56,16 @@ class MePublic(BaseModel):
     memory_enabled: bool | None = Field(description="Your switch; null follows the server mode.")
     server_memory_mode: MemoryMode
     review_policy: ReviewPolicy
+    record_recalls: bool = Field(description="Whether which assistant recalled which memory is recorded.")
 
 
 def _at_least_one_and_no_null_policy(schema: dict[str, Any]) -> None:
     """The schema says what the validator below checks: some field, and a policy that is not null."""
     schema["minProperties"] = 1
-    policy = schema["properties"]["review_policy"]
-    policy["anyOf"] = [s for s in policy.get("anyOf", []) if s.get("type") != "null"]
-    policy.pop("default", None)
+    for name in ("review_policy", "record_recalls"):
+        field = schema["properties"][name]
+        field["anyOf"] = [s for s in field.get("anyOf", []) if s.get("type") != "null"]
+        field.pop("default", None)
 
 
 class MeSettingsUpdate(Request):
@@ -73,13 +75,17 @@ class MeSettingsUpdate(Request):
         None, description="true, false, or null to follow the server mode."
     )
     review_policy: ReviewPolicy | None = None
+    record_recalls: StrictBool | None = Field(
+        None, description="false stops recording which assistant recalled what, and deletes it."
+    )
 
     @model_validator(mode="after")
     def _something(self) -> Self:
         if not self.model_fields_set:
-            raise ValueError("give memory_enabled and/or review_policy")
-        if "review_policy" in self.model_fields_set and self.review_policy is None:
-            raise ValueError("review_policy cannot be null")
+            raise ValueError("give memory_enabled, review_policy and/or record_recalls")
+        for name in ("review_policy", "record_recalls"):
+            if name in self.model_fields_set and getattr(self, name) is None:
+                raise ValueError(f"{name} cannot be null")
         return self
 
 

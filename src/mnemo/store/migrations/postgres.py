@@ -423,6 +423,29 @@ def _erase_everything(cur: Cursor) -> None:
     cur.execute(f"GRANT DELETE ON api_keys TO {APP_ROLE}")
 
 
+def _recalls(cur: Cursor) -> None:
+    """Which assistant recalled which fact, when, and through which face: a row per fact per
+    recall (a recall's rows share its id), kept MNEMO_RECALL_LOG_DAYS; the person's switch
+    (record_recalls, on by default) stops it. Keyed by the fact first, so that a fact's page
+    reads its own rows; by time for the rows past keeping."""
+    cur.execute(
+        """
+        ALTER TABLE users ADD COLUMN record_recalls boolean NOT NULL DEFAULT true;
+        CREATE TABLE recalls (
+            user_id text NOT NULL REFERENCES users(id),
+            fact_id text NOT NULL,
+            at timestamptz NOT NULL,
+            recall_id text NOT NULL,
+            agent_id text NOT NULL,
+            via text NOT NULL,
+            PRIMARY KEY (user_id, fact_id, at, recall_id)
+        );
+        CREATE INDEX recalls_at ON recalls (user_id, at);
+        """
+    )
+    protect(cur, "recalls", "SELECT, INSERT, DELETE")
+
+
 MIGRATIONS = [
     Migration(1, "initial", _initial),
     Migration(2, "server", _server),
@@ -438,4 +461,5 @@ MIGRATIONS = [
     Migration(12, "operations", _operations),
     Migration(13, "turn_states", _turn_states),
     Migration(14, "erase_everything", _erase_everything),
+    Migration(15, "recalls", _recalls),
 ]

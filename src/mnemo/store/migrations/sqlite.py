@@ -458,6 +458,29 @@ def _erase_everything(cur: Cursor) -> None:
     stores."""
 
 
+def _recalls(cur: Cursor) -> None:
+    """Which assistant recalled which fact, when, and through which face: a row per fact per
+    recall (a recall's rows share its id), kept MNEMO_RECALL_LOG_DAYS; the person's switch
+    (record_recalls, on by default) stops it. Keyed by the fact first, so that a fact's page
+    reads its own rows; by time for the rows past keeping."""
+    _script(
+        cur,
+        """
+        ALTER TABLE users ADD COLUMN record_recalls INTEGER NOT NULL DEFAULT 1;
+        CREATE TABLE recalls (
+            user_id TEXT NOT NULL REFERENCES users(id),
+            fact_id TEXT NOT NULL,
+            at TEXT NOT NULL,
+            recall_id TEXT NOT NULL,
+            agent_id TEXT NOT NULL,
+            via TEXT NOT NULL,
+            PRIMARY KEY (user_id, fact_id, at, recall_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX recalls_at ON recalls (user_id, at);
+        """,
+    )
+
+
 MIGRATIONS = [
     Migration(1, "initial", _initial),
     Migration(2, "server", _server),
@@ -473,4 +496,5 @@ MIGRATIONS = [
     Migration(12, "operations", _operations),
     Migration(13, "turn_states", _turn_states),
     Migration(14, "erase_everything", _erase_everything),
+    Migration(15, "recalls", _recalls),
 ]

@@ -26,6 +26,7 @@ from ...domain import (
 )
 from ..base import UNSET
 from ..rows import AGENT_COLUMNS, KEY_COLUMNS, USER_COLUMNS, agent_from, key_from, user_from
+from . import recalls
 from .tx import Tx
 
 AGENT_FIELDS = frozenset({"name", "persona", "upstream_model", "private", "reads_default"})
@@ -63,7 +64,9 @@ async def ensure_user(tx: Tx, name: str, now: datetime) -> User:
     return user
 
 
-async def update_user(tx: Tx, user_id: str, memory_enabled: Any, review_policy: Any) -> User:
+async def update_user(
+    tx: Tx, user_id: str, memory_enabled: Any, review_policy: Any, record_recalls: Any = UNSET
+) -> User:
     if memory_enabled is not UNSET:
         await tx.execute(
             "UPDATE users SET memory_enabled = ? WHERE id = ?",
@@ -73,6 +76,11 @@ async def update_user(tx: Tx, user_id: str, memory_enabled: Any, review_policy: 
         await tx.execute(
             "UPDATE users SET review_policy = ? WHERE id = ?", (str(ReviewPolicy(review_policy)), user_id)
         )
+    if record_recalls is not UNSET:
+        on = bool(record_recalls)
+        await tx.execute("UPDATE users SET record_recalls = ? WHERE id = ?", (on, user_id))
+        if not on:  # off: what was recorded goes with it
+            await recalls.forget_all(tx, user_id)
     user = await user_row(tx, user_id)
     if user is None:
         raise NotFound(f"no user {user_id}")
@@ -94,9 +102,9 @@ async def users_with(tx: Tx, table: str) -> list[User]:
 async def import_user(tx: Tx, user: User, now: datetime) -> User:
     await tx.enter(user.id)
     created = await tx.one(
-        "INSERT INTO users (id, name, created_at, memory_enabled, review_policy)"
-        " VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id",
-        (user.id, user.name, now, user.memory_enabled, str(user.review_policy)),
+        "INSERT INTO users (id, name, created_at, memory_enabled, review_policy, record_recalls)"
+        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id",
+        (user.id, user.name, now, user.memory_enabled, str(user.review_policy), user.record_recalls),
     )
     if created is None:
         raise Conflict(f"a user with the id {user.id} or the name {user.name!r} already exists")

@@ -34,6 +34,8 @@ from ...domain import (
     JobStatus,
     Message,
     NotFound,
+    RecallRecord,
+    RecallSummary,
     Receipt,
     Scope,
     Status,
@@ -43,7 +45,7 @@ from ...domain import (
 )
 from .. import batch
 from ..base import UNSET, ScoredFact, Unembedded
-from . import backfill, erasure, facts, jobs, people, reindex, transfer
+from . import backfill, erasure, facts, jobs, people, recalls, reindex, transfer
 from .events import redact_events
 from .tx import Tx
 
@@ -105,9 +107,16 @@ class SQLStore(ABC, Generic[X, Pending]):
         return await self._read(None, people.user_row, user_id)
 
     async def update_user(
-        self, user_id: str, *, memory_enabled: Any = UNSET, review_policy: Any = UNSET
+        self,
+        user_id: str,
+        *,
+        memory_enabled: Any = UNSET,
+        review_policy: Any = UNSET,
+        record_recalls: Any = UNSET,
     ) -> User:
-        return await self._write(user_id, people.update_user, user_id, memory_enabled, review_policy)
+        return await self._write(
+            user_id, people.update_user, user_id, memory_enabled, review_policy, record_recalls
+        )
 
     async def any_user(self) -> bool:
         async def ask(tx: X) -> bool:
@@ -302,7 +311,12 @@ class SQLStore(ABC, Generic[X, Pending]):
         await facts.check_agents(tx, user_id, changes)
         if retire is not None:
             await people.retire_agent(tx, user_id, retire, self._clock())
+        purged = [c.fact.id for c in changes if c.fact.purged]
+        if purged:  # which assistant was given an erased fact is the person's data too
+            await recalls.forget_facts(tx, user_id, purged)
         if erase is not None:
+            if erase.keys:  # everything
+                await recalls.forget_all(tx, user_id)
             counts = await erasure.erase(tx, user_id, erase, at)
             if erase.seal is not None:
                 await erasure.save_receipt(tx, erase.seal(events[-1].hash if events else head, counts))
@@ -310,6 +324,28 @@ class SQLStore(ABC, Generic[X, Pending]):
         erased = erase is not None or any(c.redact for c in changes)
         tx.after_commit(lambda: self._committed(user_id, changes, pending, erased))
         return events
+
+    # -- the recall log -------------------------------------------------------------------------------
+
+    async def record_recalls(
+        self, user_id: str, recall_id: str, found: Sequence[RecallRecord], keep_after: datetime
+    ) -> int:
+        return await self._write(user_id, recalls.record, user_id, recall_id, found, keep_after)
+
+    async def recall_summary(
+        self, user_id: str, fact_id: str, since: datetime, keep_after: datetime
+    ) -> RecallSummary:
+        return await self._read(user_id, recalls.summary, user_id, fact_id, since, keep_after)
+
+    async def recall_log(
+        self,
+        user_id: str,
+        keep_after: datetime,
+        *,
+        after: tuple[datetime, str, str] | None = None,
+        limit: int = 500,
+    ) -> list[tuple[str, RecallRecord]]:
+        return await self._read(user_id, recalls.log, user_id, keep_after, after, limit)
 
     # -- the durable queue of turns (see mnemo.batch.jobs) -------------------------------------------
 

@@ -1,0 +1,88 @@
+"""The recall log: which assistant was given which fact, when, through which face.
+
+A row per fact per recall (a recall's rows share its id), written in one
+transaction per recall, which also deletes the user's rows past keeping (an
+index probe when there are none). Whether to write is read in that transaction
+from the person's switch, with the user's row locked against a switch turned off
+meanwhile (PostgreSQL; SQLite's writers take turns anyway): the switch turned off
+deletes the rows in its own transaction, so none outlives it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from ...domain import RecallRecord, RecallSummary, RecallVia
+from ..rows import when
+from .erasure import chunks
+from .tx import Tx, marks
+
+COLUMNS = "fact_id, agent_id, at, via"
+
+
+def _record(row: Sequence[Any]) -> RecallRecord:
+    return RecallRecord(str(row[0]), str(row[1]) or None, when(row[2]), RecallVia(str(row[3])))
+
+
+async def record(
+    tx: Tx, user_id: str, recall_id: str, found: Sequence[RecallRecord], keep_after: datetime
+) -> int:
+    """Write the rows of one recall (unless the person's switch is off) and delete the user's
+    rows at or before `keep_after`; how many rows were written."""
+    switch = await tx.one(f"SELECT record_recalls FROM users WHERE id = ?{tx.share}", (user_id,))
+    await tx.execute("DELETE FROM recalls WHERE user_id = ? AND at <= ?", (user_id, keep_after))
+    kept = [r for r in found if r.at > keep_after]
+    if switch is None or not switch[0] or not kept:
+        return 0
+    await tx.execute(
+        f"INSERT INTO recalls (user_id, recall_id, {COLUMNS}) VALUES "
+        + ", ".join(["(?, ?, ?, ?, ?, ?)"] * len(kept)),
+        [v for r in kept for v in (user_id, recall_id, r.fact_id, r.agent_id or "", r.at, str(r.via))],
+    )
+    return len(kept)
+
+
+async def summary(tx: Tx, user_id: str, fact_id: str, since: datetime, keep_after: datetime) -> RecallSummary:
+    """The fact's last recall and how many since `since` (rows past keeping left out)."""
+    last = await tx.one(
+        f"SELECT {COLUMNS} FROM recalls WHERE user_id = ? AND fact_id = ? AND at > ?"
+        " ORDER BY at DESC, recall_id DESC LIMIT 1",
+        (user_id, fact_id, keep_after),
+    )
+    counted = await tx.one(
+        "SELECT count(*) FROM recalls WHERE user_id = ? AND fact_id = ? AND at >= ? AND at > ?",
+        (user_id, fact_id, since, keep_after),
+    )
+    return RecallSummary(_record(last) if last else None, int(counted[0]) if counted else 0, since)
+
+
+async def log(
+    tx: Tx, user_id: str, keep_after: datetime, after: tuple[datetime, str, str] | None, limit: int
+) -> list[tuple[str, RecallRecord]]:
+    """The user's rows kept, oldest first, with their recall's id: a page of `limit` after
+    the (at, recall id, fact id) of the last one of the page before."""
+    page = "" if after is None else " AND (at, recall_id, fact_id) > (?, ?, ?)"
+    params: list[object] = [user_id, keep_after, *(after or ())]
+    rows = await tx.all(
+        f"SELECT recall_id, {COLUMNS} FROM recalls WHERE user_id = ? AND at > ?{page}"
+        f" ORDER BY at, recall_id, fact_id LIMIT {int(limit)}",
+        params,
+    )
+    return [(str(r[0]), _record(r[1:])) for r in rows]
+
+
+async def forget_facts(tx: Tx, user_id: str, fact_ids: Sequence[str]) -> int:
+    """Delete the rows of these facts (they are erased)."""
+    gone = 0
+    for chunk in chunks(list(dict.fromkeys(fact_ids))):
+        gone += await tx.execute(
+            f"DELETE FROM recalls WHERE user_id = ? AND fact_id IN ({marks(len(chunk))})", (user_id, *chunk)
+        )
+    return gone
+
+
+async def forget_all(tx: Tx, user_id: str) -> int:
+    """Delete all of the user's rows (the switch turned off, or everything erased)."""
+    return await tx.execute("DELETE FROM recalls WHERE user_id = ?", (user_id,))

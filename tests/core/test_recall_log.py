@@ -1,0 +1,166 @@
+"""The recall log: which assistant was given which fact, when; the person's switch; keeping;
+erasure; nobody else's rows."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from mnemo.batch import export
+from mnemo.batch.transfer.restore import read_export
+from mnemo.domain import NotFound, RecallVia, Scope
+from tests.helpers import every_row, raw_sql
+
+
+async def _rows(store) -> list[tuple]:
+    """The recall log as stored, everyone's."""
+    return await raw_sql(store, "SELECT user_id, fact_id, agent_id, via, recall_id FROM recalls ORDER BY at")
+
+
+async def test_an_assistants_recall_is_recorded_with_its_agent_and_face(memory, alice, clock):
+    chef = await memory.accounts.create_agent(alice.user_id, "Chef", private=True)
+    pasta = await memory.add(Scope(alice.user_id, chef.id), "I cook pasta on Sundays")
+    tea = await memory.add(alice, "I drink sencha tea")
+
+    await memory.recall("sencha tea", alice, via=RecallVia.PROXY)
+    clock.advance(minutes=1)
+    hits = await memory.recall("pasta on Sundays", Scope(alice.user_id, chef.id), via=RecallVia.MCP)
+    assert pasta.id in {h.fact.id for h in hits}
+
+    rows = await _rows(memory.store)
+    assert (alice.user_id, pasta.id, chef.id, "mcp") in [r[:4] for r in rows]
+    assert (alice.user_id, tea.id, "", "proxy") in [r[:4] for r in rows]
+    # one recall, one id for all its rows
+    by_recall = {r[4] for r in rows if r[3] == "mcp"}
+    assert len(by_recall) == 1 and len([r for r in rows if r[3] == "mcp"]) == len(hits)
+
+    summary = await memory.recalls(Scope(alice.user_id, all_agents=True), pasta.id)
+    assert summary.last is not None and summary.last.agent_id == chef.id and summary.last.via == RecallVia.MCP
+    assert summary.count == 1
+
+
+async def test_the_persons_own_search_and_list_record_nothing(memory, alice):
+    fact = await memory.add(alice, "My sister lives in Porto")
+    assert await memory.search("sister Porto", alice)
+    assert await memory.list(alice)
+    assert await memory.recall("sister Porto", alice)  # no face named: a person looking
+    assert await _rows(memory.store) == []
+    summary = await memory.recalls(alice, fact.id)
+    assert summary.last is None and summary.count == 0
+
+
+async def test_counts_are_over_the_last_week(memory, alice, clock):
+    fact = await memory.add(alice, "I run on Tuesdays")
+    for _ in range(3):
+        await memory.recall("run Tuesdays", alice, via=RecallVia.API)
+    clock.advance(days=8)
+    await memory.recall("run Tuesdays", alice, via=RecallVia.PROXY)
+    summary = await memory.recalls(alice, fact.id)
+    assert summary.count == 1 and summary.last is not None and summary.last.via == RecallVia.PROXY
+    assert summary.last.at == clock.now
+
+
+async def test_the_switch_off_records_nothing_and_deletes_what_was_recorded(memory, alice, bob):
+    fact = await memory.add(alice, "I am allergic to peanuts")
+    bobs = await memory.add(bob, "I am allergic to shellfish")
+    await memory.recall("allergic peanuts", alice, via=RecallVia.PROXY)
+    await memory.recall("allergic shellfish", bob, via=RecallVia.PROXY)
+    (recall_id,) = {r[4] for r in await _rows(memory.store) if r[0] == alice.user_id}
+
+    user = await memory.accounts.set_record_recalls(alice.user_id, False)
+    assert user.record_recalls is False
+    assert recall_id not in await every_row(memory.store)
+    await memory.recall("allergic peanuts", alice, via=RecallVia.PROXY)
+    assert [r[0] for r in await _rows(memory.store)] == [bob.user_id]  # bob's switch is his own
+    assert (await memory.recalls(alice, fact.id)).last is None
+    assert (await memory.recalls(bob, bobs.id)).count == 1
+
+    await memory.accounts.set_record_recalls(alice.user_id, True)
+    await memory.recall("allergic peanuts", alice, via=RecallVia.PROXY)
+    assert (await memory.recalls(alice, fact.id)).count == 1
+
+
+async def test_rows_past_keeping_are_never_shown_and_go_with_the_next_recall(memory, alice, clock):
+    memory.settings.recall_log_days = 2
+    fact = await memory.add(alice, "My cat is called Miso")
+    await memory.recall("cat Miso", alice, via=RecallVia.PROXY)
+    (old,) = {r[4] for r in await _rows(memory.store)}
+    clock.advance(days=2, seconds=1)
+    assert (await memory.recalls(alice, fact.id)).last is None  # past keeping: not shown
+    assert old in await every_row(memory.store)  # until the next recording
+    await memory.recall("cat Miso", alice, via=RecallVia.PROXY)
+    rows = await _rows(memory.store)
+    assert len(rows) == 1 and old not in await every_row(memory.store)
+    assert (await memory.recalls(alice, fact.id)).count == 1
+
+
+async def test_zero_days_keeps_none(memory, alice):
+    memory.settings.recall_log_days = 0
+    fact = await memory.add(alice, "My cat is called Miso")
+    assert await memory.recall("cat Miso", alice, via=RecallVia.PROXY)
+    assert await _rows(memory.store) == []
+    assert (await memory.recalls(alice, fact.id)).last is None
+
+
+async def test_another_user_never_sees_the_rows(memory, alice, bob):
+    fact = await memory.add(alice, "I play the cello")
+    await memory.recall("cello", alice, via=RecallVia.PROXY)
+    with pytest.raises(NotFound):
+        await memory.recalls(bob, fact.id)
+    assert [r async for r in memory.recall_log(bob.user_id)] == []
+    assert [r.fact_id async for _, r in memory.recall_log(alice.user_id)] == [fact.id]
+    # nor its store, asked for the fact by id under bob's name
+    found = await memory.store.recall_summary(bob.user_id, fact.id, fact.created_at, fact.created_at)
+    assert found.last is None and found.count == 0
+
+
+async def test_a_purged_facts_rows_go_with_it_and_erasing_everything_takes_all(memory, alice):
+    secret = await memory.add(alice, "My bank PIN hint is my first dog")
+    other = await memory.add(alice, "I like hiking in the Alps")
+    await memory.recall("bank PIN hint dog", alice, via=RecallVia.PROXY)
+    await memory.recall("hiking Alps", alice, via=RecallVia.PROXY)
+    assert {r[1] for r in await _rows(memory.store)} >= {secret.id, other.id}
+
+    await memory.purge(alice, secret.id)
+    assert secret.id not in {r[1] for r in await _rows(memory.store)}
+    assert other.id in {r[1] for r in await _rows(memory.store)}
+
+    left = {r[4] for r in await _rows(memory.store)}
+    await memory.erase_everything(alice.user_id)
+    dump = await every_row(memory.store)
+    assert await _rows(memory.store) == [] and not any(rid in dump for rid in left)
+
+
+async def test_a_recall_survives_its_log_failing(memory, alice, caplog):
+    await memory.add(alice, "I live in Lisbon")
+    await raw_sql(memory.store, "DROP TABLE recalls")
+    with caplog.at_level(logging.ERROR, logger="mnemo.memory"):
+        hits = await memory.recall("Lisbon", alice, via=RecallVia.PROXY)
+    assert [h.fact.text for h in hits] == ["I live in Lisbon"]
+    assert "recall log" in caplog.text
+
+
+async def test_the_export_holds_the_log_and_an_import_reads_past_it(memory, alice, bob, tmp_path, clock):
+    chef = await memory.accounts.create_agent(alice.user_id, "Chef", reads_default=True)
+    fact = await memory.add(alice, "I cook with cast iron")
+    await memory.recall("cast iron", Scope(alice.user_id, chef.id), via=RecallVia.PROXY)
+    clock.advance(seconds=1)
+    await memory.recall("cast iron", alice, via=RecallVia.MCP)
+    await memory.add(bob, "I cook with cast iron too")
+    await memory.recall("cast iron", bob, via=RecallVia.PROXY)
+    user = await memory.accounts.find_user("alice")
+
+    lines = [line async for line in export.jsonl(memory, memory.accounts, user)]
+    records = [json.loads(line) for line in lines]
+    recalls = [r for r in records if r["type"] == "recall"]
+    assert [(r["fact_id"], r["agent_id"], r["via"]) for r in recalls] == [
+        (fact.id, chef.id, "proxy"),
+        (fact.id, None, "mcp"),
+    ]
+    assert records[-1]["recalls"] == 2 and records[0]["user"]["record_recalls"] is True
+    path = tmp_path / "alice.jsonl"
+    path.write_text("".join(lines))
+    read = read_export(path)
+    assert read.recalls == 2 and [f.id for f in read.facts] == [fact.id]
