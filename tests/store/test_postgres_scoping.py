@@ -232,6 +232,7 @@ async def _workload(url: str, embedder: Any, llm: ScriptedOpenAI, data_dir: Path
             await memory.search("kayak", scope)
             await memory.list(scope, as_of=past)
         await memory.list(everything, statuses=None, limit=5, offset=1)
+        assert await memory.count(everything, statuses=None) >= await memory.count(me)
         # the recall log: an assistant's recalls recorded, read back, the switch off and on
         for scope in (me, chef):
             await memory.recall("my kayak, miso soup", scope, via=RecallVia.PROXY)
