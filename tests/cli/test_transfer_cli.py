@@ -69,6 +69,7 @@ def test_an_export_comes_back_whole_in_another_store(source: Invoke, mnemo: Invo
         "events": 6,
         "conversations": 1,
         "messages": 2,
+        "recalls": 0,
     }
     first = _records(exported.read_text())
     assert "stamps" not in exported.read_text()  # bob's, not local's

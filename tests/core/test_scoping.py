@@ -154,7 +154,9 @@ async def test_a_scope_with_its_agent_rule_decided_reads_no_agents_in_any_arm(me
 @pytest.mark.backend("sqlite")
 async def test_a_proxied_turn_decides_memory_and_the_agent_rule_once(memory, alice, settings):
     """The chat proxy reads the caller's agents and the memory switch once for a whole turn
-    (recall, the reply, storing it), and reads the user's row no more: it came with the call."""
+    (recall, the reply, storing it), and reads the user's row no more (it came with the call)
+    but for the recall log's own switch, read in the transaction that records the recall so
+    that switching it off meanwhile leaves nothing behind."""
     from mnemo.proxy.prepare import prepare
 
     user = await memory.accounts.user("alice")
@@ -167,7 +169,7 @@ async def test_a_proxied_turn_decides_memory_and_the_agent_rule_once(memory, ali
     assert await memory.submit(turn, memory_on=prepared.memory_on) is not None
     assert [h.fact.text for h in prepared.hits] == ["My favourite colour is green"]
     assert sum("FROM agents" in s for s in sent) == 1
-    assert not [s for s in sent if "FROM users" in s]
+    assert [s.split(" WHERE")[0] for s in sent if "FROM users" in s] == ["SELECT record_recalls FROM users"]
     assert sum("FROM settings" in s for s in sent) == 1  # the server's memory mode
 
 

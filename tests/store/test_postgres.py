@@ -411,13 +411,21 @@ async def test_a_purged_text_leaves_the_table_files_after_vacuum_full(memory, al
     assert (await memory.verify_audit(alice.user_id)).ok
 
 
-async def test_erased_messages_and_conversations_leave_the_table_files_after_vacuum_full(memory, alice):
-    """Each kind of erasure, as docs/reliability.md says of PostgreSQL: once VACUUM FULL has
-    rewritten the tables, none of the erased words is in any table or index file."""
+async def test_each_kind_of_erasure_leaves_the_table_files_after_vacuum_full(memory, alice):
+    """Each kind of erasure (a memory with its message, a conversation, what was ticked,
+    everything), as docs/reliability.md says of PostgreSQL: once VACUUM FULL has rewritten the
+    tables, none of the erased words is in any table or index file."""
     at = memory.clock()
-    await memory.store.save_messages(alice, "c1", [Message("user", "My bank PIN is 442618")], at)
-    await memory.store.save_messages(alice, "c2", [Message("user", "I fly to Reykjavik on May 3")], at)
+    said = {
+        "c1": "My bank PIN is 442618",
+        "c2": "I fly to Reykjavik on May 3",
+        "c3": "My locker code is 771305",
+        "c4": "My passport number is X5519027",
+    }
+    for conversation, text in said.items():
+        await memory.store.save_messages(alice, conversation, [Message("user", text)], at)
     pin = await memory.add(alice, "My bank PIN is 442618")
+    locker = await memory.add(alice, "My locker code is 771305")
 
     def files_holding(needle: bytes, *maintenance: str) -> list[str]:
         with psycopg.connect(memory.store.url, autocommit=True) as conn:
@@ -428,6 +436,10 @@ async def test_erased_messages_and_conversations_leave_the_table_files_after_vac
     assert "messages" in files_holding(b"Reykjavik")  # the check can see it while it is there
     await memory.purge(alice, pin.id)
     await memory.erase_conversation(alice.user_id, "c2")
-    tables = "facts, fact_events, fact_vectors, messages, conversations, jobs"
-    assert files_holding(b"442618", f"VACUUM FULL {tables}") == []
-    assert files_holding(b"Reykjavik") == []
+    _, messages = await memory.about(alice.user_id, "locker code")
+    await memory.erase_selection(alice.user_id, [locker.id], [m for _, m, _ in messages])
+    await memory.erase_everything(alice.user_id)
+    tables = "facts, fact_events, fact_vectors, messages, conversations, jobs, api_keys"
+    files_holding(b"", f"VACUUM FULL {tables}")
+    for needle in (b"442618", b"Reykjavik", b"771305", b"X5519027"):
+        assert files_holding(needle) == [], needle

@@ -204,24 +204,39 @@ async def test_a_purged_text_is_gone_from_the_database_files(tmp_path, embedder)
     assert files_holding(b"442618") == []
 
 
-async def test_erased_messages_and_conversations_leave_the_database_files(tmp_path, embedder):
-    """Each kind of erasure: a memory with the message it was learnt from, and a whole
-    conversation; none of their words is left in the database, its free pages or its log."""
+async def test_each_kind_of_erasure_leaves_nothing_in_the_database_files(tmp_path, embedder):
+    """A memory with the message it was learnt from, a whole conversation, what was ticked about
+    a subject, and everything: none of their words is left in the database, its free pages or
+    its log."""
     memory = await Memory(SQLiteStore(tmp_path / "mnemo.db"), embedder).open()
     alice = Scope((await memory.accounts.user("alice")).id)
     await bulk_add(memory, alice, unrelated_facts(20))
     at = memory.clock()
-    await memory.store.save_messages(alice, "c1", [Message("user", "My bank PIN is 442618")], at)
-    await memory.store.save_messages(alice, "c2", [Message("user", "I fly to Reykjavik on May 3")], at)
+    said = {
+        "c1": "My bank PIN is 442618",
+        "c2": "I fly to Reykjavik on May 3",
+        "c3": "My locker code is 771305",
+        "c4": "My passport number is X5519027",
+    }
+    for conversation, text in said.items():
+        await memory.store.save_messages(alice, conversation, [Message("user", text)], at)
     pin = await memory.add(alice, "My bank PIN is 442618")
+    locker = await memory.add(alice, "My locker code is 771305")
 
     def files_holding(needle: bytes) -> list[str]:
         return [p.name for p in tmp_path.iterdir() if p.is_file() and needle in p.read_bytes()]
 
-    assert files_holding(b"442618") and files_holding(b"Reykjavik")
+    needles = [b"442618", b"Reykjavik", b"771305", b"X5519027"]
+    assert all(files_holding(n) for n in needles)  # the check sees them while they are there
     await memory.purge(alice, pin.id)
     assert files_holding(b"442618") == []
     await memory.erase_conversation(alice.user_id, "c2")
     assert files_holding(b"Reykjavik") == []
+    _, messages = await memory.about(alice.user_id, "locker code")
+    await memory.erase_selection(alice.user_id, [locker.id], [m for _, m, _ in messages])
+    assert files_holding(b"771305") == []
+    assert files_holding(b"X5519027")
+    await memory.erase_everything(alice.user_id)
+    assert files_holding(b"X5519027") == []
     await memory.close()
-    assert files_holding(b"442618") == [] and files_holding(b"Reykjavik") == []
+    assert not any(files_holding(n) for n in needles)
