@@ -10,26 +10,39 @@ import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from mnemo.cli.main import app
 from mnemo.memory import Memory
 from tests.helpers import in_store
 
 SCRIPT = Path(sys.executable).parent / "mnemo"
 
-pytestmark = pytest.mark.slow  # every test runs the script as a process of its own, many times
+pytestmark = pytest.mark.slow  # stores made and read again, the script run as a process
 
 
 class Mnemo:
-    """The installed script over one test's database."""
+    """`mnemo` over one test's database: in this process (typer's runner), or as the installed
+    script in a process of its own (`script=True`: slower, and what a person runs)."""
 
-    def __init__(self, data_dir: Path, database_url: str | None) -> None:
+    def __init__(self, data_dir: Path, database_url: str | None, *, script: bool = False) -> None:
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
         self.env["MNEMO_DATA_DIR"] = str(data_dir)
         if database_url:
             self.env["MNEMO_DATABASE_URL"] = database_url
+        self.script = script
 
     def __call__(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(SCRIPT), *args], env=self.env, capture_output=True, text=True, timeout=120)
+        if self.script:
+            return subprocess.run(
+                [str(SCRIPT), *args], env=self.env, capture_output=True, text=True, timeout=120
+            )
+        mnemo_env = {k: v for k, v in self.env.items() if k.startswith("MNEMO_")}
+        with pytest.MonkeyPatch.context() as mp:
+            for key in [k for k in os.environ if k.startswith("MNEMO_")]:
+                mp.delenv(key)
+            done = CliRunner().invoke(app, list(args), env=mnemo_env, catch_exceptions=False)
+        return subprocess.CompletedProcess(args, done.exit_code, done.stdout, done.stderr)
 
     def json(self, *args: str):
         done = self(*args, "--json")
@@ -40,6 +53,11 @@ class Mnemo:
 @pytest.fixture
 def mnemo(tmp_path, database_url) -> Mnemo:
     return Mnemo(tmp_path, database_url)
+
+
+@pytest.fixture
+def script(tmp_path, database_url) -> Mnemo:
+    return Mnemo(tmp_path, database_url, script=True)
 
 
 def who(tmp_path, embedder, database_url, token: str) -> str | None:
@@ -53,8 +71,9 @@ def who(tmp_path, embedder, database_url, token: str) -> str | None:
 
 
 def test_a_person_who_lost_their_key_gets_a_new_one_and_the_old_one_revoked(
-    mnemo, tmp_path, embedder, database_url
+    script, tmp_path, embedder, database_url
 ):
+    mnemo = script  # the installed script, as a person runs it
     alice = mnemo.json("users", "create", "Alïce ✓")
     bob = mnemo.json("users", "create", "bob")
 

@@ -1,21 +1,17 @@
-"""`mnemo turns list` and `mnemo turns show`, as the installed script, over turns a store holds."""
+"""`mnemo turns list` and `mnemo turns show` over turns a store holds."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from mnemo.domain import Scope, Turn, new_id
+from tests.cli.test_cli import clean_env, invoker  # noqa: F401 (a fixture, used by name)
 from tests.helpers import in_store, worker_for
 
-pytestmark = pytest.mark.slow  # the installed script, a process a command
-
-SCRIPT = Path(sys.executable).parent / "mnemo"
+pytestmark = pytest.mark.slow  # a store seeded, then a dozen commands
 
 
 def said(scope: Scope, text: str) -> Turn:
@@ -36,18 +32,12 @@ async def seed(memory):
 
 def test_turns_list_and_show(tmp_path: Path, embedder, database_url: str | None) -> None:
     data_dir = tmp_path / "data"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
-    env.update({"MNEMO_DATA_DIR": str(data_dir), "COLUMNS": "200"})
-    if database_url:
-        env["MNEMO_DATABASE_URL"] = database_url
     waiting, queued, theirs, home = in_store(data_dir, embedder, seed, database_url)
+    mnemo = invoker(data_dir, database_url)
 
-    def mnemo(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(SCRIPT), *args], env=env, capture_output=True, text=True, timeout=120)
-
-    def answer(*args: str):
+    def answer(*args: str) -> str:
         done = mnemo(*args)
-        assert done.returncode == 0, done.stderr
+        assert done.exit_code == 0, done.output
         return done.stdout
 
     listed = json.loads(answer("turns", "list", "--json"))
@@ -66,8 +56,8 @@ def test_turns_list_and_show(tmp_path: Path, embedder, database_url: str | None)
     assert "state     waiting_for_model" in text and f"created   {home}" in text
 
     bad = mnemo("turns", "list", "--state", "done")
-    assert bad.returncode == 2 and "'done' is not one of" in bad.stderr
+    assert bad.exit_code == 2 and "'done' is not one of" in bad.stderr
     for other in (theirs, new_id(), "nope"):
         missing = mnemo("turns", "show", other)
-        assert missing.returncode == 1 and "No turn" in missing.stderr and "Traceback" not in missing.stderr
-        assert "sesame" not in missing.stdout + missing.stderr
+        assert missing.exit_code == 1 and "No turn" in missing.stderr and "Traceback" not in missing.output
+        assert "sesame" not in missing.output

@@ -17,10 +17,6 @@ from .routes import account, admin, agents, audit, erasures, memories, review, t
 def install(app: FastAPI) -> None:
     """The API's routes and its reference; the app must be built with docs_url=None."""
 
-    @app.get("/healthz", tags=["health"])
-    async def healthz() -> dict[str, str]:
-        return {"status": "ok"}
-
     app.include_router(health.router)
     for module in (memories, erasures, review, audit, account, admin, agents, turns):
         app.include_router(module.router)
