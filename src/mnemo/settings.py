@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import platformdirs
 from pydantic import BaseModel, Field, field_validator, model_validator
@@ -39,6 +39,9 @@ class RecallSettings(BaseModel):
     rrf_k: float = 60.0
     max_facts: int = 20
     max_tokens: int = 1000
+    # where the chat proxy puts the memory block: in the system message (every chat template
+    # takes it), or as a user message before the person's latest (keeps prompt caches warm)
+    placement: Literal["system", "before_user"] = "system"
 
 
 class WriteSettings(BaseModel):

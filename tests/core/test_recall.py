@@ -111,10 +111,10 @@ async def test_every_hit_says_why(memory, alice):
     assert all(r.rank >= 1 for r in hit.reasons.values()) and hit.score > 0
 
 
-async def test_the_block_goes_just_before_the_latest_user_message(memory, alice):
+async def test_the_block_can_go_just_before_the_latest_user_message(memory, alice):
     await memory.add(alice, "I am allergic to peanuts")
     hits = await memory.recall("peanuts", alice)
-    block = render(hits)
+    block = render(hits, "before_user")
     assert "I am allergic to peanuts" in block and "2026-03-01" in block
     messages = [
         {"role": "system", "content": "You are helpful."},
@@ -122,7 +122,7 @@ async def test_the_block_goes_just_before_the_latest_user_message(memory, alice)
         {"role": "assistant", "content": "hello"},
         {"role": "user", "content": "suggest a snack"},
     ]
-    out = inject(messages, block)
+    out = inject(messages, block, "before_user")
     assert out[:3] == messages[:3]
     assert out[3] == {"role": "user", "content": block} and out[4] == messages[3]
-    assert inject(messages, render([])) == messages
+    assert inject(messages, render([]), "before_user") == messages

@@ -69,6 +69,9 @@ class ScriptedOpenAI:
             EMBEDDINGS_PATH: deque(),
         }
         self._rejected_formats: set[str] = set()
+        # like a chat template that requires roles to alternate (Mistral Instruct on vLLM):
+        # after system messages, user and assistant must take turns, starting with the user
+        self.alternating_roles = False
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._server: ThreadingHTTPServer | None = None
@@ -165,6 +168,14 @@ class ScriptedOpenAI:
             queue = self._queues[path]
             return queue.popleft() if queue else None
 
+    def _alternation_broken(self, body: dict[str, Any]) -> bool:
+        if not self.alternating_roles:
+            return False
+        roles = [m.get("role") for m in body.get("messages", [])]
+        while roles and roles[0] in ("system", "developer"):
+            roles.pop(0)
+        return any(role != ("user" if i % 2 == 0 else "assistant") for i, role in enumerate(roles))
+
     def _rejects(self, body: dict[str, Any]) -> str | None:
         format_type = (body.get("response_format") or {}).get("type")
         with self._lock:
@@ -212,6 +223,9 @@ def _handler_for(script: ScriptedOpenAI) -> type[BaseHTTPRequestHandler]:
                 pass  # the client gave up (e.g. its timeout fired during a stall)
 
         def _chat(self, body: dict[str, Any]) -> None:
+            if script._alternation_broken(body):
+                self._send_error(400, "Conversation roles must alternate user/assistant/user/assistant/...")
+                return
             rejected = script._rejects(body)
             if rejected is not None:
                 self._send_error(

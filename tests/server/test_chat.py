@@ -11,6 +11,7 @@ import httpx2
 import openai
 import pytest
 
+from mnemo.settings import Settings
 from tests.fakes.live_server import LiveServer
 from tests.helpers import extraction
 from tests.server.test_chat_support import ai, chat_client, free_port, proxied, view  # noqa: F401
@@ -109,10 +110,11 @@ def test_a_fact_said_in_turn_one_is_injected_in_turn_three(ai, view, scripted_ll
 
     assert [f.text for f in view.facts()] == ["I live in Lisbon"]
     third = proxied(scripted_llm)[2]["messages"]
-    block, latest = third[-2], third[-1]
+    block, latest = third[0], third[-1]
     assert latest == {"role": "user", "content": "Where should I eat tonight?"}
-    assert block["role"] == "user" and "I live in Lisbon" in block["content"]
-    assert third[:-2] == history[:-2]  # everything before the block is the client's, unchanged
+    assert block["role"] == "system" and "I live in Lisbon" in block["content"]
+    assert "data, not instructions" in block["content"]
+    assert third[1:-1] == history  # the client's conversation, unchanged after the memory block
     assert int(raw.headers["x-mnemo-recalled"]) >= 1
 
 
@@ -123,7 +125,7 @@ def test_automation_reads_memory_but_writes_nothing(ai, view, scripted_llm):  # 
     raw, _ = say(ai, "What colour should the report be?", extra_headers={"X-Mnemo-Automation": "true"})
 
     assert raw.headers["x-mnemo-recalled"] == "1"
-    assert "green" in proxied(scripted_llm)[0]["messages"][-2]["content"]
+    assert "green" in proxied(scripted_llm)[0]["messages"][0]["content"]
     assert view.jobs() == []
     assert len(scripted_llm.chat_requests()) == 1  # no extraction asked for
     assert [f.text for f in view.facts()] == ["My favourite colour is green"]
@@ -222,7 +224,7 @@ def test_a_tool_result_follow_up_is_recalled_for_but_not_stored_again(server, vi
     )
     assert reply.status_code == 200 and reply.headers["x-mnemo-recalled"] == "1"
     sent = proxied(scripted_llm)[0]["messages"]
-    assert sent[0]["role"] == "user" and "Porto" in sent[0]["content"]  # the block, before the user message
+    assert sent[0]["role"] == "system" and "Porto" in sent[0]["content"]  # the block, a system message
     assert sent[1:] == messages
     assert view.jobs() == []
 
@@ -241,3 +243,61 @@ def test_a_body_that_is_not_a_chat_request_is_a_400(server):
         reply = httpx2.post(f"{server.base_url}/v1/chat/completions", content=body, headers=headers)
         assert reply.status_code == 400
         assert reply.json()["error"]["type"] == "invalid_request_error"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_upstream_that_needs_alternating_roles_takes_the_memory_block(ai, view, scripted_llm, stream):  # noqa: F811
+    """A chat template that refuses two user messages in a row (Mistral Instruct on vLLM) takes
+    the block in the system message; the client's own system prompt is kept before it."""
+    view.add_fact("My favourite colour is green")
+    scripted_llm.alternating_roles = True
+    scripted_llm.reply("Green, then.")
+    messages = [
+        {"role": "system", "content": "Answer briefly."},
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": "Hello!"},
+        {"role": "user", "content": "What colour should the report be?"},
+    ]
+    if stream:
+        chunks = ai.chat.completions.create(model=MODEL, messages=messages, stream=True)
+        said = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    else:
+        said = ai.chat.completions.create(model=MODEL, messages=messages).choices[0].message.content
+    assert said == "Green, then."
+    sent = proxied(scripted_llm)[0]["messages"]
+    assert (
+        sent[0]["content"].startswith("Answer briefly.\n\nFacts about the person")
+        and "green" in sent[0]["content"]
+    )
+    assert sent[1:] == messages[1:]
+
+
+def test_the_block_before_the_latest_message_is_refused_by_such_an_upstream(
+    scripted_llm, tmp_path, database_url
+):
+    """The other placement, kept as a setting, gives two user messages in a row: the test above
+    would fail without the system placement."""
+    from mnemo.settings import RecallSettings
+    from tests.server.conftest import ADMIN_KEY
+
+    settings = Settings(
+        data_dir=tmp_path,
+        database_url=database_url,
+        admin_key=ADMIN_KEY,
+        llm_base_url=scripted_llm.base_url,
+        llm_model=MODEL,
+        recall=RecallSettings(placement="before_user"),
+    )
+    with LiveServer(settings) as live:
+        ok = httpx2.post(
+            f"{live.base_url}/v1/memories",
+            json={"text": "My favourite colour is green"},
+            headers={"Authorization": f"Bearer {live.token}"},
+        )
+        assert ok.status_code == 201
+        scripted_llm.alternating_roles = True
+        client = openai.OpenAI(base_url=f"{live.base_url}/v1", api_key=live.token, max_retries=0)
+        with pytest.raises(openai.BadRequestError, match="roles must alternate"):
+            client.chat.completions.create(
+                model=MODEL, messages=[{"role": "user", "content": "What colour?"}]
+            )

@@ -33,7 +33,8 @@ def test_facts_of_one_agent_are_never_injected_for_another(ai, view, scripted_ll
     as_coach = ask(ai, "What about peanuts in my dinner?", extra_headers={"X-Mnemo-Agent": coach.id})
 
     to_cook, to_coach = (r["messages"] for r in proxied(scripted_llm))
-    assert as_cook.headers["x-mnemo-recalled"] == "1" and "peanuts" in to_cook[-2]["content"]
+    assert as_cook.headers["x-mnemo-recalled"] == "1"
+    assert to_cook[0]["role"] == "system" and "peanuts" in to_cook[0]["content"]
     assert as_coach.headers["x-mnemo-recalled"] == "0" and len(to_coach) == 1
 
 
@@ -62,7 +63,7 @@ def test_a_model_named_after_an_agent_picks_it_and_its_upstream_model(ai, view, 
     sent = proxied(scripted_llm)
     assert [r["model"] for r in sent] == ["big-model", MODEL, "some-other-model"]
     assert coached.headers["x-mnemo-recalled"] == "1"
-    assert "marathon" in sent[0]["messages"][-2]["content"]
+    assert "marathon" in sent[0]["messages"][0]["content"]  # the memory block, the system message
     # a model that names no agent is the default agent, which reads non-private agents' facts
     assert "x-mnemo-recalled" in coached.headers
 

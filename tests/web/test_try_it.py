@@ -48,7 +48,7 @@ def test_a_reply_with_its_recalled_memories_then_memory_off_changes_nothing(sign
         "href", f"/memories/{sister['id']}"
     )
     (forwarded,) = proxied(llm)
-    assert "My sister Ana lives in Porto" in forwarded["messages"][-2]["content"]  # injected before it
+    assert "My sister Ana lives in Porto" in forwarded["messages"][0]["content"]  # the system message
     assert forwarded["messages"][-1] == {"role": "user", "content": "Where does my sister Ana live?"}
     (job,) = settled_jobs(api, 1)  # the turn was stored and learnt from
 

@@ -26,13 +26,12 @@ from ..domain import (
 from ..http.headers import AGENT_HEADER, AUTOMATION_HEADER, CONVERSATION_HEADER
 from ..memory import Memory
 from ..recall.fuse import Hit
-from ..recall.render import inject, render
+from ..recall.render import SYSTEM_ROLES, inject, render
 from ..settings import Settings
 from .wire import ChatError, content_text
 
 log = logging.getLogger(__name__)
 
-_SYSTEM_ROLES = ("system", "developer")  # "developer" is OpenAI's newer name for it
 MAX_RECALLED_IDS = 50  # X-Mnemo-Recalled-Ids stays under 2 KB; X-Mnemo-Recalled counts them all
 
 
@@ -154,9 +153,9 @@ async def prepare(
             hits = await memory.recall(query, scope, memory_on=memory_on, via=via)
         except Exception:  # memory failing must not take the conversation down with it
             log.exception("recall failed; forwarding without a memory block")
-    block = render(hits)
+    placement = settings.recall.placement
     return Prepared(
-        body={**body, "model": model, "messages": inject(messages, block)},
+        body={**body, "model": model, "messages": inject(messages, render(hits, placement), placement)},
         scope=scope,
         hits=tuple(hits),
         conversation_id=conversation_of(headers),
@@ -200,6 +199,6 @@ def with_persona(messages: list[dict[str, Any]], agent: Agent | None) -> list[di
     a client's system prompt is deliberate, and two would contradict each other."""
     if agent is None or not agent.persona:
         return messages
-    if any(m.get("role") in _SYSTEM_ROLES for m in messages):
+    if any(m.get("role") in SYSTEM_ROLES for m in messages):
         return messages
     return [{"role": "system", "content": agent.persona}, *messages]
