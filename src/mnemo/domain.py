@@ -148,6 +148,15 @@ def normalise(text: str) -> str:
     return _TRAILING_PUNCT.sub("", text)
 
 
+def says(text: str, words: str) -> bool:
+    """Whether `text` says `words`: the same words in a row, whole (case, spacing and final
+    punctuation aside, as `normalise` has them), so "tea" is not found in "steal"."""
+    wanted = normalise(words)
+    if not wanted:
+        return False
+    return re.search(rf"(?<!\w){re.escape(wanted)}(?!\w)", normalise(text)) is not None
+
+
 def is_unicode(text: str) -> bool:
     """Whether `text` is Unicode that UTF-8 (and so every store, tokenizer and model) takes:
     JSON lets a lone surrogate ("\\ud800") through, which none of them does."""
@@ -707,6 +716,9 @@ class Erasure:
     seal: Callable[[str, dict[str, int]], Receipt] | None = None
     keys: bool = False  # every API key of the user goes too, but `keep_key`
     keep_key: str | None = None
+    # the erased texts themselves, only to find within the transaction what still quotes them
+    # (a job's problems, its last error); never stored
+    texts: tuple[str, ...] = ()
 
 
 class RecallVia(StrEnum):
@@ -735,6 +747,16 @@ class RecallSummary:
     last: RecallRecord | None
     count: int
     since: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class LearntFrom:
+    """What a learnt batch rests on: the keyed hashes (mnemo.forgetting) of its facts' texts,
+    and the messages they cite. The commit refuses the batch (Conflict) when the person erased
+    either while it was being learnt, checking under the user's lock."""
+
+    texts: tuple[str, ...] = ()
+    messages: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

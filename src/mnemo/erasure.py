@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from . import receipts
-from .domain import Change, Erasure, Fact, NotFound, Receipt, Scope, Status, new_id, normalise
+from .domain import Change, Erasure, Fact, NotFound, Receipt, Scope, Status, new_id, normalise, says
 from .forgetting import Forgotten, Secrets
 from .store.base import ConversationStore, ErasureStore, FactStore
 from .write import changes as make
@@ -112,12 +112,12 @@ class Eraser:
         return Plan("conversation", (), (), (conversation_id,), tuple(learnt))
 
     async def about(self, user_id: str, query: str) -> tuple[list[Fact], list[tuple[str, str, str]]]:
-        """Every memory (its text still there) and every message (not erased yet) that holds the
-        words of `query` (as domain.normalise has them), for the person to tick."""
-        words = normalise(query)
-        if not words:
+        """Every memory (its text still there) and every message (not erased yet) that says the
+        words of `query` (domain.says: whole words, case and spacing aside), for the person to
+        tick."""
+        if not normalise(query):
             return [], []
-        facts = [f for f in await self._facts(user_id) if words in normalise(f.text)]
+        facts = [f for f in await self._facts(user_id) if says(f.text, query)]
         return facts, await self.store.messages_saying(user_id, [query])
 
     async def learnt_from(self, user_id: str, conversation_id: str) -> list[Fact]:
@@ -201,6 +201,14 @@ class Eraser:
             user_id,
             batch,
             now,
-            erase=Erasure(tuple(message_ids), plan.conversations, tuple(forget), seal, plan.keys, keep_key),
+            erase=Erasure(
+                tuple(message_ids),
+                plan.conversations,
+                tuple(forget),
+                seal,
+                plan.keys,
+                keep_key,
+                tuple(f.text for f in plan.facts),
+            ),
         )
         return kept[-1]

@@ -263,3 +263,88 @@ async def test_about_a_subject_lists_what_holds_its_words_and_erases_what_is_tic
         await memory.erase_selection(alice.user_id, [], [bobs])
     with pytest.raises(NotFound):
         await memory.erase_selection(bob.user_id, [trip.id], [])
+
+
+async def test_a_message_erased_while_its_turn_is_learnt_is_not_learnt(llm_memory, scripted_llm, alice):
+    """The model is still thinking when the person erases the message: the learnt batch is
+    refused under the user's lock, and the turn, read again later, teaches nothing of it."""
+    import asyncio
+    import json
+
+    from tests.helpers import extraction, worker_for
+
+    job = await llm_memory.submit(Turn.of(alice, ("user", PIN), ("assistant", "Noted.")))
+    scripted_llm.stall(1.0, json.dumps(extraction(PIN)))
+    scripted_llm.reply_json(extraction())  # the turn, read again: nothing left to learn
+    worker = worker_for(llm_memory, backoff=timedelta(seconds=0))
+    learning = asyncio.create_task(worker.run_once())
+    await asyncio.sleep(0.3)  # the model has the turn
+    said = await llm_memory.messages(alice.user_id, job.conversation_id)
+    await llm_memory.erase_selection(alice.user_id, [], [said[0].id])
+    await learning
+    assert await llm_memory.list(Scope(alice.user_id, all_agents=True), statuses=EVERYTHING) == []
+    await worker.drain()
+    assert await llm_memory.list(Scope(alice.user_id, all_agents=True), statuses=EVERYTHING) == []
+    assert "660311" not in await every_row_of(llm_memory, alice)
+
+
+async def test_a_memory_erased_while_the_same_text_is_learnt_is_not_learnt_again(memory, alice):
+    from mnemo.domain import Action, Change, Conflict, LearntFrom, Source, SourceKind
+    from mnemo.write import changes
+
+    fact = await memory.add(alice, PIN)
+    await memory.purge(alice, fact.id)
+    again = changes.new_fact(
+        alice, PIN, now=memory.clock(), source=Source(SourceKind.USER_MESSAGE), embedding_model="m"
+    )
+    guard = LearntFrom(tuple(await memory.forgotten.of_texts(alice.user_id, [PIN])))
+    with pytest.raises(Conflict):
+        await memory.store.commit(
+            alice.user_id, [Change(again, Action.CREATE, "extractor")], memory.clock(), learnt_from=guard
+        )
+    assert texts(await memory.list(alice)) == []
+
+
+async def test_a_memory_takes_only_the_messages_that_say_it_in_whole_words(memory, alice):
+    at = memory.clock()
+    for n, text in enumerate(["We should steal the plans", "Steam trains are fun", "Instead of tea, coffee"]):
+        await memory.store.save_messages(alice, f"c{n}", [Message("user", text)], at)
+    tea = await memory.add(alice, "Tea")
+    plan = await memory.erasure_plan(alice, tea.id)
+    assert [c for c, _ in plan.messages] == ["c2"]
+    facts, messages = await memory.about(alice.user_id, "tea")
+    assert [f.id for f in facts] == [tea.id] and [c for c, _, _ in messages] == ["c2"]
+
+
+async def test_an_earlier_receipt_still_checks_out_after_a_related_erasure(llm_memory, scripted_llm, alice):
+    """Erasing what replaced an erased memory does not seal the log again (its events' salts were
+    erased, not missing): the chain head of the first receipt stays in the log."""
+    from tests.helpers import extraction
+
+    berlin = await llm_memory.add(alice, "I live in Berlin")
+    scripted_llm.reply_json(extraction("I live in Munich"))
+    scripted_llm.reply_json(
+        {"decisions": [{"new": 1, "action": "supersede", "target": 1, "reason": "moved from Berlin"}]}
+    )
+    await llm_memory.remember(Turn.of(alice, ("user", "I moved to Munich."), ("assistant", "Nice.")))
+    (munich,) = await llm_memory.list(alice)
+    _, first = await llm_memory.purge(alice, berlin.id)
+    _, second = await llm_memory.purge(alice, munich.id)
+    for receipt in (first, second):
+        assert await llm_memory.check_receipt({"body": receipt.body, "signature": receipt.signature}) == []
+    assert (await llm_memory.verify_audit(alice.user_id)).ok
+
+
+async def test_an_erasure_takes_the_problems_that_quote_it_from_the_jobs(llm_memory, scripted_llm, alice):
+    from tests.helpers import worker_for
+
+    item = {"text": PIN, "confidence": 0.9, "speaker": "user", "message": 1, "valid_from": "660311 PIN"}
+    scripted_llm.reply_json({"facts": [item]})
+    job = await llm_memory.submit(Turn.of(alice, ("user", PIN), ("assistant", "Noted.")))
+    await worker_for(llm_memory).drain()
+    done = await llm_memory.job(alice.user_id, job.id)
+    assert "660311" in repr(done.result)  # the model's words, quoted in a problem
+    (fact,) = await llm_memory.list(alice)
+    _, receipt = await llm_memory.purge(alice, fact.id)
+    assert "660311" not in repr(await llm_memory.job(alice.user_id, job.id))
+    assert receipt.body["erased"]["counts"]["jobs_scrubbed"] == 1

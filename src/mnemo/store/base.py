@@ -31,6 +31,7 @@ from ..domain import (
     FailReason,
     Job,
     JobStatus,
+    LearntFrom,
     Message,
     RecallRecord,
     RecallSummary,
@@ -157,6 +158,7 @@ class FactStore(Protocol):
         mark: BackfillMark | None = None,
         retire: str | None = None,
         erase: Erasure | None = None,
+        learnt_from: LearntFrom | None = None,
     ) -> list[Event]:
         """Apply the changes and their events in one transaction.
 
@@ -173,7 +175,8 @@ class FactStore(Protocol):
         is left: it came meanwhile); its facts stay. Duplicate when two facts of one agent
         would say the same with the same status (active, or a candidate).
         With `erase`, its messages, conversations and erased texts go in the same transaction,
-        and its receipt, sealed with the chain's head after the batch, is kept.
+        and its receipt, sealed with the chain's head after the batch, is kept. With
+        `learnt_from`, Conflict if what the batch was learnt from was erased meanwhile.
         """
 
 

@@ -22,6 +22,7 @@ from ..domain import (
     Fact,
     FailReason,
     InvalidInput,
+    LearntFrom,
     MemoryMode,
     Message,
     NotFound,
@@ -197,9 +198,18 @@ class Writer:
             if report.retry or failed or not (planned or claim is not None or marks):
                 break
             finish = (claim, report.summary()) if claim is not None else None
+            learnt = LearntFrom(
+                tuple(await self.forgotten.of_texts(scope.user_id, [c.fact.text for c in planned])),
+                tuple(m for c in planned if c.action == Action.CREATE for m in c.fact.source.message_ids),
+            )
             try:
                 report.events = await self.store.commit(
-                    scope.user_id, planned, at, finish=finish, mark=mark if marks else None
+                    scope.user_id,
+                    planned,
+                    at,
+                    finish=finish,
+                    mark=mark if marks else None,
+                    learnt_from=learnt,
                 )
             except Duplicate:
                 # another write made one of these facts meanwhile: planned again, it is reinforced

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from ...domain import Erasure, Receipt, normalise
+from ... import audit
+from ...domain import Conflict, Erasure, LearntFrom, Receipt, normalise, says
 from ..rows import load, when
 from .tx import Tx, marks
 
@@ -19,9 +20,9 @@ def chunks(ids: Sequence[str]) -> list[Sequence[str]]:
 
 
 async def messages_saying(tx: Tx, user_id: str, texts: Sequence[str]) -> list[tuple[str, str, str]]:
-    """(conversation id, message id, content) of the user's messages not erased yet whose text
-    holds one of `texts` (compared as domain.normalise has them: case, spacing)."""
-    wanted = [n for n in (normalise(t) for t in texts) if n]
+    """(conversation id, message id, content) of the user's messages not erased yet that say one
+    of `texts` in the same words (domain.says: whole words, case and spacing aside)."""
+    wanted = [t for t in texts if normalise(t)]
     if not wanted:
         return []
     rows = await tx.all(
@@ -29,7 +30,7 @@ async def messages_saying(tx: Tx, user_id: str, texts: Sequence[str]) -> list[tu
         " ORDER BY created_at, id",
         (user_id,),
     )
-    return [(cid, mid, content) for cid, mid, content in rows if any(w in normalise(content) for w in wanted)]
+    return [(cid, mid, content) for cid, mid, content in rows if any(says(content, w) for w in wanted)]
 
 
 async def messages_named(tx: Tx, user_id: str, ids: Sequence[str]) -> list[tuple[str, str, str]]:
@@ -55,6 +56,25 @@ async def conversation_message_ids(tx: Tx, user_id: str, conversation_id: str) -
         "SELECT id FROM messages WHERE user_id = ? AND conversation_id = ?", (user_id, conversation_id)
     )
     return [mid for (mid,) in rows]
+
+
+async def scrub_jobs(tx: Tx, user_id: str, erasure: Erasure) -> int:
+    """Take the problems and the last error (which may quote what was said, or what the model
+    made of it) from the user's jobs of the erased messages, and from any that quote an erased
+    text; how many jobs were scrubbed."""
+    gone = set(erasure.messages)
+    scrubbed = []
+    for job_id, message_ids, result, last_error in await tx.all(
+        "SELECT id, message_ids, result, last_error FROM jobs WHERE user_id = ?"
+        " AND (result IS NOT NULL OR last_error IS NOT NULL)",
+        (user_id,),
+    ):
+        result = load(result) or {}
+        quoted = " ".join([*map(str, result.get("problems") or []), last_error or ""])
+        if gone & set(load(message_ids) or []) or (quoted.strip() and audit.tells_of(quoted, erasure.texts)):
+            scrubbed.append((tx.json({**result, "problems": []}) if result else None, user_id, job_id))
+    await tx.many("UPDATE jobs SET result = ?, last_error = NULL WHERE user_id = ? AND id = ?", scrubbed)
+    return len(scrubbed)
 
 
 async def conversation_ids(tx: Tx, user_id: str) -> list[str]:
@@ -84,6 +104,7 @@ async def erase(tx: Tx, user_id: str, erasure: Erasure, at: datetime) -> dict[st
         counts["conversations"] += await tx.execute(
             "DELETE FROM conversations WHERE user_id = ? AND id = ?", (user_id, cid)
         )
+    counts["jobs_scrubbed"] = await scrub_jobs(tx, user_id, erasure)
     if erasure.keys:
         counts["keys"] = await tx.execute(
             "DELETE FROM api_keys WHERE user_id = ? AND id <> ?", (user_id, erasure.keep_key or "")
@@ -94,6 +115,23 @@ async def erase(tx: Tx, user_id: str, erasure: Erasure, at: datetime) -> dict[st
         [(user_id, h, at) for h in dict.fromkeys(erasure.forget)],
     )
     return counts
+
+
+async def check_unerased(tx: Tx, user_id: str, learnt: LearntFrom) -> None:
+    """Conflict when a text or a message the batch rests on was erased (see LearntFrom)."""
+    if learnt.texts and await erased(tx, user_id, learnt.texts):
+        raise Conflict("what it would learn was erased meanwhile")
+    cited = list(dict.fromkeys(learnt.messages))
+    here = 0
+    for chunk in chunks(cited):
+        row = await tx.one(
+            f"SELECT count(*) FROM messages WHERE user_id = ? AND id IN ({marks(len(chunk))})"
+            " AND erased_at IS NULL",
+            (user_id, *chunk),
+        )
+        here += int(row[0]) if row else 0
+    if here != len(cited):
+        raise Conflict("a message it was learnt from was erased meanwhile")
 
 
 async def erased(tx: Tx, user_id: str, hashes: Sequence[str]) -> set[str]:

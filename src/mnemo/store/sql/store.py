@@ -32,6 +32,7 @@ from ...domain import (
     FailReason,
     Job,
     JobStatus,
+    LearntFrom,
     Message,
     NotFound,
     RecallRecord,
@@ -277,12 +278,13 @@ class SQLStore(ABC, Generic[X, Pending]):
         mark: BackfillMark | None = None,
         retire: str | None = None,
         erase: Erasure | None = None,
+        learnt_from: LearntFrom | None = None,
     ) -> list[Event]:
         if not changes and finish is None and mark is None and retire is None and erase is None:
             return []
         batch.check(user_id, changes)
         return await self._write(
-            user_id, self._commit, user_id, list(changes), at, finish, mark, retire, erase
+            user_id, self._commit, user_id, list(changes), at, finish, mark, retire, erase, learnt_from
         )
 
     async def _commit(
@@ -295,9 +297,12 @@ class SQLStore(ABC, Generic[X, Pending]):
         mark: BackfillMark | None,
         retire: str | None,
         erase: Erasure | None,
+        learnt_from: LearntFrom | None,
     ) -> list[Event]:
         # one writer per user at a time: the chain's head is read and extended under this lock
         await tx.lock_user(user_id)
+        if learnt_from is not None:
+            await erasure.check_unerased(tx, user_id, learnt_from)
         if finish is not None:
             claim, result = finish
             await jobs.finish_job(tx, user_id, claim, {**result, "events": len(changes)}, self._clock())
