@@ -114,7 +114,7 @@ def test_a_fact_said_in_turn_one_is_injected_in_turn_three(ai, view, scripted_ll
     assert latest == {"role": "user", "content": "Where should I eat tonight?"}
     assert block["role"] == "system" and "I live in Lisbon" in block["content"]
     assert "data, not instructions" in block["content"]
-    assert third[1:-1] == history  # the client's conversation, unchanged after the memory block
+    assert third[1:-1] == history[:-2]  # the client's conversation, unchanged after the memory block
     assert int(raw.headers["x-mnemo-recalled"]) >= 1
 
 
