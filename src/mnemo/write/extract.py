@@ -118,12 +118,20 @@ def _valid_from(value: str) -> datetime:
     return as_utc(parsed)
 
 
+# "remember that …" in English, German, French, Spanish, Portuguese and Italian: what
+# follows is kept in the words the person used
 _REQUEST = re.compile(
-    r"(?:^|[.!?]\s+)(?:please\s+)?(?:remember|note|keep in mind|don't forget|do not forget)"
-    r"(?:\s+that)?\s*[:,]?\s+(?P<fact>[^.!?\n]{3,500})",
+    r"(?:^|[.!?]\s+)(?:(?:please|bitte|por favor|s'il te plaît|per favore),?\s+)?"
+    r"(?:remember|note|keep in mind|don't forget|do not forget"
+    r"|merk dir|merke dir|denk daran|denke daran|vergiss nicht"
+    r"|souviens-toi|rappelle-toi|retiens|n'oublie pas"
+    r"|recuerda|acuérdate de|no olvides|ten en cuenta"
+    r"|lembra|lembre-se de|lembre|não esqueças|não esqueça"
+    r"|ricorda|ricordati)"
+    r"(?:,?\s+(?:that|dass|que|che))?\s*[:,]?\s+(?P<fact>[^.!?\n]{3,500})",
     re.IGNORECASE,
 )
-EXPLICIT_VERSION = "explicit-1"
+EXPLICIT_VERSION = "explicit-2"
 
 
 class ExplicitExtractor:

@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from ..domain import Category
 
-VERSION = "extract-2026-12-2"
+VERSION = "extract-2026-12-3"
 
 SYSTEM = """\
 You keep a long-term memory of facts about one person, the user, so that their \
@@ -21,6 +21,9 @@ happened to them, and anything they explicitly ask to be remembered.
 Rules:
 - One fact per item: atomic, self-contained, understandable without the conversation.
 - Write each fact in the user's own first person ("I live in Lisbon", "My sister is Ana").
+- Write each fact, and its topic, in the language the user wrote it in: never \
+translate. A user who writes German gets German facts ("Ich wohne in Berlin", "Wo \
+wohne ich?").
 - Only facts about the user or their world. Not general knowledge, not the assistant's \
 opinions, not small talk, not questions the user asked.
 - Prefer what the user said. Take something the assistant said only when the user \

@@ -447,7 +447,17 @@ _SAID: dict[Action, str] = {Action.CREATE: "add", Action.EDIT: "update"}
 
 
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
-_NEGATION = re.compile(r"\b(?:not|no|never|none|nothing|nobody|neither|nor|without)\b|n't\b", re.IGNORECASE)
+# negation in the languages people most often write to mnemo in: English, German, French,
+# Spanish, Portuguese, Italian, Dutch ("Ich trinke keinen Kaffee" is not "Ich trinke Kaffee")
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|none|nothing|nobody|neither|nor|without"
+    r"|nicht|kein|keine|keinen|keinem|keiner|keines|nie|niemals|nichts|ohne"
+    r"|ne|pas|jamais|aucun|aucune|rien|sans"
+    r"|nunca|nada|nadie|ningún|ninguno|ninguna|ni|sin|não|nem|nenhum|nenhuma|sem"
+    r"|non|nessuno|nessuna|niente|senza"
+    r"|niet|geen|nooit|zonder)\b|n't\b",
+    re.IGNORECASE,
+)
 
 
 def same_particulars(a: str, b: str) -> bool:
