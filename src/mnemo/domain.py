@@ -71,6 +71,17 @@ class SourceKind(StrEnum):
     MCP = "mcp"  # an assistant's `remember` tool call, on the person's behalf
 
 
+# The most confidence a learnt fact may have, by what it rests on: the person's own words
+# (as the model says), a document they pasted, the assistant's words (or no message the
+# model could name). What the person writes themselves (API, edits, imports, MCP) is theirs.
+CONFIDENCE_CAP: dict[SourceKind, float] = {SourceKind.DOCUMENT: 0.6, SourceKind.ASSISTANT_MESSAGE: 0.4}
+
+
+def capped_confidence(kind: SourceKind, confidence: float) -> float:
+    """A confidence within what its source allows."""
+    return min(confidence, CONFIDENCE_CAP.get(kind, 1.0))
+
+
 class MemoryMode(StrEnum):
     """Server-wide memory mode, as in Khoj's ServerChatSettings."""
 

@@ -291,12 +291,13 @@ class Memory:
         actor: str = "user",
         source: Source | None = None,
         held: bool = False,
+        reason: str | None = None,
     ) -> Fact:
         """A fact written by a person; restating an active fact reinforces it instead
         (and pins it, if asked; its category and valid time stay as they were). `held`
         stores a new fact as a candidate that the person approves or rejects (restating a
         waiting candidate reinforces it). The same text added many times at once makes one
-        fact, reinforced by the others."""
+        fact, reinforced by the others. `reason`: what its creation records (why it is held)."""
         text = clean_text(text)
         status = Status.CANDIDATE if held else Status.ACTIVE
         vector = None
@@ -333,7 +334,7 @@ class Memory:
                 pinned=pinned,
                 status=status,
             )
-            await self._commit(scope, [changes.create(fact, vector, actor)], now)
+            await self._commit(scope, [changes.create(fact, vector, actor, reason)], now)
             return fact
 
         return await _settled(attempt)

@@ -79,6 +79,9 @@ async def _run(memory, scripted_llm, clock, case: Case, n: int, others: Scope, v
 
     active = texts(await memory.list(victim, limit=500))
     failures += [f"valid fact {t!r} not applied" for t in case.lands if t not in active]
+    failures += [f"{t!r} is active" for t in case.stays_out if t in active]
+    held = texts(await memory.list(victim, statuses=[Status.CANDIDATE], limit=500))
+    failures += [f"{t!r} is not held for review" for t in case.stays_out if t not in held]
     for text, before in seeded.items():
         now = await memory.get(victim, before.id)
         if text == HOME and case.supersedes_home:

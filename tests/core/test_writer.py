@@ -84,10 +84,10 @@ async def test_the_topic_question_finds_a_fact_the_new_wording_does_not(llm_memo
 async def test_an_unusable_topic_is_dropped_and_the_fact_kept(llm_memory, scripted_llm, alice):
     scripted_llm.reply_json(
         extraction(
-            {"text": "I own a kayak", "topic": 42},
-            {"text": "I play the cello", "topic": {"nested": ["x"]}},
-            {"text": "I keep bees", "topic": "Do I keep bees?" + "?" * 5000},
-            {"text": "I grow tomatoes", "topic": "   "},
+            {"text": "I own a kayak", "topic": 42, "message": 1},
+            {"text": "I play the cello", "topic": {"nested": ["x"]}, "message": 1},
+            {"text": "I keep bees", "topic": "Do I keep bees?" + "?" * 5000, "message": 1},
+            {"text": "I grow tomatoes", "topic": "   ", "message": 1},
         )
     )
     report = await llm_memory.remember(turn(alice, "Kayak, cello, bees and tomatoes."))
@@ -109,7 +109,8 @@ async def test_non_json_reply_is_reported_not_raised(llm_memory, scripted_llm, a
 
 async def test_json_inside_prose_is_read(llm_memory, scripted_llm, alice):
     scripted_llm.reply(
-        'Sure! Here you go:\n```json\n{"facts": [{"text": "I have a cat named Miso"}]}\n```\nDone.'
+        'Sure! Here you go:\n```json\n{"facts": [{"text": "I have a cat named Miso", "message": 1}]}'
+        "\n```\nDone."
     )
     await llm_memory.remember(turn(alice, "I have a cat named Miso."))
     assert texts(await llm_memory.list(alice)) == ["I have a cat named Miso"]
@@ -120,8 +121,8 @@ async def test_wrong_types_drop_only_the_bad_items(llm_memory, scripted_llm, ali
         {
             "facts": [
                 {"text": 5},
-                {"text": "I own a kayak", "confidence": "very"},
-                {"text": "I play the cello"},
+                {"text": "I own a kayak", "confidence": "very", "message": 1},
+                {"text": "I play the cello", "message": 1},
                 "x",
             ]
         }

@@ -113,7 +113,8 @@ Outcome = Literal["created", "reinforced", "held for review"]
 class Remembered(BaseModel):
     outcome: Outcome = Field(
         description="created: a new memory; reinforced: it was already known, and now counts once more; "
-        "held for review: the person reviews new memories first, so it is recalled once they approve it."
+        "held for review: the person reviews new memories first (or the text reads as an instruction to an "
+        "assistant), so it is recalled once they approve it."
     )
     memory: MemoryItem
 

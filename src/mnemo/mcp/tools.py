@@ -34,6 +34,9 @@ from ..domain import (
 )
 from ..gate import memory_enabled
 from ..memory import Memory
+from ..write.instructions import WHY as INSTRUCTION
+from ..write.instructions import reads_as_instruction
+from ..write.policy import held_reason
 from .schemas import (
     ForgetArgs,
     Forgotten,
@@ -125,10 +128,18 @@ async def remember(call: _Call, args: RememberArgs) -> Remembered:
     off = await _off_reason(call.caller.accounts, user)
     if off:
         raise MemoryOff(f"nothing was stored: {off}. Do not retry; only the person can turn it on.")
-    # the model, not the person, is writing: under `review` and `guarded` the person approves it
-    held = user.review_policy != ReviewPolicy.AUTO
+    # the model, not the person, is writing: under `review` and `guarded` the person approves
+    # it, and under any policy a text that reads as an instruction to an assistant
+    instruction = reads_as_instruction(args.text)
+    held = user.review_policy != ReviewPolicy.AUTO or instruction
     fact = await memory.add(
-        scope, args.text, category=args.category, actor=ACTOR, source=Source(SourceKind.MCP), held=held
+        scope,
+        args.text,
+        category=args.category,
+        actor=ACTOR,
+        source=Source(SourceKind.MCP),
+        held=held,
+        reason=held_reason(INSTRUCTION) if instruction else None,
     )
     outcome: Outcome = (
         "reinforced"

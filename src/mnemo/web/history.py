@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..domain import Action, Event, Fact, Message, NotFound, Scope, Source
+from ..domain import CONFIDENCE_CAP, Action, Event, Fact, Message, NotFound, Scope, Source, SourceKind
 from ..memory import Memory
 
 _CHAIN_LIMIT = 20  # corrections followed each way; a longer chain is cut, never looped
@@ -59,6 +59,28 @@ def source_label(source: Source) -> str:
         if source.prompt_version:
             kind += f" (prompt {source.prompt_version})"
     return kind
+
+
+_RESTS_ON = {
+    SourceKind.USER_MESSAGE: "you: something you said",
+    SourceKind.DOCUMENT: "a document you pasted",
+    SourceKind.ASSISTANT_MESSAGE: "the assistant: something only it said",
+    SourceKind.API: "you, through the API, this page or the command line",
+    SourceKind.USER_EDIT: "you: your edit",
+    SourceKind.IMPORT: "you: an import of your memories",
+    SourceKind.BACKFILL: "a backfill of past conversations",
+    SourceKind.MCP: "an assistant's remember tool, on your behalf",
+}
+
+
+def rests_on(source: Source) -> str:
+    """Who a fact rests on, in words, with the most confidence that allows."""
+    if source.kind == SourceKind.ASSISTANT_MESSAGE and not source.message_ids:
+        who = "no message the model could name"
+    else:
+        who = _RESTS_ON.get(source.kind, str(source.kind))
+    cap = CONFIDENCE_CAP.get(source.kind)
+    return who if cap is None else f"{who} (its confidence is at most {round(cap * 100)}%)"
 
 
 @dataclass

@@ -18,7 +18,7 @@ from starlette.responses import HTMLResponse, RedirectResponse
 
 from ..domain import as_utc
 from ..http.headers import HEADERS
-from .history import source_label
+from .history import rests_on, source_label
 
 FLASH_COOKIE = "mnemo_flash"
 
@@ -75,7 +75,7 @@ environment = Environment(
     lstrip_blocks=True,
 )
 environment.filters.update(when=when, iso=iso, percent=percent, ago=ago)
-environment.globals.update(plural=plural, source_text=source_label)
+environment.globals.update(plural=plural, source_text=source_label, rests_on=rests_on)
 
 
 def page(request: Request, template: str, *, status: int = 200, **context: Any) -> HTMLResponse:

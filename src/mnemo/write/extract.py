@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-from ..domain import Category, Message, Source, SourceKind, as_utc, parse_time
+from ..domain import Category, Message, Source, SourceKind, as_utc, capped_confidence, parse_time
 from ..providers.base import ChatModel
 from . import extract_prompt
 from .parse import parse_items
@@ -25,6 +25,10 @@ class Proposal:
     # the question the fact answers ("Where do I live?"): the writer also looks for
     # existing facts near it, since "I moved to Porto" is far from "I live in Lisbon"
     topic: str | None = None
+
+    def __post_init__(self) -> None:
+        # confidence follows the source: the person's words, then a pasted document, then the assistant's
+        object.__setattr__(self, "confidence", capped_confidence(self.source.kind, self.confidence))
 
     @property
     def from_user(self) -> bool:
@@ -78,7 +82,7 @@ class ModelExtractor:
             message = window[item.message - 1] if item.message and 0 < item.message <= len(window) else None
             speaker = _speaker(item.speaker, message)
             source = Source(
-                kind=_KIND_OF[speaker],
+                kind=_KIND_OF[speaker] if speaker else SourceKind.ASSISTANT_MESSAGE,
                 conversation_id=conversation_id,
                 message_ids=tuple(m for m in [message.id if message else None] if m),
                 speaker=speaker,
@@ -104,10 +108,14 @@ _KIND_OF = {
 }
 
 
-def _speaker(claimed: str, message: Message | None) -> str:
+def _speaker(claimed: str, message: Message | None) -> str | None:
     """Who a fact comes from. Only the user speaks, or pastes a document, in a user
-    message: whatever the model claims for an assistant message is the assistant's."""
-    return "assistant" if message is not None and message.role != "user" else claimed
+    message: whatever the model claims for an assistant message is the assistant's. A fact
+    that names no message of the window (none, 0, past the end) rests on nothing the person
+    said: no speaker, and it is treated as the assistant's."""
+    if message is None:
+        return None
+    return "assistant" if message.role != "user" else claimed
 
 
 def _valid_from(value: str) -> datetime:

@@ -41,7 +41,7 @@ from ..settings import WriteSettings
 from ..store.base import AccountStore, ConversationStore, FactStore, SearchStore
 from . import changes
 from .extract import ExplicitExtractor, Extractor, ModelExtractor, Proposal
-from .policy import Ruled, rule
+from .policy import Ruled, held_reason, rule
 from .reconcile import Op, reconcile
 
 log = logging.getLogger(__name__)
@@ -407,8 +407,10 @@ class _Plan:
         op, p = ruled.op, ruled.op.proposal
         target = self._latest(op.target) if op.target else None
         try:
-            if ruled.verdict == "hold":
-                held = f"held for review: {ruled.why}"
+            if ruled.verdict == "refuse":
+                problems.append(ruled.why or "refused")
+            elif ruled.verdict == "hold":
+                held = held_reason(ruled.why or "")
                 self._new(p, Status.CANDIDATE, target.id if target else None, held)
             elif op.kind is Action.CREATE:
                 self._new(p, Status.ACTIVE, reason=op.reason)

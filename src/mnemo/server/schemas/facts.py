@@ -33,7 +33,10 @@ from .base import Request
 
 
 class SourcePublic(BaseModel):
-    kind: str
+    kind: str = Field(
+        description="What the fact rests on: user_message, document (pasted by the user), "
+        "assistant_message (or no message the model could name), api, user_edit, import, backfill, mcp."
+    )
     conversation_id: str | None
     message_ids: list[str]
     speaker: str | None
@@ -47,7 +50,10 @@ class FactPublic(BaseModel):
     text: str = Field(description="Empty once purged.")
     category: Category
     status: Status
-    confidence: float
+    confidence: float = Field(
+        description="0 to 1. A learnt fact's is capped by what it rests on (source.kind): "
+        "document 0.6, assistant_message 0.4."
+    )
     version: int
     pinned: bool
     purged: bool
