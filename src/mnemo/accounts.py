@@ -12,7 +12,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
 
 from . import keys
 from .domain import (
@@ -27,6 +27,7 @@ from .domain import (
     ReviewPolicy,
     TokenUsage,
     User,
+    next_utc_midnight,
     tokens_left,
     utc_day,
     utcnow,
@@ -67,6 +68,15 @@ class Usage:
     def left(self) -> int | None:
         """What is left of today's budget (None: unlimited)."""
         return tokens_left(self.budget, self.today.usage)
+
+    @property
+    def total(self) -> TokenUsage:
+        return sum((d.usage for d in self.days), TokenUsage())
+
+    @property
+    def resets_at(self) -> datetime:
+        """The next UTC midnight: a new day's budget, and the turns over budget learnt."""
+        return next_utc_midnight(datetime.combine(self.today.day, time(), tzinfo=UTC))
 
 
 class Accounts:
@@ -239,6 +249,10 @@ class Accounts:
         own = await self._store.token_budget(user_id)
         budget = own if own is not None else self.settings.write.daily_token_budget
         return Usage([found.get(d) or DayUsage(d, TokenUsage()) for d in days], budget, own)
+
+    async def all_usage(self) -> list[tuple[User, Usage]]:
+        """Everyone's usage, in name order (the administrator's view)."""
+        return [(user, await self.usage(user.id)) for user in await self._store.list_users()]
 
     async def over_budget(self, user_id: str, now: datetime) -> bool:
         """Whether the user's tokens of `now`'s UTC day have reached their budget."""

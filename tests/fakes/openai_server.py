@@ -72,7 +72,8 @@ class ScriptedOpenAI:
         # like a chat template that requires roles to alternate (Mistral Instruct on vLLM):
         # after system messages, user and assistant must take turns, starting with the user
         self.alternating_roles = False
-        # whether a chat completion tells its usage (some servers send none); each one sent
+        # whether a chat completion tells its usage (some servers send none); each one sent,
+        # with whether its request asked for JSON (as learning does)
         self.send_usage = True
         self.usages: list[dict[str, int]] = []
         self._lock = threading.Lock()
@@ -257,8 +258,8 @@ def _handler_for(script: ScriptedOpenAI) -> type[BaseHTTPRequestHandler]:
             else:
                 completion = _completion(item.content, model, _prompt_text(body))
                 with script._lock:
-                    if script.send_usage:
-                        script.usages.append(completion["usage"])
+                    if script.send_usage:  # learning asks for JSON; the proxy's chat does not
+                        script.usages.append({**completion["usage"], "json": "response_format" in body})
                     else:
                         del completion["usage"]
                 self._send_json(200, completion)
