@@ -13,7 +13,7 @@ from ..build import Core
 from ..domain import MAX_TOKEN_BUDGET, User
 from ..server.schemas import MemberUsage, UsagePublic
 from . import output
-from .runtime import BAD_INPUT, CliFailure, run_core
+from .runtime import BAD_INPUT, run_core
 
 
 def usage_list(ctx: typer.Context, json: bool) -> None:
@@ -34,7 +34,8 @@ def usage_list(ctx: typer.Context, json: bool) -> None:
 def usage_budget(ctx: typer.Context, name: str, tokens: int | None, default: bool, json: bool) -> None:
     """`mnemo users budget` (registered with `mnemo users`)."""
     if (tokens is None) == (not default):
-        raise CliFailure("Give a number of tokens a day, or --default (not both).", BAD_INPUT)
+        output.error("Give a number of tokens a day, or --default (not both).")
+        raise typer.Exit(BAD_INPUT)
 
     async def work(core: Core) -> Usage:
         user = await core.accounts.existing_user(name)
