@@ -4,6 +4,8 @@ proxy with the official client, the usage routes, the administrator's budget, th
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
 import httpx2
@@ -33,6 +35,16 @@ def tell(ai, scripted_llm, said: str, fact: str) -> str:  # noqa: F811
         model=MODEL, messages=[{"role": "user", "content": said}]
     )
     return raw.headers["x-mnemo-turn"]
+
+
+@contextmanager
+def signed_in(client: httpx2.Client) -> Iterator[httpx2.Client]:
+    """A client of the web page, signed in with `client`'s key."""
+    with httpx2.Client(base_url=str(client.base_url), follow_redirects=True) as web:
+        assert (
+            web.post("/signin", data={"key": client.headers["authorization"].split()[1]}).status_code == 200
+        )
+        yield web
 
 
 def next_midnight() -> str:
@@ -97,6 +109,12 @@ def test_a_budget_holds_back_its_person_only_and_the_admin_sees_everyone(
     assert [t["id"] for t in listed] == [waiting]
     assert learning(scripted_llm) == spent  # the model was not asked to learn it
     assert ok(client.get("/v1/me/usage"))["left_today"] == 0
+    midnight = datetime.fromisoformat(next_midnight())
+    with signed_in(client) as web:
+        activity = web.get("/activity").text
+        assert f"Over your daily token budget: learnt after {midnight:%Y-%m-%d %H:%M} UTC." in activity
+        settings = web.get("/settings").text
+        assert "<strong>1 token</strong>, 0 left today: your turns wait" in settings
 
     # the same server keeps learning for another person
     with httpx2.Client(base_url=str(client.base_url), headers=other.headers) as theirs:
@@ -121,9 +139,7 @@ def test_a_budget_holds_back_its_person_only_and_the_admin_sees_everyone(
     assert settled(client, waiting)["state"] == "learnt"
 
     # the settings page shows the figures
-    with httpx2.Client(base_url=str(client.base_url), follow_redirects=True) as web:
-        signed = web.post("/signin", data={"key": client.headers["authorization"].split()[1]})
-        assert signed.status_code == 200
+    with signed_in(client) as web:
         page = web.get("/settings").text
     today = ok(client.get("/v1/me/usage"))["today"]["total_tokens"]
     assert f"<strong>{today} tokens</strong>" in page and "<strong>1000000 tokens</strong>" in page
