@@ -12,18 +12,24 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, time, timedelta
 
 from . import keys
 from .domain import (
+    MAX_TOKEN_BUDGET,
     Agent,
     ApiKey,
     Conflict,
+    DayUsage,
     InvalidInput,
     MemoryMode,
     NotFound,
     ReviewPolicy,
+    TokenUsage,
     User,
+    next_utc_midnight,
+    tokens_left,
+    utc_day,
     utcnow,
 )
 from .gate import memory_enabled
@@ -40,6 +46,37 @@ class Member:
     user: User
     live_keys: int  # keys not revoked
     memory_on: bool  # the server's mode, then the person's switch
+
+
+USAGE_DAYS = 30  # how many UTC days a usage report covers, today included
+
+
+@dataclass(frozen=True)
+class Usage:
+    """A person's tokens spent on learning: each of the last USAGE_DAYS UTC days, today first
+    (zeros for a day without any), and their daily budget."""
+
+    days: list[DayUsage]
+    budget: int | None  # the one that applies (None: unlimited)
+    own_budget: int | None  # set for them by the administrator (None: the server's default)
+
+    @property
+    def today(self) -> DayUsage:
+        return self.days[0]
+
+    @property
+    def left(self) -> int | None:
+        """What is left of today's budget (None: unlimited)."""
+        return tokens_left(self.budget, self.today.usage)
+
+    @property
+    def total(self) -> TokenUsage:
+        return sum((d.usage for d in self.days), TokenUsage())
+
+    @property
+    def resets_at(self) -> datetime:
+        """The next UTC midnight: a new day's budget, and the turns over budget learnt."""
+        return next_utc_midnight(datetime.combine(self.today.day, time(), tzinfo=UTC))
 
 
 class Accounts:
@@ -187,6 +224,46 @@ class Accounts:
 
     async def set_review_policy(self, user_id: str, policy: ReviewPolicy) -> User:
         return await self._store.update_user(user_id, review_policy=policy)
+
+    # -- tokens spent on learning, and budgets -------------------------------------
+
+    async def token_budget(self, user_id: str) -> int | None:
+        """The daily budget that applies to the user: their own, else the server's (None: none)."""
+        own = await self._store.token_budget(user_id)
+        return own if own is not None else self.settings.write.daily_token_budget
+
+    async def set_token_budget(self, user_id: str, tokens: int | None) -> Usage:
+        """Give the user a daily budget of their own (None: back to the server's default);
+        their turns waiting over budget are looked at again at once."""
+        if tokens is not None and not 0 <= tokens <= MAX_TOKEN_BUDGET:
+            raise InvalidInput(f"a daily token budget is a whole number from 0 to {MAX_TOKEN_BUDGET}")
+        user = await self.existing_user_by_id(user_id)
+        await self._store.set_token_budget(user.id, tokens)
+        return await self.usage(user.id)
+
+    async def usage(self, user_id: str) -> Usage:
+        """The user's tokens of the last USAGE_DAYS UTC days (by this clock), and budget."""
+        today = utc_day(self.clock())
+        found = {d.day: d for d in await self._store.usage_days(user_id, today - timedelta(USAGE_DAYS - 1))}
+        days = [today - timedelta(n) for n in range(USAGE_DAYS)]
+        own = await self._store.token_budget(user_id)
+        budget = own if own is not None else self.settings.write.daily_token_budget
+        return Usage([found.get(d) or DayUsage(d, TokenUsage()) for d in days], budget, own)
+
+    async def all_usage(self) -> list[tuple[User, Usage]]:
+        """Everyone's usage, in name order (the administrator's view)."""
+        return [(user, await self.usage(user.id)) for user in await self._store.list_users()]
+
+    async def over_budget(self, user_id: str, now: datetime) -> bool:
+        """Whether the user's tokens of `now`'s UTC day have reached their budget."""
+        budget = await self.token_budget(user_id)
+        if budget is None:
+            return False
+        today = utc_day(now)
+        return (
+            sum(d.usage.total for d in await self._store.usage_days(user_id, today) if d.day == today)
+            >= budget
+        )
 
     async def memory_enabled(self, user: str | User) -> bool:
         """Whether memory is on for the user (by id, or as read already): the server's mode,

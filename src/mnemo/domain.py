@@ -7,7 +7,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from enum import StrEnum
 from typing import Any, overload
 
@@ -477,6 +477,7 @@ class JobStatus(StrEnum):
     FAILED = "failed"
     WAITING = "waiting"  # learnt only explicit requests: learnt again once a chat model is configured
     SKIPPED = "skipped"  # never learnt from (see SkipReason)
+    OVER_BUDGET = "over_budget"  # its person's tokens of the day are spent: due next UTC midnight
 
     @staticmethod
     def finished(result: dict[str, Any]) -> JobStatus:
@@ -495,6 +496,7 @@ class TurnState(StrEnum):
     WAITING_FOR_MODEL = "waiting_for_model"
     FAILED = "failed"
     SKIPPED = "skipped"
+    OVER_BUDGET = "over_budget"
 
     @property
     def status(self) -> JobStatus:
@@ -508,6 +510,7 @@ _STATE_OF = {
     JobStatus.WAITING: TurnState.WAITING_FOR_MODEL,
     JobStatus.FAILED: TurnState.FAILED,
     JobStatus.SKIPPED: TurnState.SKIPPED,
+    JobStatus.OVER_BUDGET: TurnState.OVER_BUDGET,
 }
 
 
@@ -591,6 +594,7 @@ class StoredTurn:
     attempts: int
     created_at: datetime
     finished_at: datetime | None
+    learn_at: datetime | None = None  # over budget: when it will be learnt (the next UTC midnight)
 
     @classmethod
     def of(cls, job: Job) -> StoredTurn:
@@ -607,6 +611,7 @@ class StoredTurn:
             attempts=job.attempts,
             created_at=job.created_at,
             finished_at=job.finished_at,
+            learn_at=job.next_attempt_at if job.status == JobStatus.OVER_BUDGET else None,
         )
 
 
@@ -830,3 +835,61 @@ def readable_agent_keys(scope: Scope, agents: list[Agent]) -> list[str] | None:
     if own is None:
         raise NotFound(f"no agent {scope.agent_id}")
     return [own.id, ""] if own.reads_default else [own.id]
+
+
+# -- tokens spent by the chat model on learning --------------------------------------------
+
+MAX_TOKEN_BUDGET = 10**12  # a daily budget above this is a typo, not a budget
+
+
+@dataclass(frozen=True, slots=True)
+class TokenUsage:
+    """Tokens the chat model reported for some calls; `unreported`: calls whose reply had no
+    usage (their tokens are unknown, counted in neither total nor budget)."""
+
+    prompt: int = 0
+    completion: int = 0
+    calls: int = 0
+    unreported: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.prompt + self.completion
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            self.prompt + other.prompt,
+            self.completion + other.completion,
+            self.calls + other.calls,
+            self.unreported + other.unreported,
+        )
+
+    def summary(self) -> dict[str, int]:
+        """As a job's result records it."""
+        return {
+            "prompt": self.prompt,
+            "completion": self.completion,
+            "total": self.total,
+            "calls": self.calls,
+            "unreported_calls": self.unreported,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class DayUsage:
+    day: date  # a UTC day
+    usage: TokenUsage
+
+
+def utc_day(at: datetime) -> date:
+    return at.astimezone(UTC).date()
+
+
+def next_utc_midnight(at: datetime) -> datetime:
+    """The start of the UTC day after `at`'s."""
+    return datetime.combine(utc_day(at) + timedelta(days=1), time(), tzinfo=UTC)
+
+
+def tokens_left(budget: int | None, used: TokenUsage) -> int | None:
+    """What is left of a daily budget (None: unlimited); never below zero."""
+    return None if budget is None else max(0, budget - used.total)

@@ -20,7 +20,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from .domain import MemoryMode
+from .domain import MAX_TOKEN_BUDGET, MemoryMode
 
 
 class RecallSettings(BaseModel):
@@ -60,6 +60,9 @@ class WriteSettings(BaseModel):
     max_new_facts: int = 20  # per turn; the rest is dropped and reported
     max_changes_to_existing: int = 3  # updates, supersedes, retractions per turn
     guarded_min_confidence: float = 0.75
+    # tokens the chat model may spend learning for one user in a UTC day (None: no limit);
+    # the administrator may give a user their own (`mnemo admin budget`)
+    daily_token_budget: int | None = Field(default=None, ge=0, le=MAX_TOKEN_BUDGET)
 
 
 class JobSettings(BaseModel):

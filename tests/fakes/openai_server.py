@@ -72,6 +72,10 @@ class ScriptedOpenAI:
         # like a chat template that requires roles to alternate (Mistral Instruct on vLLM):
         # after system messages, user and assistant must take turns, starting with the user
         self.alternating_roles = False
+        # whether a chat completion tells its usage (some servers send none); each one sent,
+        # with whether its request asked for JSON (as learning does)
+        self.send_usage = True
+        self.usages: list[dict[str, int]] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._server: ThreadingHTTPServer | None = None
@@ -252,7 +256,13 @@ def _handler_for(script: ScriptedOpenAI) -> type[BaseHTTPRequestHandler]:
             if body.get("stream"):
                 self._send_stream(_chunks(item.content, model))
             else:
-                self._send_json(200, _completion(item.content, model, _prompt_text(body)))
+                completion = _completion(item.content, model, _prompt_text(body))
+                with script._lock:
+                    if script.send_usage:  # learning asks for JSON; the proxy's chat does not
+                        script.usages.append({**completion["usage"], "json": "response_format" in body})
+                    else:
+                        del completion["usage"]
+                self._send_json(200, completion)
 
         def _embeddings(self, body: dict[str, Any]) -> None:
             item = script._next(EMBEDDINGS_PATH)

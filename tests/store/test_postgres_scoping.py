@@ -214,6 +214,17 @@ async def _workload(url: str, embedder: Any, llm: ScriptedOpenAI, data_dir: Path
         clock.advance(seconds=11)
         await failing.drain()  # parked
         assert (await memory.job(bob.id, parked.id)).status == JobStatus.FAILED
+        # tokens: counted into bob's day; over his budget a turn waits, learnt once it is raised
+        assert (await smart.accounts.usage(bob.id)).today.usage.total > 0
+        await smart.accounts.set_token_budget(bob.id, 0)
+        held = await smart.submit(_turn(Scope(bob.id), "Kiwi squawks loudly."))
+        await failing.drain()
+        assert (await memory.job(bob.id, held.id)).status == JobStatus.OVER_BUDGET
+        llm.reply_json(extraction("Kiwi squawks loudly"))
+        await smart.accounts.set_token_budget(bob.id, None)
+        await failing.drain()
+        assert (await memory.job(bob.id, held.id)).status == JobStatus.DONE
+        assert {u.name for u, _ in await memory.accounts.all_usage()} >= {"alice", "bob"}
         given = await memory.submit(_turn(me, "Remember that my bike is green"))
         claimed = await store.claim_job("leaving", clock.now, timedelta(seconds=60))
         assert claimed is not None and claimed.id == given.id

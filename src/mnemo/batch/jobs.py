@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from ..accounts import Accounts
-from ..domain import FACT_KINDS, Claim, Conflict, FailReason, Job, utcnow
+from ..domain import FACT_KINDS, Claim, Conflict, FailReason, Job, next_utc_midnight, utcnow
 from ..observe import QUIET, Observer
 from ..providers.base import ModelError, ModelUnavailable
 from ..store.base import FactStore, JobQueue
@@ -79,6 +79,11 @@ class Worker:
         claim = Claim(job.id, self.name)
         started, outcome = time.perf_counter(), "done"
         try:
+            if await self._over_budget(job):
+                outcome = "over_budget"
+                await self.store.defer_job(claim, next_utc_midnight(self.clock()))
+                log.info("turn %s over its person's token budget: learnt after the next UTC midnight", job.id)
+                return job
             report = await self._learn(job, claim)
             if report.retry or report.failure is not None:
                 detail = "; ".join(report.problems) or "the model was unavailable"
@@ -105,6 +110,13 @@ class Worker:
         finally:
             self.observer.job_finished(outcome, time.perf_counter() - started)
         return job
+
+    async def _over_budget(self, job: Job) -> bool:
+        """Whether learning this job would call the chat model for a person whose tokens of the
+        day are spent (a job already running may finish past the budget: it is not stopped)."""
+        if job.automation or self.writer.chat is None:
+            return False  # nothing to spend: automation is skipped, explicit requests cost nothing
+        return await self.accounts.over_budget(job.user_id, self.clock())
 
     async def _learn(self, job: Job, claim: Claim) -> WriteReport:
         if job.automation:

@@ -297,5 +297,10 @@ def turns_table(turns: Sequence[StoredTurn]) -> Table:
         table.add_column(column, overflow="fold")
     for t in turns:
         learnt = ", ".join(f"{kind} {len(t.facts[kind])}" for kind in FACT_KINDS if t.facts[kind])
-        table.add_row(t.id, _minute(t.created_at), str(t.state), t.reason or "", learnt or "—")
+        table.add_row(t.id, _minute(t.created_at), turn_state(t), t.reason or "", learnt or "—")
     return table
+
+
+def turn_state(turn: StoredTurn) -> str:
+    """A turn's state, with when it will be learnt if it waits over budget."""
+    return str(turn.state) + (f" until {_minute(turn.learn_at)}" if turn.learn_at else "")

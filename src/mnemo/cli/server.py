@@ -14,7 +14,7 @@ from ..build import Core, check_database_url
 from ..domain import Conflict
 from ..settings import Settings
 from ..store.private_files import private_directory
-from . import keys, output
+from . import keys, output, usage
 from .options import Json
 from .runtime import BAD_INPUT, FAILED, CliFailure, Options, guarded, run_core
 
@@ -151,3 +151,21 @@ def users_create(
 def users_list(ctx: typer.Context, json: Json = False) -> None:
     """Everyone: name, id, when made, how many live keys, whether memory is on."""
     keys.list_users(ctx, json)
+
+
+@users.command("usage")
+def users_usage(ctx: typer.Context, json: Json = False) -> None:
+    """Everyone's tokens spent learning: today, the last 30 UTC days, the budget, what is left."""
+    usage.usage_list(ctx, json)
+
+
+@users.command("budget")
+def users_budget(
+    ctx: typer.Context,
+    name: usage.UserName,
+    tokens: usage.Tokens = None,
+    default: usage.Default = False,
+    json: Json = False,
+) -> None:
+    """Give the user a daily token budget of their own, or --default for the server's."""
+    usage.usage_budget(ctx, name, tokens, default, json)

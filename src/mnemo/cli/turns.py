@@ -62,7 +62,7 @@ def show(
         return
     lines = [
         f"turn      {turn.id}",
-        f"state     {turn.state}" + (f" ({turn.reason})" if turn.reason else ""),
+        f"state     {output.turn_state(turn)}" + (f" ({turn.reason})" if turn.reason else ""),
         f"stored    {output.minute(turn.created_at)}",
         f"attempts  {turn.attempts}",
     ]

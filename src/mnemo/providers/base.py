@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from ..domain import FailReason
+from ..domain import FailReason, TokenUsage
 
 
 class ModelError(Exception):
@@ -66,3 +68,37 @@ class ChatModel(Protocol):
         """Ask the endpoint something cheap (its models), once, within `timeout` seconds.
         Raises ModelUnavailable when it cannot be reached or fails, ModelError when it refuses."""
         ...
+
+
+class Meter:
+    """The tokens of the chat calls made while it is open (see `metered`)."""
+
+    def __init__(self) -> None:
+        self.usage = TokenUsage()
+
+
+_METER: ContextVar[Meter | None] = ContextVar("mnemo_chat_meter", default=None)
+
+
+@contextmanager
+def metered() -> Iterator[Meter]:
+    """Count the tokens of every chat call made inside (in this task and the calls it awaits):
+    a ChatModel reports each reply's usage with `spent`, so the protocol stays as it is."""
+    meter = Meter()
+    token = _METER.set(meter)
+    try:
+        yield meter
+    finally:
+        _METER.reset(token)
+
+
+def spent(prompt_tokens: int | None, completion_tokens: int | None) -> None:
+    """One chat reply's usage, to the open meter if any; None for a reply that told none
+    (its tokens unknown: one unreported call, not zero)."""
+    meter = _METER.get()
+    if meter is None:
+        return
+    if prompt_tokens is None or completion_tokens is None:
+        meter.usage += TokenUsage(calls=1, unreported=1)
+    else:
+        meter.usage += TokenUsage(max(0, prompt_tokens), max(0, completion_tokens), calls=1)

@@ -6,7 +6,7 @@ from typing import Any
 
 import openai
 
-from mnemo.providers.base import ModelError, ModelTimeout, ModelUnavailable
+from mnemo.providers.base import ModelError, ModelTimeout, ModelUnavailable, spent
 
 # How strongly the reply is asked to be JSON, best first. Servers differ in
 # what they accept (vLLM and OpenAI take json_schema, some llama.cpp builds and
@@ -100,6 +100,9 @@ class OpenAIChatModel:
             raise unavailable(
                 err, f"chat model {self.model_name!r} at {self._base_url} did not answer: {err}"
             ) from err
+        # the SDK does not validate replies: a usage may be missing, or lack a count
+        usage = completion.usage
+        spent(getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None))
         return completion.choices[0].message.content or ""
 
 

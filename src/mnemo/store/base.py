@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any, Protocol
 
 import numpy as np
@@ -25,6 +25,7 @@ from ..domain import (
     Claim,
     Conversation,
     ConversationRef,
+    DayUsage,
     Erasure,
     Event,
     Fact,
@@ -39,6 +40,7 @@ from ..domain import (
     ReviewPolicy,
     Scope,
     Status,
+    TokenUsage,
     User,
 )
 
@@ -288,6 +290,10 @@ class JobQueue(Protocol):
         """Queue again, due `now`, every job learnt without a chat model (status waiting), of
         every user; how many."""
 
+    async def defer_job(self, claim: Claim, until: datetime) -> Job:
+        """The claimed job waits over budget until `until`, not counted as an attempt;
+        Conflict when the claim is no longer held."""
+
     async def retry_job(self, user_id: str, job_id: str) -> Job:
         """Queue the user's failed job again, due now, its attempts reset (see sql.jobs)."""
 
@@ -307,6 +313,21 @@ class JobQueue(Protocol):
 
     async def heartbeats(self, since: datetime) -> list[datetime]:
         """The last heartbeat of every worker heard from since `since`, newest first."""
+
+
+class UsageStore(Protocol):
+    """The chat model's tokens spent on learning, per user per UTC day, and each user's own
+    daily budget (see store/sql/usage.py)."""
+
+    async def add_usage(self, user_id: str, day: date, spent: TokenUsage) -> None: ...
+    async def usage_days(self, user_id: str, since: date) -> list[DayUsage]:
+        """The user's days from `since` on that have any usage, newest first."""
+
+    async def token_budget(self, user_id: str) -> int | None:
+        """The user's own daily budget; None: the server's default applies."""
+
+    async def set_token_budget(self, user_id: str, tokens: int | None) -> None:
+        """Set (None: clear) the user's own budget; their turns over budget are due again now."""
 
 
 class BackfillStore(Protocol):
@@ -391,6 +412,7 @@ class Store(
     ErasureStore,
     RecallLog,
     JobQueue,
+    UsageStore,
     BackfillStore,
     TransferStore,
     ReindexStore,

@@ -402,11 +402,12 @@ class SQLiteStore(SQLStore[SQLiteTx, Pending]):
         async def claim(tx: SQLiteTx) -> Job | None:
             row = await tx.one(
                 "SELECT d.id, d.user_id FROM jobs d"
-                " WHERE ((d.status = 'pending' AND d.next_attempt_at <= ?)"
+                " WHERE ((d.status IN ('pending', 'over_budget') AND d.next_attempt_at <= ?)"
                 " OR (d.status = 'claimed' AND d.lease_until < ?)) AND NOT EXISTS (SELECT 1 FROM jobs e"
-                " WHERE e.user_id = d.user_id AND e.id < d.id AND e.status IN ('pending', 'claimed'))"
+                " WHERE e.user_id = d.user_id AND e.id < d.id AND (e.status IN ('pending', 'claimed')"
+                " OR (e.status = 'over_budget' AND e.next_attempt_at <= ?)))"
                 " ORDER BY d.next_attempt_at LIMIT 1",
-                (now, now),
+                (now, now, now),
             )
             if row is None:
                 return None

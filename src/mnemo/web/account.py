@@ -42,6 +42,7 @@ async def render_settings(request: Request, session: Session, *, status: int = 2
         overridden=mode == MemoryMode.DISABLED and user.memory_enabled is True,
         policies=list(ReviewPolicy),
         recall_days=memory_of(request).settings.recall_log_days,
+        usage=await accounts.usage(user.id),
         agents=await accounts.agents(user.id),
         keys=await accounts.api_keys(user.id),
         current_key=signed_with[0] if signed_with else None,

@@ -16,6 +16,7 @@ STATES = {
     "waiting_for_model": "Waiting for a chat model: only what you asked to be remembered was learnt",
     "failed": "Failed",
     "skipped": "Not learnt from",
+    "over_budget": "Over your daily token budget: learnt after",
 }
 REASONS = {
     "model_unreachable": "the chat model could not be reached",
@@ -37,12 +38,14 @@ KINDS = (
     ("retracted", "Retracted"),
 )
 NEW = {"created": "", "updated": "updated", "held": "held for review", "retracted": "retracted"}
-SETTLED = ("learnt", "waiting_for_model", "failed", "skipped")
+SETTLED = ("learnt", "waiting_for_model", "failed", "skipped", "over_budget")
 
 
 def said(turn: StoredTurn) -> str:
     """The turn's state in a sentence."""
     words = STATES[turn.state]
+    if turn.learn_at is not None:
+        words += turn.learn_at.strftime(" %Y-%m-%d %H:%M UTC")
     if turn.reason:
         words += f": {REASONS.get(turn.reason, turn.reason)}"
     return words + (" (tried again)" if turn.state == "queued" and turn.reason else "") + "."

@@ -29,16 +29,18 @@ from ..domain import (
     Scope,
     SkipReason,
     Status,
+    TokenUsage,
     Turn,
     learnt_facts,
     new_id,
     text_hash,
+    utc_day,
 )
 from ..forgetting import Forgotten
 from ..gate import memory_enabled
-from ..providers.base import ChatModel, Embedder, ModelError, ModelUnavailable
+from ..providers.base import ChatModel, Embedder, ModelError, ModelUnavailable, metered
 from ..settings import WriteSettings
-from ..store.base import AccountStore, ConversationStore, FactStore, SearchStore
+from ..store.base import AccountStore, ConversationStore, FactStore, SearchStore, UsageStore
 from . import changes
 from .extract import ExplicitExtractor, Extractor, ModelExtractor, Proposal
 from .policy import Ruled, held_reason, rule
@@ -64,14 +66,16 @@ class WriteReport:
     failure: FailReason | None = None  # why nothing was learnt: a job with one is not finished
     waiting_for_model: bool = False  # learnt without a chat model: only explicit requests
     facts: dict[str, list[str]] = field(default_factory=dict)  # applied, by kind (learnt_facts)
+    usage: TokenUsage = field(default_factory=TokenUsage)  # the chat model's tokens, every try
 
     def summary(self) -> dict[str, Any]:
         """What a finished job records: why it was skipped, or its problems, its facts and how
-        many the person had erased (dropped)."""
+        many the person had erased (dropped); and the chat model's tokens."""
         if self.skipped is not None:
             return {
                 "skipped": self.skipped,
                 "skip_reason": _SKIP_REASONS.get(self.skipped, SkipReason.MEMORY_OFF),
+                "tokens": self.usage.summary(),
             }
         return {
             "skipped": None,
@@ -79,6 +83,7 @@ class WriteReport:
             "waiting_for_model": self.waiting_for_model,
             "facts": self.facts,
             "forgotten": self.forgotten,
+            "tokens": self.usage.summary(),
         }
 
     def count(self, action: Action) -> int:
@@ -94,9 +99,9 @@ class WriteReport:
         ]
 
 
-class WriteStore(AccountStore, ConversationStore, FactStore, SearchStore, Protocol):
+class WriteStore(AccountStore, ConversationStore, FactStore, SearchStore, UsageStore, Protocol):
     """What learning reads and writes: the user and agent, the turn's messages, the facts it
-    finds by hash and by meaning or words, and the commit."""
+    finds by hash and by meaning or words, the commit, and the chat model's tokens."""
 
 
 def _failed(problems: list[str], exc: ModelError) -> WriteReport:
@@ -187,10 +192,12 @@ class Writer:
         off). `earlier`: the facts a pass without a chat model learnt from these messages
         (a waiting job's), which this pass neither reinforces nor forgets to report."""
         own = frozenset((earlier or {}).get("created", ())) | frozenset((earlier or {}).get("held", ()))
+        spent = TokenUsage()
         for tries in range(1, _PLANS + 1):
             report, planned = await self.plan(
                 scope, messages, conversation_id, at, server_mode, actor=actor, said_at=said_at, own=own
             )
+            spent = report.usage = spent + report.usage
             report.waiting_for_model = self.chat is None
             report.facts = learnt_facts(planned, earlier)
             marks = mark is not None and report.skipped is None
@@ -253,12 +260,21 @@ class Writer:
         """
         if not await self._enabled(scope, server_mode):
             return WriteReport(skipped="memory is off for this user"), []
-        try:
-            return await self._plan(scope, messages, conversation_id, now, server_mode, actor, said_at, own)
-        except NotFound:
-            if scope.agent_id is None or await self._agent_alive(scope):
-                raise
-            return WriteReport(skipped=AGENT_GONE), []  # deleted before, or while, the models thought
+        with metered() as meter:
+            try:
+                report, planned = await self._plan(
+                    scope, messages, conversation_id, now, server_mode, actor, said_at, own
+                )
+            except NotFound:
+                if scope.agent_id is None or await self._agent_alive(scope):
+                    raise
+                # deleted before, or while, the models thought
+                report, planned = WriteReport(skipped=AGENT_GONE), []
+            finally:  # spent, whatever came of it: counted into the person's day
+                if meter.usage.calls:
+                    await self.store.add_usage(scope.user_id, utc_day(self.clock()), meter.usage)
+        report.usage = meter.usage
+        return report, planned
 
     async def _plan(
         self,

@@ -12,7 +12,7 @@ from ...gate import memory_enabled
 from ...http.responses import errors
 from ..deps import AccountsDep
 from ..params import KeyIdPath
-from ..schemas import KeyCreate, KeyCreated, KeyPublic, MePublic, MeSettingsUpdate, UserPublic
+from ..schemas import KeyCreate, KeyCreated, KeyPublic, MePublic, MeSettingsUpdate, UsagePublic, UserPublic
 
 router = APIRouter(prefix="/v1/me", tags=["account"], responses=errors(404))
 
@@ -46,6 +46,14 @@ async def update_settings(accounts: AccountsDep, user: CurrentUser, body: MeSett
     if body.record_recalls is not None:
         user = await accounts.set_record_recalls(user.id, body.record_recalls)
     return await _me(accounts, user)
+
+
+@router.get("/usage")
+async def usage(accounts: AccountsDep, user: CurrentUser) -> UsagePublic:
+    """The tokens the chat model spent learning from your turns, today and each of the last 30
+    UTC days, your daily budget and what is left of it today. Once today's budget is spent,
+    your turns wait `over_budget` and are learnt after `resets_at` (the next UTC midnight)."""
+    return UsagePublic.of(await accounts.usage(user.id))
 
 
 @router.get("/keys")

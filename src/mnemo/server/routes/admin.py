@@ -15,10 +15,13 @@ from ..params import KeyIdPath, UserIdPath
 from ..schemas import (
     AdminSettings,
     AdminSettingsUpdate,
+    BudgetUpdate,
     KeyCreate,
     KeyCreated,
     KeyPublic,
     MemberPublic,
+    MemberUsage,
+    UsagePublic,
     UserCreate,
     UserCreated,
     UserPublic,
@@ -82,3 +85,19 @@ async def revoke_user_key(
     """Revoke one of the user's keys: it stops working at once. Another user's key: 404."""
     user = await accounts.existing_user_by_id(user_id)
     return KeyPublic.of(await accounts.revoke_api_key(user.id, key_id))
+
+
+@router.get("/usage")
+async def list_usage(accounts: AccountsDep, _: Admin) -> list[MemberUsage]:
+    """Everyone's tokens spent learning, today and in the last 30 UTC days, in name order,
+    with the daily budget that applies to each."""
+    return [MemberUsage.of(user, usage) for user, usage in await accounts.all_usage()]
+
+
+@router.put("/users/{user_id}/budget")
+async def set_user_budget(
+    accounts: AccountsDep, _: Admin, user_id: UserIdPath, body: BudgetUpdate
+) -> UsagePublic:
+    """The user's own daily token budget (null: the server's default); their turns waiting
+    over budget are looked at again at once. The user's usage, as they read it."""
+    return UsagePublic.of(await accounts.set_token_budget(user_id, body.daily_token_budget))

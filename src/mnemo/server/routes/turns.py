@@ -58,7 +58,8 @@ async def list_turns(
 @router.get("/turns/{turn_id}")
 async def get_turn(memory: MemoryDep, user: CurrentUser, turn_id: TurnIdPath) -> TurnPublic:
     """One stored turn: `queued`, `learning`, `learnt`, `waiting_for_model` (learnt only what
-    was asked for explicitly, until a chat model is configured), `failed` or `skipped`, with
+    was asked for explicitly, until a chat model is configured), `over_budget` (your tokens of
+    the day are spent: learnt at `learn_at`, the next UTC midnight), `failed` or `skipped`, with
     a reason category, and the ids of the facts it created, updated, superseded, reinforced,
     retracted and held for review."""
     return TurnPublic.of(await memory.turn(user.id, turn_id))

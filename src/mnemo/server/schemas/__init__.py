@@ -36,6 +36,7 @@ from .people import (
     UserCreated,
     UserPublic,
 )
+from .usage import BudgetUpdate, DayTokens, MemberUsage, UsagePublic
 
 __all__ = [
     "AdminSettings",
@@ -46,6 +47,8 @@ __all__ = [
     "AgentUpdate",
     "ArmPublic",
     "AuditReportPublic",
+    "BudgetUpdate",
+    "DayTokens",
     "EventPublic",
     "FactCreate",
     "FactPublic",
@@ -59,6 +62,7 @@ __all__ = [
     "MePublic",
     "MeSettingsUpdate",
     "MemberPublic",
+    "MemberUsage",
     "MessageIn",
     "Page",
     "ReasonBody",
@@ -71,6 +75,7 @@ __all__ = [
     "TurnCreate",
     "TurnPublic",
     "TurnResult",
+    "UsagePublic",
     "UserCreate",
     "UserCreated",
     "UserPublic",

@@ -92,6 +92,9 @@ class TurnPublic(BaseModel):
     attempts: int
     created_at: datetime
     finished_at: datetime | None
+    learn_at: datetime | None = Field(
+        description="over_budget: when it will be learnt (the next UTC midnight); otherwise null."
+    )
 
     @classmethod
     def of(cls, turn: StoredTurn) -> TurnPublic:
@@ -106,4 +109,5 @@ class TurnPublic(BaseModel):
             attempts=turn.attempts,
             created_at=turn.created_at,
             finished_at=turn.finished_at,
+            learn_at=turn.learn_at,
         )

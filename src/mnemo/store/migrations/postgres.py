@@ -17,6 +17,7 @@ from .postgres_security import (
     APP_ROLE,
     LOCK_NAMESPACE,
     backfill_functions,
+    budgeted_claim,
     common_words_functions,
     keyed_claim_function,
     lexical_function,
@@ -446,6 +447,35 @@ def _recalls(cur: Cursor) -> None:
     protect(cur, "recalls", "SELECT, INSERT, DELETE")
 
 
+def _token_budgets(cur: Cursor) -> None:
+    """The chat model's tokens spent on learning, per user per UTC day (a day is its ISO date),
+    and a user's own daily budget set by the administrator (none: the server's). A turn whose
+    person spent the day's budget waits over_budget until the next UTC midnight: one still open,
+    in the order of a person's turns (mnemo_claim_job)."""
+    cur.execute(
+        """
+        CREATE TABLE token_usage (
+            user_id text NOT NULL REFERENCES users(id),
+            day text NOT NULL,
+            prompt_tokens bigint NOT NULL,
+            completion_tokens bigint NOT NULL,
+            calls bigint NOT NULL,
+            unreported_calls bigint NOT NULL,
+            PRIMARY KEY (user_id, day)
+        );
+        CREATE TABLE token_budgets (
+            user_id text PRIMARY KEY REFERENCES users(id),
+            daily_tokens bigint NOT NULL
+        );
+        DROP INDEX jobs_open;
+        CREATE INDEX jobs_open ON jobs (user_id, id) WHERE status IN ('pending', 'claimed', 'over_budget');
+        """
+    )
+    protect(cur, "token_usage", "SELECT, INSERT, UPDATE")
+    protect(cur, "token_budgets", "SELECT, INSERT, UPDATE, DELETE")
+    budgeted_claim(cur)
+
+
 MIGRATIONS = [
     Migration(1, "initial", _initial),
     Migration(2, "server", _server),
@@ -462,4 +492,5 @@ MIGRATIONS = [
     Migration(13, "turn_states", _turn_states),
     Migration(14, "erase_everything", _erase_everything),
     Migration(15, "recalls", _recalls),
+    Migration(17, "token_budgets", _token_budgets),
 ]

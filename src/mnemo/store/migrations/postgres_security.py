@@ -271,9 +271,30 @@ def keyed_claim_function(cur: Cursor) -> None:
     _ordered_claim(cur, "(j.user_id, j.id)", "d.user_id, d.id")
 
 
-def _ordered_claim(cur: Cursor, key: str, chosen: str) -> None:
+def budgeted_claim(cur: Cursor) -> None:
+    """The claim with turns over budget: one is due at its time (the next UTC midnight), and
+    then holds its person's later turns back, as a pending one does; until then it does not,
+    so that each later turn is claimed and found over budget too."""
+    _ordered_claim(
+        cur,
+        "(j.user_id, j.id)",
+        "d.user_id, d.id",
+        due="d.status IN ('pending', 'over_budget')",
+        holds="(e.status IN ('pending', 'claimed')"
+        " OR (e.status = 'over_budget' AND e.next_attempt_at <= now))",
+    )
+
+
+def _ordered_claim(
+    cur: Cursor,
+    key: str,
+    chosen: str,
+    due: str = "d.status = 'pending'",
+    holds: str = "e.status IN ('pending', 'claimed')",
+) -> None:
     """The ordered claim, which updates the job whose `key` (columns of `jobs j`) is the
-    `chosen` (columns of `jobs d`) of the oldest due job."""
+    `chosen` (columns of `jobs d`) of the oldest `due` job that no earlier job of its user
+    `holds` back."""
     cur.execute(
         f"""
         CREATE OR REPLACE FUNCTION mnemo_claim_job(worker text, now timestamptz, lease_until timestamptz)
@@ -283,11 +304,11 @@ def _ordered_claim(cur: Cursor, key: str, chosen: str) -> None:
                 attempts = j.attempts + 1
             WHERE {key} = (
                 SELECT {chosen} FROM jobs d
-                WHERE ((d.status = 'pending' AND d.next_attempt_at <= now)
+                WHERE (({due} AND d.next_attempt_at <= now)
                        OR (d.status = 'claimed' AND d.lease_until < now))
                   AND NOT EXISTS (
                       SELECT FROM jobs e
-                      WHERE e.user_id = d.user_id AND e.id < d.id AND e.status IN ('pending', 'claimed'))
+                      WHERE e.user_id = d.user_id AND e.id < d.id AND {holds})
                 ORDER BY d.next_attempt_at
                 LIMIT 1
                 FOR UPDATE SKIP LOCKED

@@ -481,6 +481,33 @@ def _recalls(cur: Cursor) -> None:
     )
 
 
+def _token_budgets(cur: Cursor) -> None:
+    """The chat model's tokens spent on learning, per user per UTC day (a day is its ISO date),
+    and a user's own daily budget set by the administrator (none: the server's). A turn whose
+    person spent the day's budget waits over_budget until the next UTC midnight: one still open,
+    in the order of a person's turns."""
+    _script(
+        cur,
+        """
+        CREATE TABLE token_usage (
+            user_id TEXT NOT NULL REFERENCES users(id),
+            day TEXT NOT NULL,
+            prompt_tokens INTEGER NOT NULL,
+            completion_tokens INTEGER NOT NULL,
+            calls INTEGER NOT NULL,
+            unreported_calls INTEGER NOT NULL,
+            PRIMARY KEY (user_id, day)
+        ) WITHOUT ROWID;
+        CREATE TABLE token_budgets (
+            user_id TEXT PRIMARY KEY REFERENCES users(id),
+            daily_tokens INTEGER NOT NULL
+        );
+        DROP INDEX jobs_open;
+        CREATE INDEX jobs_open ON jobs (user_id, id) WHERE status IN ('pending', 'claimed', 'over_budget');
+        """,
+    )
+
+
 MIGRATIONS = [
     Migration(1, "initial", _initial),
     Migration(2, "server", _server),
@@ -497,4 +524,5 @@ MIGRATIONS = [
     Migration(13, "turn_states", _turn_states),
     Migration(14, "erase_everything", _erase_everything),
     Migration(15, "recalls", _recalls),
+    Migration(17, "token_budgets", _token_budgets),
 ]

@@ -81,6 +81,22 @@ async def release_job(tx: Tx, claim: Claim) -> None:
     )
 
 
+async def defer_job(tx: Tx, claim: Claim, until: datetime) -> Job:
+    """Its person's tokens of the day are spent: the claimed job waits over budget until
+    `until` (the next UTC midnight); the claim does not count as an attempt."""
+    user_id = await tx.claimant(claim.job_id, claim.worker)
+    if user_id is not None:
+        changed = await tx.execute(
+            "UPDATE jobs SET status = 'over_budget', next_attempt_at = ?, claimed_by = NULL,"
+            " lease_until = NULL, attempts = attempts - 1"
+            " WHERE user_id = ? AND id = ? AND status = 'claimed' AND claimed_by = ?",
+            (until, user_id, claim.job_id, claim.worker),
+        )
+        if changed == 1:
+            return await job(tx, user_id, claim.job_id)
+    raise Conflict(f"job {claim.job_id} is no longer held by {claim.worker}")
+
+
 async def fail_job(
     tx: Tx, claim: Claim, reason: FailReason, error: str, retry_at: datetime | None, now: datetime
 ) -> Job:

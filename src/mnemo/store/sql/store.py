@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Coroutine, Sequence
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
 
 import numpy as np
@@ -26,6 +26,7 @@ from ...domain import (
     Claim,
     Conversation,
     ConversationRef,
+    DayUsage,
     Erasure,
     Event,
     Fact,
@@ -40,13 +41,14 @@ from ...domain import (
     Receipt,
     Scope,
     Status,
+    TokenUsage,
     User,
     new_id,
     utcnow,
 )
 from .. import batch
 from ..base import UNSET, ScoredFact, Unembedded
-from . import backfill, erasure, facts, jobs, people, recalls, reindex, transfer
+from . import backfill, erasure, facts, jobs, people, recalls, reindex, transfer, usage
 from .events import redact_events
 from .tx import Tx
 
@@ -388,6 +390,9 @@ class SQLStore(ABC, Generic[X, Pending]):
     async def fail_job(self, claim: Claim, reason: FailReason, error: str, retry_at: datetime | None) -> Job:
         return await self._write(None, jobs.fail_job, claim, reason, error, retry_at, self._clock())
 
+    async def defer_job(self, claim: Claim, until: datetime) -> Job:
+        return await self._write(None, jobs.defer_job, claim, until)
+
     async def retry_job(self, user_id: str, job_id: str) -> Job:
         return await self._write(user_id, jobs.retry_job, user_id, job_id, self._clock())
 
@@ -413,6 +418,20 @@ class SQLStore(ABC, Generic[X, Pending]):
 
     async def heartbeats(self, since: datetime) -> list[datetime]:
         return await self._read(None, jobs.heartbeats, since)
+
+    # -- tokens spent on learning, and budgets ---------------------------------------------------------
+
+    async def add_usage(self, user_id: str, day: date, spent: TokenUsage) -> None:
+        await self._write(user_id, usage.add, user_id, day, spent)
+
+    async def usage_days(self, user_id: str, since: date) -> list[DayUsage]:
+        return await self._read(user_id, usage.days, user_id, since)
+
+    async def token_budget(self, user_id: str) -> int | None:
+        return await self._read(user_id, usage.budget, user_id)
+
+    async def set_token_budget(self, user_id: str, tokens: int | None) -> None:
+        await self._write(user_id, usage.set_budget, user_id, tokens, self._clock())
 
     # -- backfill (see mnemo.batch.backfill) -----------------------------------------------------------
 

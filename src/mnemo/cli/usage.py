@@ -1,0 +1,89 @@
+"""Tokens the chat model spent learning, and daily budgets: `mnemo users usage`, `mnemo users
+budget` (the server's administrator, on its database)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from ..accounts import Usage
+from ..build import Core
+from ..domain import MAX_TOKEN_BUDGET, User
+from ..server.schemas import MemberUsage, UsagePublic
+from . import output
+from .runtime import BAD_INPUT, run_core
+
+
+def usage_list(ctx: typer.Context, json: bool) -> None:
+    """`mnemo users usage` (registered with `mnemo users`)."""
+
+    async def work(core: Core) -> list[tuple[User, Usage]]:
+        return await core.accounts.all_usage()
+
+    found = [MemberUsage.of(user, usage) for user, usage in run_core(ctx, work)]
+    if json:
+        output.emit_json([m.model_dump(mode="json") for m in found])
+    elif not found:
+        output.say("No users yet (mnemo users create NAME).")
+    else:
+        output.stdout().print(_table(found))
+
+
+def usage_budget(ctx: typer.Context, name: str, tokens: int | None, default: bool, json: bool) -> None:
+    """`mnemo users budget` (registered with `mnemo users`)."""
+    if (tokens is None) == (not default):
+        output.error("Give a number of tokens a day, or --default (not both).")
+        raise typer.Exit(BAD_INPUT)
+
+    async def work(core: Core) -> Usage:
+        user = await core.accounts.existing_user(name)
+        return await core.accounts.set_token_budget(user.id, tokens)
+
+    usage = UsagePublic.of(run_core(ctx, work))
+    if json:
+        output.emit_json(usage.model_dump(mode="json"))
+        return
+    budget = "unlimited" if usage.daily_token_budget is None else f"{usage.daily_token_budget} tokens a day"
+    own = "the server's default" if usage.own_budget is None else "their own"
+    output.say(f"{name}: {budget} ({own}); {usage.today.total_tokens} spent today.", "green")
+
+
+def _table(found: list[MemberUsage]) -> Table:
+    table = Table(box=None)
+    table.add_column("name", min_width=8)
+    for column in ("id", "today", "30 days", "budget", "left today", "unreported"):
+        table.add_column(column, no_wrap=True)
+    for m in found:
+        budget = (
+            "—"
+            if m.daily_token_budget is None
+            else f"{m.daily_token_budget}" + ("" if m.own_budget is None else " (own)")
+        )
+        left = "—" if m.left_today is None else str(m.left_today)
+        table.add_row(
+            m.name,
+            m.id,
+            str(m.today_tokens),
+            str(m.last_30_days_tokens),
+            budget,
+            left,
+            str(m.unreported_calls),
+        )
+    return table
+
+
+Tokens = Annotated[
+    int | None,
+    typer.Argument(
+        min=0,
+        max=MAX_TOKEN_BUDGET,
+        metavar="[TOKENS]",
+        help="Tokens a day the chat model may spend for them.",
+    ),
+]
+Default = Annotated[
+    bool, typer.Option("--default", help="Back to the server's MNEMO_WRITE__DAILY_TOKEN_BUDGET.")
+]
+UserName = Annotated[str, typer.Argument(metavar="NAME", help="The user's name.")]
