@@ -19,6 +19,7 @@ from .domain import (
     Agent,
     ApiKey,
     Conflict,
+    GatePolicy,
     InvalidInput,
     MemoryMode,
     NotFound,
@@ -187,6 +188,18 @@ class Accounts:
 
     async def set_review_policy(self, user_id: str, policy: ReviewPolicy) -> User:
         return await self._store.update_user(user_id, review_policy=policy)
+
+    async def gate(self, user_id: str) -> GatePolicy:
+        """The person's sensitive-data gate (NotFound for no such user)."""
+        user = await self._store.get_user(user_id)
+        if user is None:
+            raise NotFound(f"no user {user_id}")
+        return user.gate
+
+    async def set_gate(self, user_id: str, changes: dict[str, str]) -> User:
+        """Change the gate's action for some categories (InvalidInput, changing nothing, for an
+        unknown category or action)."""
+        return await self._store.update_user(user_id, gate=(await self.gate(user_id)).changed(changes))
 
     async def memory_enabled(self, user: str | User) -> bool:
         """Whether memory is on for the user (by id, or as read already): the server's mode,
