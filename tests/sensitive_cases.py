@@ -93,7 +93,11 @@ def start_clean(store) -> None:
     url = getattr(store, "url", None)
     if url:
         with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute("VACUUM FULL")
+            tables = conn.execute(
+                "SELECT string_agg(quote_ident(tablename), ', ') FROM pg_tables"
+                " WHERE schemaname = current_schema()"
+            ).fetchone()
+            conn.execute(f"VACUUM FULL {tables[0]}")
 
 
 def stored_bytes(store, data_dir: Path) -> bytes:

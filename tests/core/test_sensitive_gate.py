@@ -15,8 +15,8 @@ from tests.sensitive_cases import ORDINARY, SAID, needles, start_clean, stored_b
 ALL_SAID = "\n".join(text for text, _, _ in SAID)
 
 
-@pytest.fixture(autouse=True)
-async def _clean_files(store):
+@pytest.fixture
+def clean_files(store) -> None:
     start_clean(store)
 
 
@@ -31,7 +31,7 @@ def _assert_never_written(memory, tmp_path, caplog, *blocked: bytes) -> None:
 
 
 async def test_a_turn_learnt_now_stores_its_messages_masked_and_no_blocked_memory(
-    llm_memory, scripted_llm, alice, tmp_path, caplog
+    llm_memory, scripted_llm, alice, tmp_path, caplog, clean_files
 ):
     caplog.set_level(logging.DEBUG)
     proposals = [text for text, _, _ in SAID]
@@ -67,7 +67,7 @@ async def test_the_message_history_holds_the_masks(llm_memory, scripted_llm, ali
     assert all(needle not in user_message.content for _, needle, _ in SAID)
 
 
-async def test_a_queued_turn_is_masked_before_it_is_queued(memory, alice, tmp_path, caplog):
+async def test_a_queued_turn_is_masked_before_it_is_queued(memory, alice, tmp_path, caplog, clean_files):
     caplog.set_level(logging.DEBUG)
     job = await memory.submit(Turn.of(alice, ("user", ALL_SAID), ("assistant", "Noted.")))
     assert job is not None
@@ -77,7 +77,7 @@ async def test_a_queued_turn_is_masked_before_it_is_queued(memory, alice, tmp_pa
 
 
 async def test_a_person_adding_a_credential_gets_a_clear_refusal_naming_only_the_category(
-    memory, alice, tmp_path, caplog
+    memory, alice, tmp_path, caplog, clean_files
 ):
     caplog.set_level(logging.DEBUG)
     await memory.add(alice, "My password is [credential] was stored masked")  # the check can see
@@ -137,7 +137,7 @@ async def test_a_refused_policy_change_changes_nothing(memory, alice):
     assert (await memory.accounts.gate(alice.user_id)).choices() == {"phone": "redact"}
 
 
-async def test_an_imported_conversation_is_masked(memory, alice, tmp_path, caplog):
+async def test_an_imported_conversation_is_masked(memory, alice, tmp_path, caplog, clean_files):
     caplog.set_level(logging.DEBUG)
     conversation = Conversation(
         new_id(),
