@@ -88,9 +88,10 @@ def postgres_bytes(url: str) -> bytes:
 
 
 def start_clean(store) -> None:
-    """PostgreSQL: rewrite the tables' files first, so that what an earlier test on this pooled
-    database wrote (kept in them as dead row versions) is not taken for this test's."""
-    url = getattr(store, "url", None)
+    """PostgreSQL (a store, or its URL): rewrite the tables' files first, so that what an
+    earlier test on this pooled database wrote (kept in them as dead row versions) is not taken
+    for this test's."""
+    url = store if isinstance(store, str) else getattr(store, "url", None)
     if url:
         with psycopg.connect(url, autocommit=True) as conn:
             tables = conn.execute(

@@ -154,3 +154,22 @@ async def test_an_imported_conversation_is_masked(memory, alice, tmp_path, caplo
 @pytest.mark.parametrize("text", ORDINARY)
 async def test_ordinary_numbers_are_stored_as_said(memory, alice, text):
     assert (await memory.add(Scope(alice.user_id), text)).text == text
+
+
+async def test_backfill_over_messages_stored_before_the_gate_learns_nothing_it_blocks(
+    llm_memory, scripted_llm, alice
+):
+    """Messages stored as said (before the gate, or by a store's own import) are learnt from
+    through the gate all the same: each user message becomes a proposed memory here."""
+    from tests.core.test_backfill import backfill
+    from tests.fakes.learner import Learner
+
+    scripted_llm.responder = Learner()
+    for i, (text, _, _) in enumerate(SAID):
+        pair = [Message("user", text), Message("assistant", "Noted.")]
+        await llm_memory.store.save_messages(alice, f"c{i}", pair, llm_memory.clock())
+    await backfill(llm_memory)
+    learnt = texts(await llm_memory.list(alice, statuses=list(Status), limit=100))
+    assert len(learnt) == len([k for _, _, k in SAID if k != "credential"])
+    assert all(needle not in t for t in learnt for _, needle, _ in SAID)
+    assert "My card is [card ending 4242]" in learnt
