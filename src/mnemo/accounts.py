@@ -21,6 +21,7 @@ from .domain import (
     ApiKey,
     Conflict,
     DayUsage,
+    GatePolicy,
     InvalidInput,
     MemoryMode,
     NotFound,
@@ -264,6 +265,18 @@ class Accounts:
             sum(d.usage.total for d in await self._store.usage_days(user_id, today) if d.day == today)
             >= budget
         )
+
+    async def gate(self, user_id: str) -> GatePolicy:
+        """The person's sensitive-data gate (NotFound for no such user)."""
+        user = await self._store.get_user(user_id)
+        if user is None:
+            raise NotFound(f"no user {user_id}")
+        return user.gate
+
+    async def set_gate(self, user_id: str, changes: dict[str, str]) -> User:
+        """Change the gate's action for some categories (InvalidInput, changing nothing, for an
+        unknown category or action)."""
+        return await self._store.update_user(user_id, gate=(await self.gate(user_id)).changed(changes))
 
     async def memory_enabled(self, user: str | User) -> bool:
         """Whether memory is on for the user (by id, or as read already): the server's mode,

@@ -96,6 +96,73 @@ class ReviewPolicy(StrEnum):
     GUARDED = "guarded"
 
 
+class Sensitive(StrEnum):
+    """What the gate on the write path looks for in every message and memory (mnemo.sensitive)."""
+
+    CREDENTIAL = "credential"
+    CARD = "card"
+    BANK_ACCOUNT = "bank_account"
+    GOVERNMENT_ID = "government_id"
+    PHONE = "phone"
+    EMAIL = "email"
+
+
+class GateAction(StrEnum):
+    """What the gate does with a sensitive value: `block` stores neither it nor a memory that
+    holds it; `redact` stores it masked; `hold` masks it in messages and holds a memory that
+    holds it for review; `allow` stores it as said."""
+
+    BLOCK = "block"
+    REDACT = "redact"
+    HOLD = "hold"
+    ALLOW = "allow"
+
+
+GATE_DEFAULTS: dict[Sensitive, GateAction] = {
+    Sensitive.CREDENTIAL: GateAction.BLOCK,
+    Sensitive.CARD: GateAction.REDACT,
+    Sensitive.BANK_ACCOUNT: GateAction.REDACT,
+    Sensitive.GOVERNMENT_ID: GateAction.REDACT,
+    Sensitive.PHONE: GateAction.ALLOW,
+    Sensitive.EMAIL: GateAction.ALLOW,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class GatePolicy:
+    """A person's choices for the sensitive-data gate: only what differs from the defaults is
+    kept, so that a person who never chose follows the defaults."""
+
+    chosen: tuple[tuple[Sensitive, GateAction], ...] = ()
+
+    def action(self, kind: Sensitive) -> GateAction:
+        return dict(self.chosen).get(kind, GATE_DEFAULTS[kind])
+
+    def actions(self) -> dict[str, str]:
+        """Every category with its action (what a person sees)."""
+        return {str(kind): str(self.action(kind)) for kind in Sensitive}
+
+    def choices(self) -> dict[str, str]:
+        """What differs from the defaults (what is stored and exported)."""
+        return {str(kind): str(action) for kind, action in self.chosen}
+
+    def changed(self, changes: dict[str, str]) -> GatePolicy:
+        """This policy with `changes` (category → action) applied; InvalidInput names an
+        unknown category or action."""
+        merged = {kind: self.action(kind) for kind in Sensitive}
+        for name, action in changes.items():
+            try:
+                kind = Sensitive(name)
+            except ValueError:
+                raise InvalidInput(f"unknown category {name!r}: one of {', '.join(Sensitive)}") from None
+            try:
+                merged[kind] = GateAction(action)
+            except ValueError:
+                known = ", ".join(GateAction)
+                raise InvalidInput(f"unknown action {action!r} for {name}: one of {known}") from None
+        return GatePolicy(tuple((k, a) for k, a in merged.items() if a != GATE_DEFAULTS[k]))
+
+
 def utcnow() -> datetime:
     return datetime.now(UTC)
 
@@ -631,6 +698,7 @@ class User:
     review_policy: ReviewPolicy = ReviewPolicy.AUTO
     created_at: datetime | None = None  # as stored (None where it was not read)
     record_recalls: bool = True  # the person's switch: which assistant recalled what, and when
+    gate: GatePolicy = GatePolicy()  # the sensitive-data gate's action for each category
 
 
 @dataclass(frozen=True, slots=True)

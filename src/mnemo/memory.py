@@ -34,6 +34,7 @@ from .domain import (
     Conversation,
     Event,
     Fact,
+    GatePolicy,
     InvalidInput,
     Job,
     JobStatus,
@@ -61,6 +62,7 @@ from .observe import QUIET, Observer
 from .providers.base import ChatModel, Embedder
 from .recall.fuse import Hit
 from .recall.recaller import ARMS, Recaller
+from .sensitive import FactGate, blocked_message, gate_fact, screened_messages
 from .settings import Settings
 from .store.base import Store
 from .write import changes
@@ -186,21 +188,26 @@ class Memory:
         """Learn from a finished turn now. Never raises on bad model output: see the report."""
         return await self.writer.remember(turn, await self.accounts.server_mode())
 
-    async def submit(self, turn: Turn, *, memory_on: bool | None = None) -> Job | None:
+    async def submit(
+        self, turn: Turn, *, memory_on: bool | None = None, gate: GatePolicy | None = None
+    ) -> Job | None:
         """Store a finished turn and queue it for learning, in one transaction.
 
         Returns None (storing nothing) when memory is off for the user or the
         turn is automation; the worker checks the switch again when it runs. A job
         queued wakes the workers of this process (`on_queued`). `memory_on`: the
-        switch as the turn's caller decided it when the turn began (None: ask now).
+        switch as the turn's caller decided it when the turn began (None: ask now); `gate`:
+        the person's sensitive-data gate, likewise (its messages are stored through it).
         """
         if memory_on is None:
             memory_on = await self.accounts.memory_enabled(turn.scope.user_id)
         if turn.automation or not memory_on:
             return None
         scope = Scope(turn.scope.user_id, turn.scope.agent_id)
+        gate = gate if gate is not None else await self.accounts.gate(scope.user_id)
+        messages = screened_messages(scope.user_id, turn.messages, gate)
         job = await self.store.enqueue_turn(
-            scope, turn.conversation_id or new_id(), turn.messages, turn.at or self.clock(), job_id=turn.id
+            scope, turn.conversation_id or new_id(), messages, turn.at or self.clock(), job_id=turn.id
         )
         for wake in self._queued:
             wake()
@@ -297,8 +304,12 @@ class Memory:
         (and pins it, if asked; its category and valid time stay as they were). `held`
         stores a new fact as a candidate that the person approves or rejects (restating a
         waiting candidate reinforces it). The same text added many times at once makes one
-        fact, reinforced by the others. `reason`: what its creation records (why it is held)."""
-        text = clean_text(text)
+        fact, reinforced by the others. `reason`: what its creation records (why it is held);
+        the person's sensitive-data gate may mask the text, hold it, or refuse it."""
+        gated = self._gated(clean_text(text), await self.accounts.gate(scope.user_id))
+        text = gated.text
+        held = held or bool(gated.held)
+        reason = "; ".join(r for r in (reason, gated.reason) if r) or None
         status = Status.CANDIDATE if held else Status.ACTIVE
         vector = None
         if await self.forgotten.dropped(scope.user_id, [text]):
@@ -339,6 +350,15 @@ class Memory:
 
         return await _settled(attempt)
 
+    @staticmethod
+    def _gated(text: str, policy: GatePolicy) -> FactGate:
+        """A memory's text through the sensitive-data gate: InvalidInput, naming the category
+        only, when the policy blocks what it holds."""
+        gated = gate_fact(text, policy)
+        if gated.blocked:
+            raise InvalidInput(blocked_message(gated.blocked))
+        return gated
+
     async def get(self, scope: Scope, fact_id: str) -> Fact:
         return await self.store.get_fact(scope, fact_id)
 
@@ -376,7 +396,10 @@ class Memory:
         fact = await self._current(scope, fact_id, version)
         now = self.clock()
         batch: list[Change] = []
-        new_text = clean_text(text) if text is not None else fact.text
+        new_text = fact.text
+        if text is not None:  # what the person writes themselves is theirs to review: no hold
+            gated = self._gated(clean_text(text), await self.accounts.gate(scope.user_id))
+            new_text, reason = gated.text, "; ".join(filter(None, [reason, gated.note])) or None
         if new_text != fact.text or (category is not None and category != fact.category):
             text_changed = new_text != fact.text
             vector = (await self.embedder.embed([new_text]))[0] if text_changed else None
@@ -508,6 +531,8 @@ class Memory:
         kept = tuple(m for m in conversation.messages if m.id not in erased)
         if erased and not kept:
             return 0, len(erased)
+        gate = await self.accounts.gate(conversation.user_id)
+        kept = tuple(screened_messages(conversation.user_id, kept, gate))
         added = await self.store.import_conversation(dataclasses.replace(conversation, messages=kept))
         return added, len(erased)
 

@@ -138,8 +138,8 @@ async def test_a_purged_candidate_leaves_the_review_queue(llm_memory, scripted_l
     from tests.helpers import extraction
 
     await llm_memory.accounts.set_review_policy(alice.user_id, ReviewPolicy.REVIEW)
-    scripted_llm.reply_json(extraction("My password is hunter2"))
-    await llm_memory.remember(Turn.of(alice, ("user", "my password is hunter2")))
+    scripted_llm.reply_json(extraction("My gym locker is number 12"))
+    await llm_memory.remember(Turn.of(alice, ("user", "my gym locker is number 12")))
     candidate = (await llm_memory.list(alice, statuses=[Status.CANDIDATE]))[0]
     await llm_memory.purge(alice, candidate.id)
     assert await llm_memory.list(alice, statuses=[Status.CANDIDATE]) == []

@@ -88,8 +88,10 @@ def _without_time(records: list[dict]) -> list[dict]:
 
 async def test_an_export_comes_back_losslessly_into_an_empty_store(memory, other, clock, tmp_path):
     seeded = await _seed(memory, clock)
+    await memory.accounts.set_gate(seeded["alice"], {"card": "allow", "phone": "hold"})
     first = await _export(memory, "alice", tmp_path / "alice.jsonl")
     assert first[0]["type"] == "header" and first[0]["format"] == export.FORMAT
+    assert first[0]["user"]["sensitive_gate"] == {"card": "allow", "phone": "hold"}
     assert first[0]["user"]["id"] == seeded["alice"] and first[-1]["type"] == "end"
     assert first[-1] == {
         "type": "end",
@@ -110,6 +112,7 @@ async def test_an_export_comes_back_losslessly_into_an_empty_store(memory, other
         14,
     )
     assert (report.conversations_added, report.messages_added, report.audit_ok) == (2, 3, True)
+    assert (await other.accounts.gate(seeded["alice"])).choices() == {"card": "allow", "phone": "hold"}
 
     clock.advance(hours=1)
     again = await _export(other, "alice", tmp_path / "again.jsonl")

@@ -129,3 +129,15 @@ def test_a_nul_in_a_form_field_is_left_out(signed_in: Connection, api) -> None:
     reply = signed_in.send("POST", "/settings/agents", [("csrf", token), ("name", "ag\x00x")])
     assert reply.status == 303, reply.text
     assert [a["name"] for a in api.get("/v1/agents").json()] == ["agx"]
+
+
+def test_an_unknown_gate_action_changes_nothing(signed_in: Connection, api) -> None:
+    """No page sends these; each is refused with the reason in the flash, and the gate stays."""
+    token = signed_in.csrf()
+    before = api.get("/v1/me").json()["sensitive_gate"]
+    for fields in ([("gate-card", "shred")], [("gate-cards", "allow")], [], [("gate-card", "")]):
+        reply = signed_in.send("POST", "/settings/gate", [("csrf", token), *fields])
+        assert reply.status == 303, reply.text
+        assert api.get("/v1/me").json()["sensitive_gate"] == before
+    reply = signed_in.send("POST", "/settings/gate", [("csrf", token), ("gate-card", "allow")])
+    assert reply.status == 303 and api.get("/v1/me").json()["sensitive_gate"]["card"] == "allow"

@@ -41,6 +41,19 @@ def test_the_switch_shows_when_the_server_mode_overrides_it(signed_in: Page, api
     assert ok(api.get("/v1/me"))["review_policy"] == "review"
 
 
+def test_the_sensitive_data_gate_is_set_on_the_page(signed_in: Page, api):
+    page = signed_in
+    page.goto("/settings")
+    expect(page.get_by_label("Payment cards")).to_have_value("redact")
+    page.get_by_label("Payment cards").select_option("allow")
+    page.get_by_label("Email addresses").select_option("hold")
+    page.get_by_role("button", name="Save sensitive-data gate").click()
+    expect(page.locator(".flash")).to_contain_text("Sensitive-data gate saved")
+    gate = ok(api.get("/v1/me"))["sensitive_gate"]
+    assert (gate["card"], gate["email"], gate["credential"]) == ("allow", "hold", "block")
+    expect(page.get_by_label("Payment cards")).to_have_value("allow")
+
+
 def test_agents_are_created_private_and_deleted(signed_in: Page, api, shoot):
     page = signed_in
     page.goto("/settings")

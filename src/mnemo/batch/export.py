@@ -78,6 +78,7 @@ def user_record(user: User) -> dict[str, Any]:
         "memory_enabled": user.memory_enabled,
         "review_policy": str(user.review_policy),
         "record_recalls": user.record_recalls,
+        "sensitive_gate": user.gate.choices(),  # what differs from the defaults
     }
 
 

@@ -94,6 +94,7 @@ async def _state(s: Session) -> dict[str, Any]:
         "user_switch": {True: "on", False: "off", None: "default"}[user.memory_enabled],
         "review_policy": str(user.review_policy),
         "record_recalls": user.record_recalls,
+        "sensitive_gate": user.gate.actions(),
         "recall_log_days": s.settings.recall_log_days,
         "server_mode": str(mode) if mode else None,
         "database": str(path) if path else shown_url(s.settings.database_url),
@@ -119,6 +120,7 @@ def _show_state(state: dict[str, Any], json: bool) -> None:
             "recall log",
             f"{'on' if state['record_recalls'] else 'off'} (kept {state['recall_log_days']} days)",
         ),
+        ("sensitive-data gate", ", ".join(f"{k} {a}" for k, a in state["sensitive_gate"].items())),
         ("database", state["database"]),
         ("chat model", state["chat_model"] or "none: only explicit requests are learnt"),
         ("embedder", state["embedder"]),
@@ -178,6 +180,33 @@ def settings_policy(
 
     async def work(s: Session):
         await s.accounts.set_review_policy(s.user.id, policy)
+        return await _state(s)
+
+    _show_state(run(ctx, work, resolve_agent=False, creates=True), json)
+
+
+@settings.command("gate")
+def settings_gate(
+    ctx: typer.Context,
+    choices: Annotated[
+        list[str],
+        typer.Argument(
+            help="category=action, e.g. card=allow email=redact. Categories: credential, card,"
+            " bank_account, government_id, phone, email; actions: block, redact, hold, allow."
+        ),
+    ],
+    json: Json = False,
+) -> None:
+    """What the sensitive-data gate does with each category it finds in what is stored."""
+    changes = {}
+    for choice in choices:
+        category, equals, action = choice.partition("=")
+        if not equals:
+            raise typer.BadParameter(f"{choice!r}: write category=action, e.g. card=allow")
+        changes[category.strip()] = action.strip()
+
+    async def work(s: Session):
+        await s.accounts.set_gate(s.user.id, changes)
         return await _state(s)
 
     _show_state(run(ctx, work, resolve_agent=False, creates=True), json)

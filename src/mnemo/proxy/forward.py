@@ -116,7 +116,7 @@ class Proxy:
             return Stored(False, "no new user message")
         try:
             # None when memory is off or this is automation
-            job = await self.memory.submit(turn, memory_on=prepared.memory_on)
+            job = await self.memory.submit(turn, memory_on=prepared.memory_on, gate=prepared.gate)
         except StorageFull:
             log.error(
                 "a chat turn of user %s was not stored: the database's disk is full", turn.scope.user_id

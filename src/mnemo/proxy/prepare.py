@@ -11,6 +11,7 @@ from typing import Any
 from ..accounts import Accounts
 from ..domain import (
     Agent,
+    GatePolicy,
     InvalidValue,
     Message,
     RecallVia,
@@ -51,6 +52,7 @@ class Prepared:
     user_text: str | None
     # the id its turn is stored under, chosen ahead: a streamed reply's headers leave first
     turn_id: str = dataclasses.field(default_factory=new_id)
+    gate: GatePolicy = dataclasses.field(default_factory=GatePolicy)  # the sensitive-data gate
 
     @property
     def recalled(self) -> int:
@@ -162,6 +164,7 @@ async def prepare(
         automation=(headers.get(AUTOMATION_HEADER) or "").strip().lower() in ("true", "1", "yes"),
         memory_on=memory_on,
         user_text=query if query.strip() and messages[-1].get("role") == "user" else None,
+        gate=user.gate,
     )
 
 

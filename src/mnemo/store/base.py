@@ -30,6 +30,7 @@ from ..domain import (
     Event,
     Fact,
     FailReason,
+    GatePolicy,
     Job,
     JobStatus,
     LearntFrom,
@@ -76,8 +77,10 @@ class AccountStore(Protocol):
         memory_enabled: bool | object | None = UNSET,
         review_policy: ReviewPolicy | object = UNSET,
         record_recalls: bool | object = UNSET,
+        gate: GatePolicy | object = UNSET,
     ) -> User:
-        """Change the user's switches; `record_recalls` off deletes their recall log with it."""
+        """Change the user's switches; `record_recalls` off deletes their recall log with it;
+        `gate`: the sensitive-data gate's actions."""
 
     async def any_user(self) -> bool: ...
     async def list_users(self) -> list[User]:

@@ -19,6 +19,7 @@ from ..domain import (
     Category,
     Event,
     Fact,
+    GatePolicy,
     Job,
     JobStatus,
     ReviewPolicy,
@@ -82,10 +83,11 @@ def user_from(row: DbRow) -> User:
         review_policy=ReviewPolicy(row[4]),
         created_at=when(row[2]),
         record_recalls=bool(row[5]),
+        gate=GatePolicy().changed(load(row[6]) or {}),
     )
 
 
-USER_COLUMNS = "id, name, created_at, memory_enabled, review_policy, record_recalls"
+USER_COLUMNS = "id, name, created_at, memory_enabled, review_policy, record_recalls, sensitive_gate"
 AGENT_COLUMNS = "id, user_id, name, private, reads_default, persona, upstream_model"
 KEY_COLUMNS = "id, user_id, name, secret_hash, created_at, revoked_at"
 

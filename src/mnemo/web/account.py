@@ -1,4 +1,4 @@
-"""Settings: the memory switch, the review policy, agents and API keys."""
+"""Settings: the memory switch, the review policy, the sensitive-data gate, agents and API keys."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from .. import keys
-from ..domain import InvalidInput, MemoryMode, NameTaken, NotFound, ReviewPolicy
+from ..domain import GateAction, InvalidInput, MemoryMode, NameTaken, NotFound, ReviewPolicy, Sensitive
 from ..gate import memory_enabled
 from .forms import fact_id, flag, text
 from .render import page, redirect
@@ -41,6 +41,8 @@ async def render_settings(request: Request, session: Session, *, status: int = 2
         enabled=memory_enabled(mode, user.memory_enabled),
         overridden=mode == MemoryMode.DISABLED and user.memory_enabled is True,
         policies=list(ReviewPolicy),
+        gate=user.gate.actions(),
+        gate_actions=list(GateAction),
         recall_days=memory_of(request).settings.recall_log_days,
         usage=await accounts.usage(user.id),
         agents=await accounts.agents(user.id),
@@ -93,6 +95,18 @@ async def policy(request: Request, session: SessionDep, form: FormDep) -> Respon
         return redirect("/settings", "Choose one of the review policies.", kind="error")
     await accounts_of(request).set_review_policy(session.user.id, chosen)
     return redirect("/settings", f"Review policy: {chosen}.")
+
+
+@router.post("/settings/gate")
+async def gate(request: Request, session: SessionDep, form: FormDep) -> Response:
+    changes = {str(kind): text(form, f"gate-{kind}", 20) for kind in Sensitive if f"gate-{kind}" in form}
+    if not changes:
+        return redirect("/settings", "Choose an action for each kind of sensitive data.", kind="error")
+    try:
+        await accounts_of(request).set_gate(session.user.id, changes)
+    except InvalidInput as exc:
+        return redirect("/settings", str(exc), kind="error")
+    return redirect("/settings", "Sensitive-data gate saved.")
 
 
 @router.post("/settings/agents")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from collections.abc import Callable, Sequence
@@ -21,12 +22,15 @@ from ..domain import (
     Event,
     Fact,
     FailReason,
+    GateAction,
+    GatePolicy,
     InvalidInput,
     LearntFrom,
     MemoryMode,
     Message,
     NotFound,
     Scope,
+    Sensitive,
     SkipReason,
     Status,
     TokenUsage,
@@ -39,6 +43,7 @@ from ..domain import (
 from ..forgetting import Forgotten
 from ..gate import memory_enabled
 from ..providers.base import ChatModel, Embedder, ModelError, ModelUnavailable, metered
+from ..sensitive import FactGate, blocked_message, gate_fact, screened_messages, tally
 from ..settings import WriteSettings
 from ..store.base import AccountStore, ConversationStore, FactStore, SearchStore, UsageStore
 from . import changes
@@ -67,6 +72,7 @@ class WriteReport:
     waiting_for_model: bool = False  # learnt without a chat model: only explicit requests
     facts: dict[str, list[str]] = field(default_factory=dict)  # applied, by kind (learnt_facts)
     usage: TokenUsage = field(default_factory=TokenUsage)  # the chat model's tokens, every try
+    sensitive: list[tuple[Sensitive, GateAction]] = field(default_factory=list)  # the gate's actions
 
     def summary(self) -> dict[str, Any]:
         """What a finished job records: why it was skipped, or its problems, its facts and how
@@ -84,6 +90,7 @@ class WriteReport:
             "facts": self.facts,
             "forgotten": self.forgotten,
             "tokens": self.usage.summary(),
+            "sensitive": tally(self.sensitive),
         }
 
     def count(self, action: Action) -> int:
@@ -169,7 +176,10 @@ class Writer:
             return WriteReport(skipped="memory is off for this user")
         now = turn.at or self.clock()
         conversation_id = turn.conversation_id or new_id()
-        messages = await self.store.save_messages(scope, conversation_id, turn.messages, now)
+        user = await self.store.get_user(scope.user_id)
+        assert user is not None  # _enabled found them
+        said = screened_messages(scope.user_id, turn.messages, user.gate)
+        messages = await self.store.save_messages(scope, conversation_id, said, now)
         return await self.learn(scope, messages, conversation_id, now, server_mode, actor=actor)
 
     async def learn(
@@ -301,6 +311,9 @@ class Writer:
         proposals = _unique(extracted.proposals)[: self.settings.max_new_facts]
         if len(extracted.proposals) > self.settings.max_new_facts:
             report.problems.append(f"only the first {self.settings.max_new_facts} new facts kept")
+        user = await self.store.get_user(scope.user_id)
+        assert user is not None
+        proposals, gates = _through_gate(proposals, user.gate, report)
         erased = await self.forgotten.dropped(scope.user_id, [p.text for p in proposals])
         if erased:  # the person erased these words: never learnt again
             proposals = [p for p in proposals if p.text not in erased]
@@ -323,11 +336,10 @@ class Writer:
             report.problems += reconciled.problems
         # the same turn, learnt again with a model, is no second mention of what it said
         ops = [op for op in ops if not (op.kind == Action.REINFORCE and op.target and op.target.id in own)]
-        user = await self.store.get_user(scope.user_id)
-        assert user is not None
-        ruled = rule(ops, user.review_policy, self.settings)
+        ruled = [_held_if_sensitive(r, gates) for r in rule(ops, user.review_policy, self.settings)]
         vector_of = {p.text: v for p, v in zip(proposals, vectors, strict=True)}
         planned = _Plan(scope, now, self.embedder.model_name, actor, vector_of)
+        planned.notes = {text: g.note for text, g in gates.items() if g.note}
         for r in ruled:
             planned.add(r, report.problems)
         # the person may have switched memory off while the models were thinking
@@ -393,6 +405,7 @@ class _Plan:
         self.vector_of = vector_of
         self.changes: list[Change] = []
         self.current: dict[str, Fact] = {}
+        self.notes: dict[str, str] = {}  # what the sensitive-data gate did to a proposal's text
 
     def _latest(self, fact: Fact) -> Fact:
         return self.current.get(fact.id, fact)
@@ -417,6 +430,7 @@ class _Plan:
             embedding_model=self.model,
             supersedes=supersedes,
         )
+        reason = "; ".join(filter(None, [reason, self.notes.get(p.text)])) or None
         return self._push(changes.create(fact, self.vector_of[p.text], self.actor, reason))
 
     def add(self, ruled: Ruled, problems: list[str]) -> None:
@@ -484,6 +498,37 @@ def same_particulars(a: str, b: str) -> bool:
     "My flight is on May 3" and "…May 4" embed at 0.97; they are not one fact.
     """
     return _NUMBER.findall(a) == _NUMBER.findall(b) and len(_NEGATION.findall(a)) == len(_NEGATION.findall(b))
+
+
+def _through_gate(
+    proposals: list[Proposal], policy: GatePolicy, report: WriteReport
+) -> tuple[list[Proposal], dict[str, FactGate]]:
+    """The proposals the person's sensitive-data gate lets through, their texts redacted; what
+    it did to each (by the text it let through). A blocked one is dropped with a problem that
+    names its category, never its value."""
+    kept: list[Proposal] = []
+    gates: dict[str, FactGate] = {}
+    for p in proposals:
+        gated = gate_fact(p.text, policy)
+        report.sensitive += gated.done
+        if gated.blocked:
+            report.problems.append(f"a proposed memory was not stored: {blocked_message(gated.blocked)}")
+            continue
+        topic = gate_fact(p.topic, policy).text if p.topic else None
+        kept.append(dataclasses.replace(p, text=gated.text, topic=topic) if gated.done else p)
+        if gated.done:
+            gates[gated.text] = gated
+    return _unique(kept), gates
+
+
+def _held_if_sensitive(ruled: Ruled, gates: dict[str, FactGate]) -> Ruled:
+    """A new or changed memory holding what the person's gate holds waits for their review."""
+    gated = gates.get(ruled.op.proposal.text)
+    if gated is None or not gated.held or ruled.verdict == "hold":
+        return ruled
+    if ruled.op.kind in (Action.REINFORCE, Action.RETRACT):
+        return ruled
+    return Ruled(ruled.op, "hold", gated.hold_reason)
 
 
 def _unique(proposals: list[Proposal]) -> list[Proposal]:

@@ -23,6 +23,7 @@ from pathlib import Path
 from ...domain import (
     Conflict,
     Conversation,
+    GatePolicy,
     InvalidInput,
     Message,
     Scope,
@@ -33,6 +34,7 @@ from ...domain import (
     shift,
     text_hash,
 )
+from ...sensitive import gate_fact
 from .formats import (
     ConversationItem,
     FactItem,
@@ -159,10 +161,16 @@ async def _facts(
     report.found(facts=len(items))
     step("facts", 0, len(items))
     seen: set[tuple[str | None, str]] = set()
+    gate = await to.memory.accounts.gate(user.id) if user else GatePolicy()
     for item in items:
         step("facts", 1, len(items))
+        gated = gate_fact(item.text, gate)
+        if gated.blocked:
+            report.blocked += 1
+            continue
+        text = gated.text  # as the store holds it: a second run finds it present
         own = _agent_id(agents, item.agent, report.user, "agent") if item.agent else agent_id
-        key = (own, text_hash(item.text))
+        key = (own, text_hash(text))
         scope = Scope(user.id, own) if user else None
         same = await to.store.find_by_hash(scope, key[1]) if scope else []
         if same or key in seen:
@@ -171,7 +179,7 @@ async def _facts(
                 await to.memory.pin(scope, same[0].id, actor="import")
             continue
         seen.add(key)
-        if user and await to.memory.forgotten.dropped(user.id, [item.text]):
+        if user and await to.memory.forgotten.dropped(user.id, [text]):
             report.forgotten += 1  # the person erased it: never learnt again
             continue
         report.facts_added += 1
@@ -179,7 +187,7 @@ async def _facts(
             assert scope is not None, "only a dry run imports for a user not created yet"
             await to.memory.add(
                 scope,
-                item.text,
+                text,
                 category=item.category,
                 pinned=item.pinned,
                 valid_from=item.valid_from,

@@ -41,6 +41,7 @@ class ImportReport:
     events_added: int = 0
     re_embedded: int = 0  # facts whose vectors were made by another model than the one here
     forgotten: int = 0  # facts and messages the person erased before: left out
+    blocked: int = 0  # facts holding what the person's sensitive-data gate never stores: left out
     audit_ok: bool | None = None
 
     def found(self, **counts: int) -> None:

@@ -35,6 +35,7 @@ from ...domain import (
     Conversation,
     Event,
     Fact,
+    GatePolicy,
     InvalidInput,
     Message,
     NotFound,
@@ -148,6 +149,7 @@ def _header(record: dict[str, Any], where: str) -> tuple[int, User]:
         enabled,
         ReviewPolicy(data.get("review_policy", "auto")),
         record_recalls=bool(data.get("record_recalls", True)),
+        gate=GatePolicy().changed(dict(data.get("sensitive_gate") or {})),
     )
     return version, user
 
@@ -280,7 +282,7 @@ async def restore(
             report.conversation(len(conversation.messages) - len(stored))
         return report
     if existing is None:
-        await store.import_user(User(user.id, name, user.memory_enabled, user.review_policy))
+        await store.import_user(User(user.id, name, user.memory_enabled, user.review_policy, gate=user.gate))
         report.user_created = True
     for agent in export.agents:
         report.agents_added += await store.import_agent(agent)

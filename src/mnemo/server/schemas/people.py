@@ -10,8 +10,10 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 from ...accounts import Member
 from ...domain import (
     ApiKey,
+    GateAction,
     MemoryMode,
     ReviewPolicy,
+    Sensitive,
     User,
 )
 from ...shapes import Name
@@ -57,12 +59,15 @@ class MePublic(BaseModel):
     server_memory_mode: MemoryMode
     review_policy: ReviewPolicy
     record_recalls: bool = Field(description="Whether which assistant recalled which memory is recorded.")
+    sensitive_gate: dict[Sensitive, GateAction] = Field(
+        description="What the sensitive-data gate does with each category it finds in what is stored."
+    )
 
 
 def _at_least_one_and_no_null_policy(schema: dict[str, Any]) -> None:
     """The schema says what the validator below checks: some field, and a policy that is not null."""
     schema["minProperties"] = 1
-    for name in ("review_policy", "record_recalls"):
+    for name in ("review_policy", "record_recalls", "sensitive_gate"):
         field = schema["properties"][name]
         field["anyOf"] = [s for s in field.get("anyOf", []) if s.get("type") != "null"]
         field.pop("default", None)
@@ -78,12 +83,18 @@ class MeSettingsUpdate(Request):
     record_recalls: StrictBool | None = Field(
         None, description="false stops recording which assistant recalled what, and deletes it."
     )
+    sensitive_gate: dict[Sensitive, GateAction] | None = Field(
+        None,
+        description="The sensitive-data gate's action (block, redact, hold, allow) for some"
+        " categories (credential, card, bank_account, government_id, phone, email); the others"
+        " stay as they are.",
+    )
 
     @model_validator(mode="after")
     def _something(self) -> Self:
         if not self.model_fields_set:
-            raise ValueError("give memory_enabled, review_policy and/or record_recalls")
-        for name in ("review_policy", "record_recalls"):
+            raise ValueError("give memory_enabled, review_policy, record_recalls and/or sensitive_gate")
+        for name in ("review_policy", "record_recalls", "sensitive_gate"):
             if name in self.model_fields_set and getattr(self, name) is None:
                 raise ValueError(f"{name} cannot be null")
         return self

@@ -476,6 +476,12 @@ def _token_budgets(cur: Cursor) -> None:
     budgeted_claim(cur)
 
 
+def _sensitive_gate(cur: Cursor) -> None:
+    """The person's choices for the sensitive-data gate (mnemo.sensitive): a JSON object of
+    category → action holding only what differs from the defaults ({}: the defaults)."""
+    cur.execute("ALTER TABLE users ADD COLUMN sensitive_gate jsonb NOT NULL DEFAULT '{}'")
+
+
 MIGRATIONS = [
     Migration(1, "initial", _initial),
     Migration(2, "server", _server),
@@ -492,5 +498,6 @@ MIGRATIONS = [
     Migration(13, "turn_states", _turn_states),
     Migration(14, "erase_everything", _erase_everything),
     Migration(15, "recalls", _recalls),
+    Migration(16, "sensitive_gate", _sensitive_gate),
     Migration(17, "token_budgets", _token_budgets),
 ]

@@ -14,6 +14,7 @@ from ...domain import (
     Agent,
     ApiKey,
     Conflict,
+    GatePolicy,
     InvalidInput,
     Message,
     NameTaken,
@@ -65,7 +66,12 @@ async def ensure_user(tx: Tx, name: str, now: datetime) -> User:
 
 
 async def update_user(
-    tx: Tx, user_id: str, memory_enabled: Any, review_policy: Any, record_recalls: Any = UNSET
+    tx: Tx,
+    user_id: str,
+    memory_enabled: Any,
+    review_policy: Any,
+    record_recalls: Any = UNSET,
+    gate: GatePolicy | Any = UNSET,
 ) -> User:
     if memory_enabled is not UNSET:
         await tx.execute(
@@ -81,6 +87,9 @@ async def update_user(
         await tx.execute("UPDATE users SET record_recalls = ? WHERE id = ?", (on, user_id))
         if not on:  # off: what was recorded goes with it
             await recalls.forget_all(tx, user_id)
+    if gate is not UNSET:
+        chosen = tx.json(gate.choices())
+        await tx.execute("UPDATE users SET sensitive_gate = ? WHERE id = ?", (chosen, user_id))
     user = await user_row(tx, user_id)
     if user is None:
         raise NotFound(f"no user {user_id}")
@@ -102,9 +111,17 @@ async def users_with(tx: Tx, table: str) -> list[User]:
 async def import_user(tx: Tx, user: User, now: datetime) -> User:
     await tx.enter(user.id)
     created = await tx.one(
-        "INSERT INTO users (id, name, created_at, memory_enabled, review_policy, record_recalls)"
-        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id",
-        (user.id, user.name, now, user.memory_enabled, str(user.review_policy), user.record_recalls),
+        "INSERT INTO users (id, name, created_at, memory_enabled, review_policy, record_recalls,"
+        " sensitive_gate) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id",
+        (
+            user.id,
+            user.name,
+            now,
+            user.memory_enabled,
+            str(user.review_policy),
+            user.record_recalls,
+            tx.json(user.gate.choices()),
+        ),
     )
     if created is None:
         raise Conflict(f"a user with the id {user.id} or the name {user.name!r} already exists")

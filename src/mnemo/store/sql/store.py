@@ -116,9 +116,10 @@ class SQLStore(ABC, Generic[X, Pending]):
         memory_enabled: Any = UNSET,
         review_policy: Any = UNSET,
         record_recalls: Any = UNSET,
+        gate: Any = UNSET,
     ) -> User:
         return await self._write(
-            user_id, people.update_user, user_id, memory_enabled, review_policy, record_recalls
+            user_id, people.update_user, user_id, memory_enabled, review_policy, record_recalls, gate
         )
 
     async def any_user(self) -> bool:

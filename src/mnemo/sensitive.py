@@ -1,0 +1,391 @@
+"""Secrets and personal identifiers in a text: found, and masked.
+
+Each kind is found by a loose pattern and confirmed by a well-kept library, so that ordinary
+numbers (dates, prices, step counts, order numbers) stay as they are:
+
+- credentials: the regular expressions of detect-secrets' plugins (keys and tokens of AWS,
+  Stripe, GitHub, GitLab, Slack, OpenAI, …, and passwords in URLs such as
+  postgres://u:p@h/db), used in-process on the text (no files, no verification, no
+  network); a PEM private key block from its BEGIN line to its END line; a password or a
+  key stated as such ("my password is hunter2", "the API key is …");
+- cards: 13 to 19 digits that pass the Luhn check and start as a payment card does;
+- bank accounts: an IBAN whose checksum holds (python-stdnum);
+- government ids: a US social security number (written 078-05-1120), a Spanish DNI or NIE,
+  an Italian codice fiscale, a French NIR, and — named as such, their checksums being weak —
+  a German Steuer-ID or a Dutch BSN (python-stdnum);
+- phone numbers: what phonenumbers' matcher finds valid, written with a leading + (any
+  country) or as the US writes them ((415) 555-2671, 415-555-2671): year ranges, times and
+  order numbers are not taken for phone numbers;
+- email addresses.
+
+A mask keeps only what a person would recognise: "[card ending 4242]", "[bank account ending
+3000]" (never more than the last four digits), "[government id]", "[credential]",
+"[phone number]", "[email address]".
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import Counter
+from collections.abc import Collection, Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import phonenumbers
+from detect_secrets.plugins import (
+    artifactory,
+    aws,
+    azure_storage_key,
+    basic_auth,
+    discord,
+    github_token,
+    gitlab_token,
+    jwt,
+    mailchimp,
+    npm,
+    openai,
+    pypi_token,
+    sendgrid,
+    slack,
+    square_oauth,
+    stripe,
+    telegram_token,
+    twilio,
+)
+from stdnum import iban, luhn
+from stdnum.de import idnr
+from stdnum.es import dni, nie
+from stdnum.fr import nir
+from stdnum.it import codicefiscale
+from stdnum.nl import bsn
+from stdnum.us import ssn
+
+from .domain import GateAction, GatePolicy, Message, Sensitive
+
+log = logging.getLogger(__name__)
+
+# -- credentials ---------------------------------------------------------------------------
+
+_PLUGINS: tuple[Any, ...] = (
+    artifactory.ArtifactoryDetector,
+    aws.AWSKeyDetector,
+    azure_storage_key.AzureStorageKeyDetector,
+    discord.DiscordBotTokenDetector,
+    github_token.GitHubTokenDetector,
+    gitlab_token.GitLabTokenDetector,
+    jwt.JwtTokenDetector,
+    mailchimp.MailchimpDetector,
+    npm.NpmDetector,
+    openai.OpenAIDetector,
+    pypi_token.PypiTokenDetector,
+    sendgrid.SendGridDetector,
+    slack.SlackDetector,
+    square_oauth.SquareOAuthDetector,
+    stripe.StripeDetector,
+    telegram_token.TelegramBotTokenDetector,
+    twilio.TwilioKeyDetector,
+)
+# the plugins' own patterns, read once: a match's whole span is the secret (some plugins
+# capture only a prefix); a password in a URL masks the whole URL
+_SECRET_PATTERNS: tuple[re.Pattern[str], ...] = tuple(p for cls in _PLUGINS for p in cls.denylist)
+_URL_PASSWORDS: tuple[re.Pattern[str], ...] = tuple(basic_auth.BasicAuthDetector.denylist)
+_PEM = re.compile(
+    r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
+    r"(?:.*?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|.*)",
+    re.DOTALL,
+)
+# "my password is hunter2", "password for the wifi was Tr0ub4dor&3" (a PIN is not taken: it
+# opens nothing without the card)
+_STATED_PASSWORD = re.compile(
+    r"\b(?:password|passwort|passwd|passphrase|passcode)\b[^.\n?!]{0,30}?"
+    r"(?:\bis\b|\bwas\b|[:=])\s*[\"'“‘]?([^\s\"'”’]+)",
+    re.IGNORECASE,
+)
+# "the API key is …", "aws secret: …": a token-like value (letters and digits, 16 or more)
+_STATED_KEY = re.compile(
+    r"\b(?:secret|token|key)\b(?! fingerprint)[^.\n?!]{0,30}?(?:\bis\b|[:=])"
+    r"\s*[\"'“‘]?([A-Za-z0-9/+_\-.=]{16,})",
+    re.IGNORECASE,
+)
+
+
+_TEMPLATE = "<{[$%*"  # "password = <your_password>" names none
+
+
+def _looks_like_password(value: str) -> bool:
+    """A stated password is taken as one when it has a digit or a sign in it: "my password is
+    too short" names no password."""
+    value = value.rstrip(".,;:!?)")
+    return len(value) >= 4 and any(not c.isalpha() for c in value) and value[0] not in _TEMPLATE
+
+
+def _credentials(text: str) -> Iterator[tuple[int, int]]:
+    for m in _PEM.finditer(text):
+        yield m.span()
+    for pattern in _SECRET_PATTERNS:
+        for m in pattern.finditer(text):
+            yield m.span()
+    for pattern in _URL_PASSWORDS:
+        for m in pattern.finditer(text):
+            yield _token_around(text, *m.span())
+    for m in _STATED_PASSWORD.finditer(text):
+        if _looks_like_password(m.group(1)):
+            yield m.start(1), m.start(1) + len(m.group(1).rstrip(".,;:!?)"))
+    for m in _STATED_KEY.finditer(text):
+        value = m.group(1)
+        url = value.startswith("/") or "//" in value or value.lower().startswith("www.")
+        if not url and any(c.isdigit() for c in value) and any(c.isalpha() for c in value):
+            yield m.span(1)
+
+
+def _token_around(text: str, start: int, end: int) -> tuple[int, int]:
+    """The run of non-space characters holding [start, end) (a whole URL)."""
+    while start > 0 and not text[start - 1].isspace():
+        start -= 1
+    while end < len(text) and not text[end].isspace():
+        end += 1
+    return start, end
+
+
+# -- numbers confirmed by a checksum -------------------------------------------------------
+
+_CARD = re.compile(r"(?<![\w.,/=-])\d(?:[ -]?\d){12,18}(?![\w/-]|[.,]\d)")
+_IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b")
+_SSN = re.compile(r"(?<![\w-])\d{3}-\d{2}-\d{4}(?![\w-])")
+_DNI = re.compile(r"\b[XYZ]?\d{7,8}-?[A-Z]\b")
+_CODICE_FISCALE = re.compile(r"\b[A-Z]{6}\d{2}[A-Z]\d{2}[A-Z]\d{3}[A-Z]\b")
+_NIR = re.compile(r"(?<![\w-])[12] ?\d{2} ?\d{2} ?(?:\d{2}|2[AB]) ?\d{3} ?\d{3} ?\d{2}(?![\w-])")
+# weak checksums (one number in ten passes): only where the text names them
+_NAMED_ID = re.compile(
+    r"\b(?:steuer-?id|steuerliche identifikationsnummer|identifikationsnummer|idnr|bsn|burgerservicenummer)"
+    r"\b[^\d\n]{0,20}(\d(?:[ .]?\d){8,10})\b",
+    re.IGNORECASE,
+)
+
+
+def _digits(value: str) -> str:
+    return "".join(c for c in value if c.isdigit())
+
+
+def _cards(text: str) -> Iterator[tuple[int, int]]:
+    for m in _CARD.finditer(text):
+        digits = _digits(m.group())
+        if 13 <= len(digits) <= 19 and digits[0] in "23456" and luhn.is_valid(digits):
+            yield m.span()
+
+
+def _ibans(text: str) -> Iterator[tuple[int, int]]:
+    for m in _IBAN.finditer(text):
+        value = m.group()
+        while value:  # the pattern may have taken a word after the number: shorten it
+            if iban.is_valid(value):
+                yield m.start(), m.start() + len(value)
+                break
+            cut = value.rstrip().rfind(" ")
+            value = value[:cut] if cut > 0 else ""
+
+
+def _ssn_valid(value: str) -> bool:
+    # stdnum refuses the numbers once printed in advertisements (078-05-1120): they are
+    # social security numbers all the same
+    return ssn.is_valid(value) or ssn.format(value) in ssn._ssn_blacklist
+
+
+def _government_ids(text: str) -> Iterator[tuple[int, int]]:
+    checks = (
+        (_SSN, _ssn_valid),
+        (_DNI, lambda v: dni.is_valid(v) or nie.is_valid(v)),
+        (_CODICE_FISCALE, codicefiscale.is_valid),
+        (_NIR, nir.is_valid),
+    )
+    for pattern, valid in checks:
+        for m in pattern.finditer(text):
+            if valid(m.group()):
+                yield m.span()
+    for m in _NAMED_ID.finditer(text):
+        if idnr.is_valid(m.group(1)) or bsn.is_valid(m.group(1)):
+            yield m.span(1)
+
+
+# -- phones and addresses ------------------------------------------------------------------
+
+# a number written as one: with a leading + (any country), or as the US and Canada write them
+_US_PHONE = re.compile(r"^(?:1[ .-]?)?(?:\(\d{3}\) ?|\d{3}[ .-])\d{3}[ .-]\d{4}$")
+_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
+
+
+def _phones(text: str) -> Iterator[tuple[int, int]]:
+    for match in phonenumbers.PhoneNumberMatcher(text, "US", phonenumbers.Leniency.VALID):
+        if match.raw_string.startswith("+") or _US_PHONE.match(match.raw_string):
+            yield match.start, match.end
+
+
+def _emails(text: str) -> Iterator[tuple[int, int]]:
+    for m in _EMAIL.finditer(text):
+        yield m.span()
+
+
+# -- findings and masks --------------------------------------------------------------------
+
+_FINDERS = (
+    (Sensitive.CREDENTIAL, _credentials),
+    (Sensitive.CARD, _cards),
+    (Sensitive.BANK_ACCOUNT, _ibans),
+    (Sensitive.GOVERNMENT_ID, _government_ids),
+    (Sensitive.EMAIL, _emails),
+    (Sensitive.PHONE, _phones),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    kind: Sensitive
+    start: int
+    end: int
+
+
+def find(text: str) -> list[Finding]:
+    """The sensitive values in `text`, in order, none overlapping: where two overlap, the
+    kind found first in _FINDERS wins (a card is not also a phone number)."""
+    taken: list[Finding] = []
+    for kind, finder in _FINDERS:
+        for start, end in finder(text):
+            if not any(start < f.end and f.start < end for f in taken):
+                taken.append(Finding(kind, start, end))
+    return sorted(taken, key=lambda f: f.start)
+
+
+def placeholder(kind: Sensitive, value: str) -> str:
+    """What stands for a masked value: the last four digits of a card or an account at most."""
+    if kind in (Sensitive.CARD, Sensitive.BANK_ACCOUNT):
+        noun = "card" if kind == Sensitive.CARD else "bank account"
+        return f"[{noun} ending {_digits(value)[-4:]}]"
+    return _PLACEHOLDERS[kind]
+
+
+_PLACEHOLDERS = {
+    Sensitive.CREDENTIAL: "[credential]",
+    Sensitive.GOVERNMENT_ID: "[government id]",
+    Sensitive.PHONE: "[phone number]",
+    Sensitive.EMAIL: "[email address]",
+}
+
+
+def mask(text: str, kinds: Collection[Sensitive], findings: list[Finding] | None = None) -> str:
+    """`text` with the values of these kinds replaced by their placeholders."""
+    out, at = [], 0
+    for f in find(text) if findings is None else findings:
+        if f.kind in kinds:
+            out += [text[at : f.start], placeholder(f.kind, text[f.start : f.end])]
+            at = f.end
+    return "".join(out) + text[at:]
+
+
+@dataclass(frozen=True, slots=True)
+class Screened:
+    """A text as the gate lets it through: `masked` with every kind the policy does not
+    allow masked, `kinds` found in it (each once), and the strictest action among them."""
+
+    text: str
+    masked: str
+    kinds: tuple[Sensitive, ...]
+    policy: GatePolicy
+
+    def with_action(self, action: GateAction) -> list[Sensitive]:
+        return [k for k in self.kinds if self.policy.action(k) == action]
+
+    @property
+    def redacted(self) -> str:
+        """The text with only the kinds the policy redacts masked (a memory's text)."""
+        return mask(self.text, set(self.with_action(GateAction.REDACT)))
+
+
+def screen(text: str, policy: GatePolicy) -> Screened:
+    findings = find(text)
+    kinds = tuple(dict.fromkeys(f.kind for f in findings))
+    masked_kinds = {k for k in kinds if policy.action(k) != GateAction.ALLOW}
+    return Screened(text, mask(text, masked_kinds, findings) if masked_kinds else text, kinds, policy)
+
+
+def tally(found: Collection[tuple[Sensitive, GateAction]]) -> dict[str, dict[str, int]]:
+    """Counts by category and action (what a job result and a log line may say)."""
+    out: dict[str, dict[str, int]] = {}
+    for (kind, action), n in Counter(found).items():
+        out.setdefault(str(kind), {})[str(action)] = n
+    return out
+
+
+def screen_messages(
+    messages: Sequence[Message], policy: GatePolicy
+) -> tuple[list[Message], list[tuple[Sensitive, GateAction]]]:
+    """Messages as they are stored: every value the policy does not allow masked (under
+    `block`, `redact` and `hold` alike: the message store is not reviewed), and what was
+    masked, by category and action."""
+    out, done = [], []
+    for m in messages:
+        s = screen(m.content, policy)
+        done += [(k, policy.action(k)) for k in s.kinds if policy.action(k) != GateAction.ALLOW]
+        out.append(m if s.masked == m.content else replace(m, content=s.masked))
+    return out, done
+
+
+def blocked_message(kinds: Collection[Sensitive]) -> str:
+    """Why a memory was refused: its categories, never its value."""
+    return f"this memory holds a {' and a '.join(_NOUNS[k] for k in kinds)}, which the gate never stores"
+
+
+_NOUNS = {
+    Sensitive.CREDENTIAL: "credential",
+    Sensitive.CARD: "payment card number",
+    Sensitive.BANK_ACCOUNT: "bank account number",
+    Sensitive.GOVERNMENT_ID: "government id",
+    Sensitive.PHONE: "phone number",
+    Sensitive.EMAIL: "email address",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class FactGate:
+    """What the gate makes of a memory's text: `text` to store (the kinds the policy redacts
+    masked), the kinds that block it or hold it for review, and every action taken."""
+
+    text: str
+    blocked: tuple[Sensitive, ...]
+    held: tuple[Sensitive, ...]
+    done: tuple[tuple[Sensitive, GateAction], ...]
+
+    @property
+    def hold_reason(self) -> str:
+        return "holds a " + " and a ".join(_NOUNS[k] for k in self.held)
+
+    @property
+    def note(self) -> str | None:
+        """What the memory's event says of the gate: categories and actions, never a value."""
+        said = [f"{k} {_DONE[a]}" for k, a in self.done]
+        return "sensitive data: " + ", ".join(said) if said else None
+
+    @property
+    def reason(self) -> str | None:
+        """The reason of a memory created through the gate."""
+        held = f"held for review: {self.hold_reason}" if self.held else None
+        return "; ".join(filter(None, [held, self.note])) or None
+
+
+_DONE = {GateAction.BLOCK: "blocked", GateAction.REDACT: "redacted", GateAction.HOLD: "held"}
+
+
+def gate_fact(text: str, policy: GatePolicy) -> FactGate:
+    s = screen(text, policy)
+    done = tuple((k, policy.action(k)) for k in s.kinds if policy.action(k) != GateAction.ALLOW)
+    blocked = tuple(s.with_action(GateAction.BLOCK))
+    return FactGate(s.redacted, blocked, tuple(s.with_action(GateAction.HOLD)), done)
+
+
+def screened_messages(user_id: str, messages: Sequence[Message], policy: GatePolicy) -> list[Message]:
+    """`screen_messages`, told in the log as counts by category and action: a message has no
+    memory whose audit log could tell of it, and neither holds the value."""
+    out, done = screen_messages(messages, policy)
+    if done:
+        log.info("sensitive-data gate, messages of user %s: %s", user_id, tally(done))
+    return out
