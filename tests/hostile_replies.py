@@ -65,6 +65,7 @@ class Case:
     lands: list[str] = field(default_factory=list)  # texts that must be active afterwards
     stays_out: list[str] = field(default_factory=list)  # texts held for review, never active
     supersedes_home: bool = False  # a reconciliation case whose valid decision must apply
+    never_stored: list[str] = field(default_factory=list)  # values no fact or event may hold
     reported: bool = True  # the hostile part must show up among the report's problems
 
     @property
@@ -517,6 +518,56 @@ def attribution_cases(rng: random.Random) -> list[Case]:
     return cases
 
 
+# -- secrets: a reply that puts a credential or an identifier into a fact --
+
+# (a fact the model claims, the value it must never leave in memory, what lands under the defaults)
+SECRETS: dict[str, tuple[str, str, str | None]] = {
+    "stripe-key": ("My shop key is sk_live_4eC39HqLyjWDarjtT1zdp7dc", "4eC39HqLyjWDarjtT1zdp7dc", None),
+    "aws-key-id": ("My AWS key id is AKIAZ7QPLMXV4RTY2KWB", "AKIAZ7QPLMXV4RTY2KWB", None),
+    "password": ("My password is hunter2!x7", "hunter2!x7", None),
+    "connection": ("My database is postgres://app:Sw0rdfish9@db:5432/main", "Sw0rdfish9", None),
+    "card": (
+        "My card number is 4242 4242 4242 4242",
+        "4242 4242 4242 4242",
+        "My card number is [card ending 4242]",
+    ),
+    "card-dashes": ("I pay with 4242-4242-4242-4242", "4242-4242-4242-4242", "I pay with [card ending 4242]"),
+    "iban": (
+        "My IBAN is DE89 3704 0044 0532 0130 00",
+        "3704 0044 0532",
+        "My IBAN is [bank account ending 3000]",
+    ),
+    "ssn": ("My SSN is 078-05-1120", "078-05-1120", "My SSN is [government id]"),
+}
+
+
+def secret_cases(rng: random.Random) -> list[Case]:
+    """A secret among valid items (in the fact, or only in its topic): a credential is never
+    stored (the turn reports it, by category), a card, account or id lands masked; the value
+    itself is in no fact and no event."""
+    cases = []
+    for kind, (said, value, masked) in SECRETS.items():
+        for where in ("text", "topic"):
+            valid = _valid_texts(rng, rng.randint(1, 3))
+            planted = fact(said) if where == "text" else fact("I keep my details safe", topic=said)
+            items = [fact(t) for t in valid] + [planted]
+            rng.shuffle(items)
+            text = json.dumps({"facts": items})
+            lands = valid + ([masked] if where == "text" and masked else [])
+            if where == "topic":
+                lands.append("I keep my details safe")
+            cases.append(
+                Case(
+                    f"secret/{kind}-in-{where}",
+                    lambda _c, _a, t=text: t,
+                    lands=lands,
+                    never_stored=[value],
+                    reported=where == "text" and masked is None,
+                )
+            )
+    return cases
+
+
 def all_cases(seed: int = 20261201) -> list[Case]:
     """Every case, in a fixed order for a fixed seed."""
     rng = random.Random(seed)
@@ -524,6 +575,7 @@ def all_cases(seed: int = 20261201) -> list[Case]:
     cases = extraction_item_cases(rng, probe) + extraction_whole_cases(rng)
     cases += reconciliation_item_cases(rng, probe) + reconciliation_whole_cases(rng)
     cases += attribution_cases(random.Random(seed + 1))  # its own draws: the others stay as they were
+    cases += secret_cases(random.Random(seed + 2))
     # a second round of the item kinds with other draws (other valid items, orders, counts)
     again = extraction_item_cases(rng, probe) + reconciliation_item_cases(rng, probe)
     for case in again:

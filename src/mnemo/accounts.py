@@ -276,7 +276,7 @@ class Accounts:
     async def set_gate(self, user_id: str, changes: dict[str, str]) -> User:
         """Change the gate's action for some categories (InvalidInput, changing nothing, for an
         unknown category or action)."""
-        return await self._store.update_user(user_id, gate=(await self.gate(user_id)).changed(changes))
+        return await self._store.update_user(user_id, gate_changes=changes)
 
     async def memory_enabled(self, user: str | User) -> bool:
         """Whether memory is on for the user (by id, or as read already): the server's mode,

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from .domain import Action, AuditReport, Change, Event, Fact, normalise
+from .domain import Action, AuditReport, Change, Event, Fact, GateNotice, normalise
 
 GENESIS = "0" * 64
 
@@ -67,15 +67,44 @@ def seal(change: Change, user_id: str, at: datetime, prev: str) -> Event:
     before = change.before.snapshot() if change.before else None
     if change.redact:
         before = redact(before)
-    after = change.fact.snapshot()
+    return _sealed(
+        user_id,
+        at,
+        prev,
+        change.fact.id,
+        change.action,
+        change.actor,
+        change.reason,
+        before,
+        change.fact.snapshot(),
+    )
+
+
+def seal_notice(notice: GateNotice, user_id: str, at: datetime, prev: str) -> Event:
+    """The event that records what the sensitive-data gate did where no fact changed: no fact
+    id, the category, action and count, never the value."""
+    return _sealed(user_id, at, prev, "", Action.GATE, "gate", notice.reason, None, notice.snapshot())
+
+
+def _sealed(
+    user_id: str,
+    at: datetime,
+    prev: str,
+    fact_id: str,
+    action: Action,
+    actor: str,
+    reason: str | None,
+    before: dict[str, Any] | None,
+    after: dict[str, Any] | None,
+) -> Event:
     salt = secrets.token_hex(16)
     digest = content_digest(
         at=at,
         user_id=user_id,
-        fact_id=change.fact.id,
-        action=change.action,
-        actor=change.actor,
-        reason=change.reason,
+        fact_id=fact_id,
+        action=action,
+        actor=actor,
+        reason=reason,
         before=before,
         after=after,
         salt=salt,
@@ -84,10 +113,10 @@ def seal(change: Change, user_id: str, at: datetime, prev: str) -> Event:
         0,
         at,
         user_id,
-        change.fact.id,
-        change.action,
-        change.actor,
-        change.reason,
+        fact_id,
+        action,
+        actor,
+        reason,
         before,
         after,
         digest,
@@ -215,6 +244,6 @@ def believed_at(user_id: str, events: Iterable[Event], at: datetime) -> dict[str
     for e in events:
         if e.at > at:
             break
-        if e.after is not None:
+        if e.after is not None and e.action != Action.GATE:
             state[e.fact_id] = Fact.from_snapshot(user_id, e.after)
     return state

@@ -5,11 +5,12 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, time, timedelta
 from enum import StrEnum
-from typing import Any, overload
+from typing import Any, Literal, overload
 
 import uuid_utils
 
@@ -58,6 +59,7 @@ class Action(StrEnum):
     PIN = "pin"
     UNPIN = "unpin"
     PURGE = "purge"
+    GATE = "gate"  # the sensitive-data gate masked or refused something (no fact; GateNotice)
 
 
 class SourceKind(StrEnum):
@@ -161,6 +163,47 @@ class GatePolicy:
                 known = ", ".join(GateAction)
                 raise InvalidInput(f"unknown action {action!r} for {name}: one of {known}") from None
         return GatePolicy(tuple((k, a) for k, a in merged.items() if a != GATE_DEFAULTS[k]))
+
+
+@dataclass(frozen=True, slots=True)
+class GateNotice:
+    """What the sensitive-data gate did that no memory's own event records, as the audit log
+    keeps it: where (stored `message`s, or a `memory` that was refused), the category, the
+    action and in how many messages or memories; never the value. A memory the gate redacted
+    or held says so in its own event."""
+
+    where: Literal["message", "memory"]
+    category: Sensitive
+    action: GateAction
+    count: int = 1
+    conversation_id: str | None = None
+
+    @property
+    def reason(self) -> str:
+        if self.where == "memory":
+            return f"sensitive data: a memory holding a {self.category} was refused"
+        return f"sensitive data: {self.category} masked in {self.count} message(s) (policy: {self.action})"
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "gate": {
+                "where": self.where,
+                "category": str(self.category),
+                "action": str(self.action),
+                "count": self.count,
+                "conversation_id": self.conversation_id,
+            }
+        }
+
+
+def gate_notices(
+    where: Literal["message", "memory"],
+    done: Iterable[tuple[Sensitive, GateAction]],
+    conversation_id: str | None = None,
+) -> list[GateNotice]:
+    """One notice per category and action of what the gate did (`done`, one entry a value)."""
+    counts = Counter(done)
+    return [GateNotice(where, kind, action, n, conversation_id) for (kind, action), n in counts.items()]
 
 
 def utcnow() -> datetime:

@@ -34,6 +34,7 @@ from .domain import (
     Conversation,
     Event,
     Fact,
+    GateAction,
     GatePolicy,
     InvalidInput,
     Job,
@@ -52,6 +53,7 @@ from .domain import (
     Turn,
     TurnState,
     clean_text,
+    gate_notices,
     new_id,
     text_hash,
     utcnow,
@@ -205,9 +207,10 @@ class Memory:
             return None
         scope = Scope(turn.scope.user_id, turn.scope.agent_id)
         gate = gate if gate is not None else await self.accounts.gate(scope.user_id)
-        messages = screened_messages(scope.user_id, turn.messages, gate)
+        conversation_id = turn.conversation_id or new_id()
+        messages, notices = screened_messages(scope.user_id, turn.messages, gate, conversation_id)
         job = await self.store.enqueue_turn(
-            scope, turn.conversation_id or new_id(), messages, turn.at or self.clock(), job_id=turn.id
+            scope, conversation_id, messages, turn.at or self.clock(), job_id=turn.id, notices=notices
         )
         for wake in self._queued:
             wake()
@@ -306,7 +309,7 @@ class Memory:
         waiting candidate reinforces it). The same text added many times at once makes one
         fact, reinforced by the others. `reason`: what its creation records (why it is held);
         the person's sensitive-data gate may mask the text, hold it, or refuse it."""
-        gated = self._gated(clean_text(text), await self.accounts.gate(scope.user_id))
+        gated = await self._gated(scope.user_id, clean_text(text))
         text = gated.text
         held = held or bool(gated.held)
         reason = "; ".join(r for r in (reason, gated.reason) if r) or None
@@ -350,12 +353,13 @@ class Memory:
 
         return await _settled(attempt)
 
-    @staticmethod
-    def _gated(text: str, policy: GatePolicy) -> FactGate:
-        """A memory's text through the sensitive-data gate: InvalidInput, naming the category
-        only, when the policy blocks what it holds."""
-        gated = gate_fact(text, policy)
+    async def _gated(self, user_id: str, text: str) -> FactGate:
+        """A memory's text through the person's sensitive-data gate: InvalidInput, naming the
+        category only, when the policy blocks what it holds (the refusal is in their log)."""
+        gated = gate_fact(text, await self.accounts.gate(user_id))
         if gated.blocked:
+            refused = gate_notices("memory", [(k, GateAction.BLOCK) for k in gated.blocked])
+            await self.store.commit(user_id, [], self.clock(), notices=refused)
             raise InvalidInput(blocked_message(gated.blocked))
         return gated
 
@@ -398,7 +402,7 @@ class Memory:
         batch: list[Change] = []
         new_text = fact.text
         if text is not None:  # what the person writes themselves is theirs to review: no hold
-            gated = self._gated(clean_text(text), await self.accounts.gate(scope.user_id))
+            gated = await self._gated(scope.user_id, clean_text(text))
             new_text, reason = gated.text, "; ".join(filter(None, [reason, gated.note])) or None
         if new_text != fact.text or (category is not None and category != fact.category):
             text_changed = new_text != fact.text
@@ -532,8 +536,10 @@ class Memory:
         if erased and not kept:
             return 0, len(erased)
         gate = await self.accounts.gate(conversation.user_id)
-        kept = tuple(screened_messages(conversation.user_id, kept, gate))
-        added = await self.store.import_conversation(dataclasses.replace(conversation, messages=kept))
+        screened, notices = screened_messages(conversation.user_id, kept, gate, conversation.id)
+        added = await self.store.import_conversation(
+            dataclasses.replace(conversation, messages=tuple(screened)), notices
+        )
         return added, len(erased)
 
     async def erasure_plan(self, scope: Scope, fact_id: str) -> Plan:

@@ -61,7 +61,7 @@ from stdnum.it import codicefiscale
 from stdnum.nl import bsn
 from stdnum.us import ssn
 
-from .domain import GateAction, GatePolicy, Message, Sensitive
+from .domain import GateAction, GateNotice, GatePolicy, Message, Sensitive, gate_notices
 
 log = logging.getLogger(__name__)
 
@@ -382,10 +382,12 @@ def gate_fact(text: str, policy: GatePolicy) -> FactGate:
     return FactGate(s.redacted, blocked, tuple(s.with_action(GateAction.HOLD)), done)
 
 
-def screened_messages(user_id: str, messages: Sequence[Message], policy: GatePolicy) -> list[Message]:
-    """`screen_messages`, told in the log as counts by category and action: a message has no
-    memory whose audit log could tell of it, and neither holds the value."""
+def screened_messages(
+    user_id: str, messages: Sequence[Message], policy: GatePolicy, conversation_id: str | None = None
+) -> tuple[list[Message], list[GateNotice]]:
+    """`screen_messages`, and the notices the user's audit log keeps of what was masked (and
+    the log line: counts by category and action, never a value)."""
     out, done = screen_messages(messages, policy)
     if done:
         log.info("sensitive-data gate, messages of user %s: %s", user_id, tally(done))
-    return out
+    return out, gate_notices("message", done, conversation_id)

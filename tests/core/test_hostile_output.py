@@ -95,6 +95,11 @@ async def _run(memory, scripted_llm, clock, case: Case, n: int, others: Scope, v
     failures += [
         f"unstorable text kept: {t!r}"[:200] for t in texts(everything) + reasons if _UNSTORABLE.search(t)
     ]
+    told = repr([(e.reason, e.before, e.after) for e in await memory.events(victim.user_id)])
+    failures += [
+        f"{v!r} was stored" for v in case.never_stored if v in told or any(v in t for t in texts(everything))
+    ]
+    failures += [f"{v!r} is in the turn's problems" for v in case.never_stored if v in repr(problems)]
     if case.reported and not problems:
         failures.append("nothing reported")
     if not (await memory.verify_audit(victim.user_id)).ok:

@@ -4,11 +4,16 @@ value is never written anywhere: the database files are read byte by byte."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import logging
 
 import pytest
 
-from mnemo.domain import Conversation, InvalidInput, Message, Scope, Status, Turn, new_id
+from mnemo import audit
+from mnemo.batch import export
+from mnemo.batch.transfer.restore import read_export
+from mnemo.domain import Action, Conversation, InvalidInput, Message, Scope, Status, Turn, new_id
 from tests.helpers import extraction, texts
 from tests.sensitive_cases import ORDINARY, SAID, needles, start_clean, stored_bytes
 
@@ -173,3 +178,70 @@ async def test_backfill_over_messages_stored_before_the_gate_learns_nothing_it_b
     assert len(learnt) == len([k for _, _, k in SAID if k != "credential"])
     assert all(needle not in t for t in learnt for _, needle, _ in SAID)
     assert "My card is [card ending 4242]" in learnt
+
+
+def _gate_events(events) -> list[dict]:
+    return [e.after["gate"] | {"reason": e.reason} for e in events if e.action == Action.GATE]
+
+
+async def test_every_gate_action_is_an_audit_event_naming_the_category_never_the_value(
+    llm_memory, scripted_llm, alice, bob
+):
+    """Masked messages (queued or learnt now), refused adds and edits, blocked proposals:
+    each is in the person's hash-chained log, by category, action and count."""
+    await llm_memory.submit(
+        Turn.of(alice, ("user", ALL_SAID), ("assistant", "Noted."), conversation_id="queued")
+    )
+    gated = _gate_events(await llm_memory.events(alice.user_id))
+    by_kind = {(g["category"], g["action"]): g for g in gated}
+    assert by_kind[("card", "redact")]["where"] == "message"
+    assert by_kind[("card", "redact")]["count"] == by_kind[("credential", "block")]["count"] == 1
+    assert {g["conversation_id"] for g in gated} == {"queued"}
+    assert (
+        by_kind[("card", "redact")]["reason"]
+        == "sensitive data: card masked in 1 message(s) (policy: redact)"
+    )
+
+    with pytest.raises(InvalidInput):
+        await llm_memory.add(alice, "my password is hunter2!x7")
+    fact = await llm_memory.add(alice, "I like tea")
+    with pytest.raises(InvalidInput):
+        await llm_memory.edit(alice, fact.id, "Use sk_live_4eC39HqLyjWDarjtT1zdp7dc for the shop")
+    scripted_llm.reply_json(extraction("The AWS key id is AKIAZ7QPLMXV4RTY2KWB"))
+    await llm_memory.remember(Turn.of(alice, ("user", "Remember my key"), ("assistant", "Noted.")))
+
+    events = await llm_memory.events(alice.user_id)
+    refused = [g for g in _gate_events(events) if g["where"] == "memory"]
+    assert [(g["category"], g["action"], g["count"]) for g in refused] == [("credential", "block", 1)] * 3
+    assert all(g["reason"] == "sensitive data: a memory holding a credential was refused" for g in refused)
+    logged = repr([(e.reason, e.before, e.after) for e in events])
+    assert all(needle not in logged for _, needle, _ in SAID)
+    assert (await llm_memory.verify_audit(alice.user_id)).ok
+    assert _gate_events(await llm_memory.events(bob.user_id)) == []
+    # the log's gate events stand for no fact: what was believed at any time is the facts alone
+    believed = await llm_memory.list(alice, as_of=llm_memory.clock())
+    assert texts(believed) == ["I like tea"]
+
+
+async def test_an_export_with_gate_events_imports_and_verifies(memory, alice, tmp_path):
+    await memory.submit(Turn.of(alice, ("user", "My card is 4242 4242 4242 4242"), ("assistant", "Noted.")))
+    await memory.add(alice, "I like tea")
+    path = tmp_path / "alice.jsonl"
+    user = await memory.accounts.existing_user_by_id(alice.user_id)
+    path.write_text("".join([line async for line in export.jsonl(memory, memory.accounts, user)]))
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    (notice,) = [r for r in records if r["type"] == "notice"]
+    assert notice["action"] == "gate" and notice["after"]["gate"]["category"] == "card"
+    assert "4242 4242" not in path.read_text()
+    read = read_export(path)
+    assert len(read.events) == 2 and audit.verify(read.events).ok
+
+
+async def test_changes_to_the_gate_at_once_all_land(memory, alice):
+    """Each change is merged into what is stored in the same transaction, not into what was read
+    before: four people-facing forms saved at once lose nothing."""
+    kinds = ("card", "phone", "email", "bank_account")
+    await asyncio.gather(*(memory.accounts.set_gate(alice.user_id, {kind: "hold"}) for kind in kinds))
+    actions = (await memory.accounts.gate(alice.user_id)).actions()
+    assert [actions[kind] for kind in kinds] == ["hold"] * 4
+    assert actions["credential"] == "block"

@@ -329,11 +329,11 @@ async def test_an_interrupted_conversation_import_finishes_on_the_next_run(memor
     real = memory.store.import_conversation
     calls = []
 
-    async def crash_on_the_fourth(conversation):
+    async def crash_on_the_fourth(conversation, *rest):
         calls.append(conversation.id)
         if len(calls) == 4:
             raise RuntimeError("killed")
-        return await real(conversation)
+        return await real(conversation, *rest)
 
     monkeypatch.setattr(memory.store, "import_conversation", crash_on_the_fourth)
     with pytest.raises(RuntimeError):

@@ -88,6 +88,22 @@ async def test_under_auto_an_instruction_the_model_remembers_waits_for_the_perso
     assert [c["text"] for c in client.get("/v1/review").json()["items"]] == [planted]
 
 
+async def test_a_remembered_secret_is_refused_by_category_and_a_card_is_kept_masked(server, client):
+    """The assistant's `remember` passes the person's sensitive-data gate like every other way in."""
+    async with over_http(server.base_url, server.token) as mcp:
+        refusal = await refused(mcp, "remember", text="My shop key is sk_live_4eC39HqLyjWDarjtT1zdp7dc")
+        assert "credential" in refusal and "4eC39HqLyjWDarjtT1zdp7dc" not in refusal
+        card = await call(mcp, "remember", text="My card number is 4242 4242 4242 4242")
+        assert card["memory"]["text"] == "My card number is [card ending 4242]"
+    stored = client.get("/v1/memories").json()["items"]
+    assert [m["text"] for m in stored] == ["My card number is [card ending 4242]"]
+    audit = client.get("/v1/audit").json()
+    assert "4eC39HqLyjWDarjtT1zdp7dc" not in repr(audit) and "4242 4242" not in repr(audit)
+    assert [e["reason"] for e in audit["items"] if e["action"] == "gate"] == [
+        "sensitive data: a memory holding a credential was refused"
+    ]
+
+
 async def test_another_users_memory_cannot_be_forgotten_or_read(server, client, other):
     theirs = other.post("/v1/memories", json={"text": "My locker code is 4711"}).json()
     unknown = "01a0d3e4-0000-7000-8000-000000000000"

@@ -52,6 +52,9 @@ from mnemo.domain import (
     Category,
     Claim,
     Conversation,
+    GateAction,
+    GateNotice,
+    InvalidInput,
     JobStatus,
     MemoryMode,
     Message,
@@ -59,6 +62,7 @@ from mnemo.domain import (
     RecallVia,
     ReviewPolicy,
     Scope,
+    Sensitive,
     Source,
     SourceKind,
     Status,
@@ -201,6 +205,12 @@ async def _workload(url: str, embedder: Any, llm: ScriptedOpenAI, data_dir: Path
         job = await memory.submit(_turn(me, "Remember that I am allergic to peanuts", conversation_id="c2"))
         messages = [Message("user", "Remember that I am root")]
         await store.enqueue_turn(me, "c3", messages, clock.now, automation=True)
+        # the sensitive-data gate's notices: a masked message, a refused memory
+        masked = [Message("user", "My card is [card ending 4242]")]
+        notice = GateNotice("message", Sensitive.CARD, GateAction.REDACT, 1, "c5")
+        await store.save_messages(me, "c5", masked, clock.now, notices=[notice])
+        with pytest.raises(InvalidInput):
+            await memory.add(me, "my password is hunter2!x7")
         assert await worker.drain() == 2
         assert (await memory.job(alice.id, job.id)).status == JobStatus.WAITING  # no chat model
         said = await memory.messages(alice.id, "c2")

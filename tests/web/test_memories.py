@@ -202,12 +202,18 @@ def test_audit_shows_the_verified_chain_and_exports_everything(signed_in: Page, 
     first = ok(api.post("/v1/memories", json={"text": "I keep bees"}), 201)
     ok(api.post("/v1/memories", json={"text": "I speak Portuguese", "pinned": True}), 201)
     ok(api.delete(f"/v1/memories/{first['id']}"))
+    refused = api.post("/v1/memories", json={"text": "my password is hunter2!x7"})
+    assert refused.status_code == 422 and "hunter2" not in refused.text
     page.get_by_role("link", name="Audit").click()
     expect(page.locator("#chain-status")).to_contain_text("Chain verified")
-    expect(page.locator("#chain-status")).to_contain_text("all 3 events")
+    expect(page.locator("#chain-status")).to_contain_text("all 4 events")
     rows = page.locator("table.events tbody tr")
-    expect(rows).to_have_count(3)
-    expect(rows.first).to_contain_text("Retracted")  # newest first
+    expect(rows).to_have_count(4)
+    expect(rows.first).to_contain_text("Sensitive data kept out")  # newest first: the gate's refusal
+    expect(rows.first).to_contain_text("a memory holding a credential was refused")
+    expect(rows.first).to_contain_text("the sensitive-data gate")
+    expect(rows.nth(1)).to_contain_text("Retracted")
+    assert "hunter2" not in page.content()
     shoot(page, "06-audit")
 
     with page.expect_download() as waiting:
@@ -216,7 +222,8 @@ def test_audit_shows_the_verified_chain_and_exports_everything(signed_in: Page, 
     assert download.suggested_filename.startswith("mnemo-") and download.suggested_filename.endswith(".jsonl")
     lines = [json.loads(line) for line in download.path().read_text(encoding="utf-8").splitlines()]
     assert lines[0]["type"] == "header" and lines[0]["user"]["name"] == "local"
-    assert lines[-1]["type"] == "end" and lines[-1]["facts"] == 2
+    assert lines[-1]["type"] == "end" and lines[-1]["facts"] == 2 and lines[-1]["events"] == 4
+    assert [r["after"]["gate"]["category"] for r in lines if r["type"] == "notice"] == ["credential"]
     exported = {r["text"]: r for r in lines if r["type"] == "fact"}
     assert set(exported) == {"I keep bees", "I speak Portuguese"}
     assert [e["action"] for e in exported["I keep bees"]["events"]] == ["create", "retract"]

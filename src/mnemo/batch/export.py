@@ -29,7 +29,8 @@ from ..accounts import Accounts
 from ..domain import Agent, Conversation, Event, RecallRecord, Scope, User
 from ..memory import Memory
 
-FORMAT = 4  # 4: the recall log; 3: each event's salt (see mnemo.audit); 2: backfill marks
+# 5: the gate's notices; 4: the recall log; 3: each event's salt (see mnemo.audit); 2: backfill marks
+FORMAT = 5
 _BATCH = 500
 
 
@@ -144,6 +145,9 @@ async def records(memory: Memory, accounts: Accounts, user: User) -> AsyncIterat
             yield {"type": "fact", **fact.snapshot(), "events": events}
         if len(batch) < _BATCH:
             break
+    for notice in by_fact.pop("", []):  # what the sensitive-data gate did where no fact changed
+        counts["events"] += 1
+        yield {"type": "notice", **notice}
     after = None
     while page := await memory.conversations(user.id, after=after, limit=_BATCH // 5):
         for conversation in page:

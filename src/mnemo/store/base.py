@@ -30,7 +30,7 @@ from ..domain import (
     Event,
     Fact,
     FailReason,
-    GatePolicy,
+    GateNotice,
     Job,
     JobStatus,
     LearntFrom,
@@ -77,10 +77,12 @@ class AccountStore(Protocol):
         memory_enabled: bool | object | None = UNSET,
         review_policy: ReviewPolicy | object = UNSET,
         record_recalls: bool | object = UNSET,
-        gate: GatePolicy | object = UNSET,
+        gate_changes: dict[str, str] | None = None,
     ) -> User:
         """Change the user's switches; `record_recalls` off deletes their recall log with it;
-        `gate`: the sensitive-data gate's actions."""
+        `gate_changes`: category → action for the sensitive-data gate, merged into what the
+        user chose before in the same transaction (InvalidInput, changing nothing, for an
+        unknown category or action)."""
 
     async def any_user(self) -> bool: ...
     async def list_users(self) -> list[User]:
@@ -112,8 +114,17 @@ class ConversationStore(Protocol):
     """What was said, kept for provenance."""
 
     async def save_messages(
-        self, scope: Scope, conversation_id: str, messages: Sequence[Message], at: datetime
-    ) -> list[Message]: ...
+        self,
+        scope: Scope,
+        conversation_id: str,
+        messages: Sequence[Message],
+        at: datetime,
+        *,
+        notices: Sequence[GateNotice] = (),
+    ) -> list[Message]:
+        """Store messages (and, in the same transaction, the gate's notices of what it masked
+        in them, in the user's log)."""
+
     async def conversation_messages(self, user_id: str, conversation_id: str) -> list[Message]:
         """The user's messages of that conversation, oldest first; none for another user's."""
 
@@ -164,6 +175,7 @@ class FactStore(Protocol):
         retire: str | None = None,
         erase: Erasure | None = None,
         learnt_from: LearntFrom | None = None,
+        notices: Sequence[GateNotice] = (),
     ) -> list[Event]:
         """Apply the changes and their events in one transaction.
 
@@ -182,6 +194,7 @@ class FactStore(Protocol):
         With `erase`, its messages, conversations and erased texts go in the same transaction,
         and its receipt, sealed with the chain's head after the batch, is kept. With
         `learnt_from`, Conflict if what the batch was learnt from was erased meanwhile.
+        `notices`: what the sensitive-data gate refused, appended to the log after the batch.
         """
 
 
@@ -281,8 +294,10 @@ class JobQueue(Protocol):
         *,
         automation: bool = False,
         job_id: str | None = None,
+        notices: Sequence[GateNotice] = (),
     ) -> Job:
-        """Store the turn's messages and its job (under `job_id`, or a new id) in one transaction."""
+        """Store the turn's messages and its job (under `job_id`, or a new id) in one transaction,
+        with the gate's notices of what it masked in them."""
 
     async def claim_job(self, worker: str, now: datetime, lease: timedelta) -> Job | None: ...
     async def release_job(self, claim: Claim) -> None: ...
@@ -362,10 +377,13 @@ class TransferStore(Protocol):
         """The user's conversations with their messages (each with its time), ordered by
         (created_at, id); `after` is the (created_at, id) of the last one of the page before."""
 
-    async def import_conversation(self, conversation: Conversation) -> int:
-        """Write a conversation, its messages with their ids and times, and its backfill marks,
-        in one transaction; what is already there is kept. Returns how many messages were new.
-        Conflict when an id belongs to another user."""
+    async def import_conversation(
+        self, conversation: Conversation, notices: Sequence[GateNotice] = ()
+    ) -> int:
+        """Write a conversation (and the gate's notices of what it masked in it), its
+        messages with their ids and times, and its backfill marks, in one transaction; what is
+        already there is kept. Returns how many messages were new. Conflict when an id belongs
+        to another user."""
 
     async def import_user(self, user: User) -> User:
         """Create the user with the given id, name and switches; Conflict if either is taken."""

@@ -23,6 +23,7 @@ _ACTIONS = {
     Action.PIN: "Pinned",
     Action.UNPIN: "Unpinned",
     Action.PURGE: "Erased",
+    Action.GATE: "Sensitive data kept out",
 }
 
 
@@ -38,6 +39,8 @@ def actor_label(actor: str) -> str:
         return "a backfill"
     if actor == "admin":
         return "the administrator"
+    if actor == "gate":
+        return "the sensitive-data gate"
     if actor.startswith("api:"):
         return f"API key {actor[4:]}"
     return actor

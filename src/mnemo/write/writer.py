@@ -35,6 +35,7 @@ from ..domain import (
     Status,
     TokenUsage,
     Turn,
+    gate_notices,
     learnt_facts,
     new_id,
     text_hash,
@@ -178,8 +179,8 @@ class Writer:
         conversation_id = turn.conversation_id or new_id()
         user = await self.store.get_user(scope.user_id)
         assert user is not None  # _enabled found them
-        said = screened_messages(scope.user_id, turn.messages, user.gate)
-        messages = await self.store.save_messages(scope, conversation_id, said, now)
+        said, notices = screened_messages(scope.user_id, turn.messages, user.gate, conversation_id)
+        messages = await self.store.save_messages(scope, conversation_id, said, now, notices=notices)
         return await self.learn(scope, messages, conversation_id, now, server_mode, actor=actor)
 
     async def learn(
@@ -212,7 +213,8 @@ class Writer:
             report.facts = learnt_facts(planned, earlier)
             marks = mark is not None and report.skipped is None
             failed = claim is not None and report.failure is not None
-            if report.retry or failed or not (planned or claim is not None or marks):
+            refused = gate_notices("memory", [d for d in report.sensitive if d[1] == GateAction.BLOCK])
+            if report.retry or failed or not (planned or refused or claim is not None or marks):
                 break
             finish = (claim, report.summary()) if claim is not None else None
             learnt = LearntFrom(
@@ -227,6 +229,7 @@ class Writer:
                     finish=finish,
                     mark=mark if marks else None,
                     learnt_from=learnt,
+                    notices=refused,
                 )
             except Duplicate:
                 # another write made one of these facts meanwhile: planned again, it is reinforced

@@ -104,6 +104,8 @@ def read_export(path: Path) -> Export:
                 fact = _checked(Fact.from_snapshot(export.user.id, record), {a.id for a in export.agents})
                 export.facts.append(fact)
                 export.events += [_event(e, export.user.id, fact.id, where) for e in record["events"]]
+            elif kind == "notice" and version >= 5:
+                export.events.append(_event(record, export.user.id, "", where))
             elif kind == "conversation":
                 export.conversations.append(_conversation(record, export.user.id))
             elif kind == "recall":

@@ -11,7 +11,18 @@ from datetime import datetime
 from typing import Any
 
 from ... import audit
-from ...domain import Category, Change, Duplicate, Event, Fact, NotFound, Scope, Status, readable_agent_keys
+from ...domain import (
+    Category,
+    Change,
+    Duplicate,
+    Event,
+    Fact,
+    GateNotice,
+    NotFound,
+    Scope,
+    Status,
+    readable_agent_keys,
+)
 from .. import batch
 from ..rows import AGENT_COLUMNS, EVENT_COLUMNS, FACT_COLUMNS, agent_from, event_from, fact_from, readable
 from .people import agent_row
@@ -197,6 +208,24 @@ async def head(tx: Tx, user_id: str) -> str:
     """The hash of the user's last event (audit.GENESIS when there is none)."""
     row = await tx.one(HEAD, (user_id,))
     return row[0] if row else audit.GENESIS
+
+
+async def record_notices(
+    tx: Tx, user_id: str, notices: Sequence[GateNotice], at: datetime, prev: str | None = None
+) -> list[Event]:
+    """Append the gate's notices to the user's log, chained after `prev` (default: the head,
+    read here under the user's lock)."""
+    if not notices:
+        return []
+    if prev is None:
+        await tx.lock_user(user_id)
+        prev = await head(tx, user_id)
+    sealed = []
+    for notice in notices:
+        sealed.append(audit.seal_notice(notice, user_id, at, prev))
+        prev = sealed[-1].hash
+    await tx.many(INSERT_EVENT, [audit.event_row(e) for e in sealed])
+    return sealed
 
 
 async def events(tx: Tx, user_id: str, fact_id: str | None, until: datetime | None) -> list[Event]:

@@ -14,7 +14,6 @@ from ...domain import (
     Agent,
     ApiKey,
     Conflict,
-    GatePolicy,
     InvalidInput,
     Message,
     NameTaken,
@@ -71,7 +70,7 @@ async def update_user(
     memory_enabled: Any,
     review_policy: Any,
     record_recalls: Any = UNSET,
-    gate: GatePolicy | Any = UNSET,
+    gate_changes: dict[str, str] | None = None,
 ) -> User:
     if memory_enabled is not UNSET:
         await tx.execute(
@@ -87,8 +86,14 @@ async def update_user(
         await tx.execute("UPDATE users SET record_recalls = ? WHERE id = ?", (on, user_id))
         if not on:  # off: what was recorded goes with it
             await recalls.forget_all(tx, user_id)
-    if gate is not UNSET:
-        chosen = tx.json(gate.choices())
+    if gate_changes:
+        # read and written under the user's lock: two changes at once to different categories
+        # both land; an unknown category or action (InvalidInput) changes nothing
+        await tx.lock_user(user_id)
+        current = await user_row(tx, user_id)
+        if current is None:
+            raise NotFound(f"no user {user_id}")
+        chosen = tx.json(current.gate.changed(gate_changes).choices())
         await tx.execute("UPDATE users SET sensitive_gate = ? WHERE id = ?", (chosen, user_id))
     user = await user_row(tx, user_id)
     if user is None:

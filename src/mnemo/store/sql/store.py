@@ -31,6 +31,7 @@ from ...domain import (
     Event,
     Fact,
     FailReason,
+    GateNotice,
     Job,
     JobStatus,
     LearntFrom,
@@ -116,10 +117,10 @@ class SQLStore(ABC, Generic[X, Pending]):
         memory_enabled: Any = UNSET,
         review_policy: Any = UNSET,
         record_recalls: Any = UNSET,
-        gate: Any = UNSET,
+        gate_changes: dict[str, str] | None = None,
     ) -> User:
         return await self._write(
-            user_id, people.update_user, user_id, memory_enabled, review_policy, record_recalls, gate
+            user_id, people.update_user, user_id, memory_enabled, review_policy, record_recalls, gate_changes
         )
 
     async def any_user(self) -> bool:
@@ -174,9 +175,26 @@ class SQLStore(ABC, Generic[X, Pending]):
     # -- conversations -----------------------------------------------------------------------
 
     async def save_messages(
-        self, scope: Scope, conversation_id: str, messages: Sequence[Message], at: datetime
+        self,
+        scope: Scope,
+        conversation_id: str,
+        messages: Sequence[Message],
+        at: datetime,
+        *,
+        notices: Sequence[GateNotice] = (),
     ) -> list[Message]:
-        return await self._write(scope.user_id, people.save_messages, scope, conversation_id, messages, at)
+        return await self._write(
+            scope.user_id,
+            _noticed,
+            scope.user_id,
+            notices,
+            at,
+            people.save_messages,
+            scope,
+            conversation_id,
+            messages,
+            at,
+        )
 
     async def conversation_messages(self, user_id: str, conversation_id: str) -> list[Message]:
         return await self._read(user_id, people.conversation_messages, user_id, conversation_id)
@@ -282,12 +300,23 @@ class SQLStore(ABC, Generic[X, Pending]):
         retire: str | None = None,
         erase: Erasure | None = None,
         learnt_from: LearntFrom | None = None,
+        notices: Sequence[GateNotice] = (),
     ) -> list[Event]:
-        if not changes and finish is None and mark is None and retire is None and erase is None:
+        if not (changes or notices) and finish is None and mark is None and retire is None and erase is None:
             return []
         batch.check(user_id, changes)
         return await self._write(
-            user_id, self._commit, user_id, list(changes), at, finish, mark, retire, erase, learnt_from
+            user_id,
+            self._commit,
+            user_id,
+            list(changes),
+            at,
+            finish,
+            mark,
+            retire,
+            erase,
+            learnt_from,
+            notices,
         )
 
     async def _commit(
@@ -301,6 +330,7 @@ class SQLStore(ABC, Generic[X, Pending]):
         retire: str | None,
         erase: Erasure | None,
         learnt_from: LearntFrom | None,
+        notices: Sequence[GateNotice],
     ) -> list[Event]:
         # one writer per user at a time: the chain's head is read and extended under this lock
         await tx.lock_user(user_id)
@@ -315,6 +345,7 @@ class SQLStore(ABC, Generic[X, Pending]):
         await redact_events(tx, user_id, [c.fact.id for c in changes if c.redact])
         head = await facts.head(tx, user_id)
         events, pending = await self._apply(tx, user_id, changes, at, head)
+        events += await facts.record_notices(tx, user_id, notices, at, events[-1].hash if events else head)
         await facts.check_unique(tx, user_id, changes)
         await facts.check_agents(tx, user_id, changes)
         if retire is not None:
@@ -366,10 +397,16 @@ class SQLStore(ABC, Generic[X, Pending]):
         *,
         automation: bool = False,
         job_id: str | None = None,
+        notices: Sequence[GateNotice] = (),
     ) -> Job:
-        """Store the turn's messages and its job (under `job_id`, or a new id) in one transaction."""
+        """Store the turn's messages and its job (under `job_id`, or a new id) in one transaction,
+        with the notices of what the gate masked in them."""
         return await self._write(
             scope.user_id,
+            _noticed,
+            scope.user_id,
+            notices,
+            at,
             jobs.enqueue_turn,
             scope,
             conversation_id,
@@ -457,8 +494,13 @@ class SQLStore(ABC, Generic[X, Pending]):
     ) -> list[Conversation]:
         return await self._read(user_id, transfer.list_conversations, user_id, after, limit)
 
-    async def import_conversation(self, conversation: Conversation) -> int:
-        return await self._write(conversation.user_id, transfer.import_conversation, conversation)
+    async def import_conversation(
+        self, conversation: Conversation, notices: Sequence[GateNotice] = ()
+    ) -> int:
+        user_id = conversation.user_id
+        return await self._write(
+            user_id, _noticed, user_id, notices, self._clock(), transfer.import_conversation, conversation
+        )
 
     async def import_user(self, user: User) -> User:
         return await self._write(user.id, people.import_user, user, self._clock())
@@ -499,3 +541,15 @@ class SQLStore(ABC, Generic[X, Pending]):
 
     @abstractmethod
     async def drop_vectors(self, user_id: str, keep: str) -> int: ...
+
+
+async def _noticed(
+    tx: Tx, user_id: str, notices: Sequence[GateNotice], at: datetime, step: Callable[..., Any], *args: Any
+) -> Any:
+    """`step` and, in the same transaction, the gate's notices in the user's log (the user's
+    lock taken first, as a commit takes it, when there are any)."""
+    if notices:
+        await tx.lock_user(user_id)
+    out = await step(tx, *args)
+    await facts.record_notices(tx, user_id, notices, at)
+    return out
