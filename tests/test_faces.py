@@ -16,7 +16,7 @@ from pathlib import Path
 import mnemo
 
 SRC = Path(mnemo.__file__).parent
-FACES = ("server", "web", "mcp", "proxy")
+FACES = ("server", "web", "mcp", "proxy", "client")
 
 
 def _modules() -> Iterator[tuple[str, Path, ast.Module]]:
@@ -76,3 +76,16 @@ def test_nothing_outside_memory_reaches_into_its_store_or_writer():
             if owner_name in ("memory", "_memory"):
                 reaching.append(f"{path.relative_to(SRC.parent)}:{node.lineno}")
     assert reaching == [], "reaches into Memory's store or writer:\n" + "\n".join(reaching)
+
+
+def test_the_client_talks_http_only():
+    """mnemo.client reads the API's shapes and nothing else of mnemo: no core, no store."""
+    allowed = ("mnemo.client", "mnemo.schemas", "mnemo.shapes", "mnemo.domain")
+    reaching = [
+        f"{path.relative_to(SRC.parent)}:{line} imports {imported}"
+        for name, path, tree in _modules()
+        if name.startswith("mnemo.client")
+        for line, imported in _imports(name, path, tree)
+        if imported.startswith("mnemo") and not imported.startswith(allowed)
+    ]
+    assert reaching == [], "the client reaches past HTTP:\n" + "\n".join(reaching)

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, StringConstraints
 
 from .domain import MAX_CONVERSATION_ID, MAX_TEXT, as_utc, conversation_id, is_uuid
-from .recall.fuse import Hit
+
+if TYPE_CHECKING:
+    from .recall.fuse import Hit
 
 
 def _uuid(value: str) -> str:

@@ -180,8 +180,8 @@ async def test_a_search_by_the_api_or_mcp_decides_memory_and_the_agent_rule_once
     switch once per call, as the proxy does, and a private agent's fact stays out."""
     from mnemo.mcp.schemas import RecallArgs
     from mnemo.mcp.tools import TOOLS, Caller, recall
+    from mnemo.schemas.facts import SearchRequest
     from mnemo.server.routes.memories import search_memories
-    from mnemo.server.schemas.facts import SearchRequest
 
     user = await memory.accounts.user("alice")
     private = await memory.accounts.create_agent(alice.user_id, "Diary", private=True)

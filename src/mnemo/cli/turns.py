@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from ..domain import FACT_KINDS, StoredTurn, TurnState, known_id
-from ..server.schemas import TurnPublic
+from ..schemas import TurnPublic
 from . import output
 from .options import Json, Limit
 from .runtime import Session, run

@@ -11,7 +11,7 @@ from rich.table import Table
 from ..accounts import Usage
 from ..build import Core
 from ..domain import MAX_TOKEN_BUDGET, User
-from ..server.schemas import MemberUsage, UsagePublic
+from ..schemas import MemberUsage, UsagePublic
 from . import output
 from .runtime import BAD_INPUT, run_core
 

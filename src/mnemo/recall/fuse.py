@@ -23,6 +23,10 @@ class Hit:
     reasons: dict[str, ArmHit] = field(default_factory=dict)
 
     @property
+    def text(self) -> str:
+        return self.fact.text
+
+    @property
     def pinned(self) -> bool:
         return "pinned" in self.reasons
 

@@ -1,9 +1,10 @@
 """The HTTP API: /v1 routes over Memory and Accounts, /healthz, /readyz and /metrics (`health`),
 and the reference at /docs.
 
-Modules: `routes` (one per area), `schemas` (the JSON shapes), `params` (ids in
-paths, paging, scopes), `deps` (what routes receive), `docs` (Swagger UI). Who
-is calling is mnemo.auth's; the plumbing every face shares is mnemo.http's.
+Modules: `routes` (one per area), `params` (ids in paths, paging, scopes), `deps`
+(what routes receive), `docs` (Swagger UI). Who is calling is mnemo.auth's; the
+plumbing every face shares is mnemo.http's; the JSON shapes, which mnemo.client
+reads too, are mnemo.schemas.
 """
 
 from __future__ import annotations

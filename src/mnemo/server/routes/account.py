@@ -10,9 +10,9 @@ from ...auth import CurrentUser
 from ...domain import GateAction, MemoryMode, Sensitive, User
 from ...gate import memory_enabled
 from ...http.responses import errors
+from ...schemas import KeyCreate, KeyCreated, KeyPublic, MePublic, MeSettingsUpdate, UsagePublic, UserPublic
 from ..deps import AccountsDep
 from ..params import KeyIdPath
-from ..schemas import KeyCreate, KeyCreated, KeyPublic, MePublic, MeSettingsUpdate, UsagePublic, UserPublic
 
 router = APIRouter(prefix="/v1/me", tags=["account"], responses=errors(404))
 

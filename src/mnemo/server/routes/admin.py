@@ -10,9 +10,7 @@ from ...accounts import Accounts
 from ...auth import Admin
 from ...domain import MemoryMode
 from ...http.responses import errors
-from ..deps import AccountsDep
-from ..params import KeyIdPath, UserIdPath
-from ..schemas import (
+from ...schemas import (
     AdminSettings,
     AdminSettingsUpdate,
     BudgetUpdate,
@@ -26,6 +24,8 @@ from ..schemas import (
     UserCreated,
     UserPublic,
 )
+from ..deps import AccountsDep
+from ..params import KeyIdPath, UserIdPath
 
 router = APIRouter(prefix="/v1/admin", tags=["admin"], responses=errors(404, 409))
 

@@ -7,9 +7,9 @@ from fastapi import status as http
 
 from ...auth import CurrentUser
 from ...http.responses import errors
+from ...schemas import AgentCreate, AgentDeleted, AgentPublic, AgentUpdate
 from ..deps import AccountsDep, MemoryDep
 from ..params import AgentIdPath
-from ..schemas import AgentCreate, AgentDeleted, AgentPublic, AgentUpdate
 
 router = APIRouter(prefix="/v1/agents", tags=["agents"], responses=errors(404, 409))
 

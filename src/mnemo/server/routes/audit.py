@@ -9,9 +9,9 @@ from fastapi import APIRouter, Query
 from ...auth import CurrentUser
 from ...domain import Scope
 from ...http.responses import errors
+from ...schemas import AuditReportPublic, EventPublic, Id, Page
 from ..deps import MemoryDep
 from ..params import Limit, Offset
-from ..schemas import AuditReportPublic, EventPublic, Id, Page
 
 router = APIRouter(prefix="/v1/audit", tags=["audit"], responses=errors(404))
 

@@ -17,10 +17,8 @@ from ...domain import known_id
 from ...erasure import Plan
 from ...http.responses import errors
 from ...memory import Memory
-from ..deps import MemoryDep
-from ..params import Limit, Offset, own_scope
-from ..schemas import FactPublic, Page
-from ..schemas.erasures import (
+from ...schemas import FactPublic, Page
+from ...schemas.erasures import (
     About,
     EraseConversation,
     EraseEverything,
@@ -32,6 +30,8 @@ from ..schemas.erasures import (
     ReceiptKey,
     ReceiptPublic,
 )
+from ..deps import MemoryDep
+from ..params import Limit, Offset, own_scope
 
 router = APIRouter(prefix="/v1/erasures", tags=["erasures"], responses=errors(404, 409))
 

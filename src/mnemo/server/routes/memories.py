@@ -15,9 +15,7 @@ from fastapi import status as http
 from ...auth import CurrentUser
 from ...domain import InvalidInput, RecallVia, Status
 from ...http.responses import errors
-from ..deps import AccountsDep, MemoryDep
-from ..params import AgentFilter, AsOf, FactIdPath, Limit, Offset, assistant_scope, own_scope, view_scope
-from ..schemas import (
+from ...schemas import (
     EventPublic,
     FactCreate,
     FactPublic,
@@ -29,6 +27,8 @@ from ..schemas import (
     SearchResults,
     StatusFilter,
 )
+from ..deps import AccountsDep, MemoryDep
+from ..params import AgentFilter, AsOf, FactIdPath, Limit, Offset, assistant_scope, own_scope, view_scope
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"], responses=errors(404, 409))
 

@@ -7,9 +7,9 @@ from fastapi import APIRouter
 from ...auth import CurrentUser
 from ...domain import Scope, Status
 from ...http.responses import errors
+from ...schemas import FactPublic, Page, ReasonBody
 from ..deps import AccountsDep, MemoryDep
 from ..params import AgentFilter, FactIdPath, Limit, Offset, view_scope
-from ..schemas import FactPublic, Page, ReasonBody
 
 router = APIRouter(prefix="/v1/review", tags=["review"], responses=errors(404, 409))
 

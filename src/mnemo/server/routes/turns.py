@@ -10,9 +10,9 @@ from fastapi import status as http
 from ...auth import CurrentUser
 from ...domain import JobStatus, Message, Turn, TurnState
 from ...http.responses import errors
+from ...schemas import JobPublic, Page, TurnCreate, TurnPublic, TurnResult
 from ..deps import AccountsDep, MemoryDep
 from ..params import JobIdPath, Limit, Offset, TurnIdPath, assistant_scope
-from ..schemas import JobPublic, Page, TurnCreate, TurnPublic, TurnResult
 
 router = APIRouter(prefix="/v1", tags=["turns"], responses=errors(404))
 

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Self
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StringConstraints, model_validator
 
-from ...domain import Receipt
-from ...erasure import Plan
-from ...shapes import ConversationId, Id, NoNul
+from ..domain import Receipt
+from ..shapes import ConversationId, Id, NoNul
 from .base import Request
 from .facts import FactPublic
+
+if TYPE_CHECKING:
+    from ..erasure import Plan
 
 MessageId = Annotated[str, StringConstraints(min_length=1, max_length=200), *NoNul]
 

@@ -6,10 +6,10 @@ from typing import Annotated, Any, Self
 
 from pydantic import BaseModel, Field, StrictBool, StringConstraints, model_validator
 
-from ...domain import (
+from ..domain import (
     Agent,
 )
-from ...shapes import LongText, Name, NoNul
+from ..shapes import LongText, Name, NoNul
 from .base import Request
 
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
-from ...accounts import Member
-from ...domain import (
+from ..domain import (
     ApiKey,
     GateAction,
     MemoryMode,
@@ -16,8 +15,11 @@ from ...domain import (
     Sensitive,
     User,
 )
-from ...shapes import Name
+from ..shapes import Name
 from .base import Request
+
+if TYPE_CHECKING:
+    from ..accounts import Member
 
 
 class UserPublic(BaseModel):

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from datetime import date, datetime
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field, StrictInt
 
-from ...accounts import Usage
-from ...domain import MAX_TOKEN_BUDGET, DayUsage, User
+from ..domain import MAX_TOKEN_BUDGET, DayUsage, User
 from .base import Request
+
+if TYPE_CHECKING:
+    from ..accounts import Usage
 
 
 class DayTokens(BaseModel):

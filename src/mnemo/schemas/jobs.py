@@ -7,13 +7,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, StrictBool, StringConstraints
 
-from ...domain import (
+from ..domain import (
     Job,
     JobStatus,
     StoredTurn,
     TurnState,
 )
-from ...shapes import ConversationId, Id, NoNul
+from ..shapes import ConversationId, Id, NoNul
 from .base import Request
 
 

@@ -5,8 +5,8 @@ answer 422 with a message that names the field. Answers are built from the
 domain types by each model's `of`.
 """
 
-from ...domain import StatusFilter
-from ...shapes import ArmPublic, Id, UtcTime
+from ..domain import StatusFilter
+from ..shapes import ArmPublic, Id, UtcTime
 from .agents import AgentCreate, AgentDeleted, AgentPublic, AgentUpdate
 from .base import Page, Request
 from .facts import (

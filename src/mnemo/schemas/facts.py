@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Self
+from typing import TYPE_CHECKING, Annotated, Any, Self
 
 from pydantic import BaseModel, Field, StrictBool, StringConstraints, model_validator
 
-from ...domain import (
+from ..domain import (
     Agent,
     AuditReport,
     Category,
@@ -17,8 +17,7 @@ from ...domain import (
     RecallVia,
     Status,
 )
-from ...recall.fuse import Hit
-from ...shapes import (
+from ..shapes import (
     ArmPublic,
     FactText,
     FactVersion,
@@ -30,6 +29,9 @@ from ...shapes import (
     reasons_of,
 )
 from .base import Request
+
+if TYPE_CHECKING:
+    from ..recall.fuse import Hit
 
 
 class SourcePublic(BaseModel):
