@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from mnemo.batch.transfer import Format, import_file
-from mnemo.domain import Category, InvalidInput, Scope, SourceKind, Status
+from mnemo.domain import Category, Fact, InvalidInput, Scope, SourceKind, Status
 from mnemo.memory import Memory
 from tests.helpers import into
 
@@ -41,6 +41,7 @@ def _json(path: Path, data: object) -> Path:
 # -- mem0 ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_mem0_memories_go_to_the_users_and_agents_they_name_once(memory, tmp_path):
     sam = Scope((await memory.accounts.user("sam")).id)
     await memory.add(sam, "I collect stamps")
@@ -69,6 +70,8 @@ async def test_mem0_memories_go_to_the_users_and_agents_they_name_once(memory, t
             "user_id": "alex",
         },
     }
+    # an export carries the origin, and an import of the export gives it back as it was
+    assert Fact.from_snapshot(veg.user_id, veg.snapshot()).snapshot() == veg.snapshot()
     assert alex["Has a sister named Ana who lives in Porto"].category == Category.RELATIONSHIP
     window = alex["Prefers window seats on long flights"]
     assert window.category == Category.PREFERENCE
@@ -330,6 +333,7 @@ async def test_an_unreadable_or_ambiguous_file_is_refused_clearly(memory, tmp_pa
     assert await memory.accounts.find_user("local") is None
 
 
+@pytest.mark.slow
 async def test_a_huge_line_is_refused_by_its_number(memory, tmp_path):
     path = tmp_path / "facts.md"
     path.write_text("- I like figs\n- " + "fig " * 2_000_000 + "\n")
