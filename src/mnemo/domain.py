@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import unicodedata
 from collections import Counter
@@ -405,8 +406,35 @@ class Scope:
 
 
 @dataclass(frozen=True, slots=True)
+class Origin:
+    """Where an imported fact was kept before: the tool (`mem0`, `khoj`, `markdown`), its id
+    there (a file's name and line for a list), and what it held that a fact has no field for
+    (`details`, a JSON object as canonical JSON text)."""
+
+    tool: str
+    id: str | None = None
+    details: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        details = json.loads(self.details) if self.details else None
+        return {"tool": self.tool, "id": self.id, "details": details}
+
+    @classmethod
+    def of(cls, tool: str, id: str | None, details: dict[str, Any] | None) -> Origin:
+        return cls(tool, id, canonical_json(details) if details else None)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Origin:
+        return cls.of(str(data["tool"]), data.get("id"), data.get("details"))
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+@dataclass(frozen=True, slots=True)
 class Source:
-    """Where a fact came from."""
+    """Where a fact came from (`origin`: an imported fact's place in the tool it came from)."""
 
     kind: SourceKind = SourceKind.API
     conversation_id: str | None = None
@@ -414,9 +442,10 @@ class Source:
     speaker: str | None = None
     extractor_model: str | None = None
     prompt_version: str | None = None
+    origin: Origin | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "kind": str(self.kind),
             "conversation_id": self.conversation_id,
             "message_ids": list(self.message_ids),
@@ -424,6 +453,9 @@ class Source:
             "extractor_model": self.extractor_model,
             "prompt_version": self.prompt_version,
         }
+        if self.origin is not None:  # only imported facts have one: every other source reads as before
+            out["origin"] = self.origin.to_json()
+        return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> Source:
@@ -435,6 +467,7 @@ class Source:
             speaker=data.get("speaker"),
             extractor_model=data.get("extractor_model"),
             prompt_version=data.get("prompt_version"),
+            origin=Origin.from_json(data["origin"]) if data.get("origin") else None,
         )
 
 

@@ -302,13 +302,15 @@ class Memory:
         source: Source | None = None,
         held: bool = False,
         reason: str | None = None,
+        created_at: datetime | None = None,
     ) -> Fact:
         """A fact written by a person; restating an active fact reinforces it instead
         (and pins it, if asked; its category and valid time stay as they were). `held`
         stores a new fact as a candidate that the person approves or rejects (restating a
         waiting candidate reinforces it). The same text added many times at once makes one
         fact, reinforced by the others. `reason`: what its creation records (why it is held);
-        the person's sensitive-data gate may mask the text, hold it, or refuse it."""
+        `created_at`: when it was first kept, if before now (an import from another tool).
+        The person's sensitive-data gate may mask the text, hold it, or refuse it."""
         gated = await self._gated(scope.user_id, clean_text(text))
         text = gated.text
         held = held or bool(gated.held)
@@ -347,6 +349,7 @@ class Memory:
                 embedding_model=self.embedder.model_name,
                 pinned=pinned,
                 status=status,
+                created_at=created_at,
             )
             await self._commit(scope, [changes.create(fact, vector, actor, reason)], now)
             return fact

@@ -161,3 +161,51 @@ def test_facts_import_and_a_bad_line_is_named(mnemo: Invoke, tmp_path: Path) -> 
     unknown.write_text('{"hello": "world"}\n')
     result = mnemo("import", str(unknown))
     assert result.exit_code == 2 and "give --format" in result.stderr
+
+
+DATA = Path(__file__).parent.parent / "data"
+
+
+def test_other_tools_memories_and_conversations_import_once(mnemo: Invoke, tmp_path: Path) -> None:
+    mem0 = as_json(mnemo("import", str(DATA / "mem0" / "memories.json"), "--json"))
+    assert (mem0["format"], mem0["facts_added"], mem0["agents_added"], mem0["users"]) == (
+        "mem0",
+        4,
+        1,
+        ["alex", "sam"],
+    )
+    listed = as_json(mnemo("list", "--json", user="sam"))
+    assert [(f["text"], f["source"]["origin"]["tool"], f["created_at"][:10]) for f in listed] == [
+        ("Plays the cello in a community orchestra", "mem0", "2024-08-02")
+    ]
+    one = as_json(mnemo("import", str(DATA / "mem0" / "memories.json"), "--one-user", "--json", user="me"))
+    assert (one["facts_added"], one["users"]) == (4, ["me"])
+
+    khoj = as_json(mnemo("import", str(DATA / "khoj" / "memories.json"), "--json"))
+    assert (khoj["format"], khoj["facts_added"]) == ("khoj", 3)
+    markdown = DATA / "markdown" / "facts.md"
+    assert as_json(mnemo("import", str(markdown), "--json"))["facts_added"] == 8
+    human = ok(mnemo("import", str(markdown))).stdout
+    assert "0 memories (8 already here)" in human
+    texts = {f["text"]: f["source"]["origin"] for f in as_json(mnemo("list", "--json"))}
+    assert texts["My cat is called Miso 🐈"] == {"tool": "khoj", "id": "15", "details": None}
+    assert texts["I live in Lisbon"] == {"tool": "markdown", "id": "facts.md:3", "details": None}
+
+    claude = ok(mnemo("import", str(DATA / "claude" / "conversations.json"))).stdout
+    assert "2 conversations with 5 messages" in claude and "mnemo backfill" in claude
+    again = as_json(
+        mnemo("import", str(DATA / "claude" / "conversations.json"), "--format", "claude", "--json")
+    )
+    assert (again["conversations_added"], again["conversations_present"]) == (0, 2)
+
+    bad = tmp_path / "mem0.json"
+    bad.write_text(json.dumps([{"id": "a", "memory": "I like figs"}, {"id": "b", "memory": ""}]))
+    result = mnemo("import", str(bad), user="fig")
+    assert result.exit_code == 2 and "Record 2 (id 'b'): a memory needs some text" in result.stderr
+    assert mnemo("list", user="fig").stderr.strip() == "No user named 'fig'."
+    unknown = tmp_path / "notes.dat"
+    unknown.write_text("I like figs\n")
+    result = mnemo("import", str(unknown))
+    assert result.exit_code == 2 and "give --format markdown" in result.stderr
+    forced = as_json(mnemo("import", str(unknown), "--format", "markdown", "--json", user="fig"))
+    assert (forced["format"], forced["facts_added"]) == ("markdown", 1)

@@ -15,7 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.text import Text
 
 from ..batch import export
-from ..batch.transfer import Format, ImportReport, import_file
+from ..batch.transfer import CONVERSATION_FORMATS, FACT_FORMATS, Format, ImportReport, import_file
 from ..build import Core
 from ..domain import Conflict
 from . import output
@@ -106,10 +106,18 @@ def import_(
         Format,
         typer.Option(
             "--format",
-            help="mnemo: an export; openai: chat-completions JSONL; chatgpt: a ChatGPT export's"
-            " conversations.json; facts: JSONL of facts; auto: tell from the file.",
+            help="mnemo: an export; openai: chat-completions JSONL; chatgpt, claude: the"
+            " conversations.json of a ChatGPT or Claude export; facts: JSONL of facts; mem0, khoj:"
+            " their memories as JSON; markdown: a list of facts; auto: tell from the file.",
         ),
     ] = Format.AUTO,
+    one_user: Annotated[
+        bool,
+        typer.Option(
+            "--one-user",
+            help="mem0: import every memory for --user, not for the user its user_id names.",
+        ),
+    ] = False,
     agent: Annotated[
         str | None,
         typer.Option("--agent", metavar="NAME", help="The agent the conversations or facts belong to."),
@@ -119,7 +127,7 @@ def import_(
     ] = False,
     json: Json = False,
 ) -> None:
-    """Import conversations (for backfill to learn from), facts, or a mnemo export."""
+    """Import conversations (for backfill to learn from), memories and facts, or a mnemo export."""
     options = ctx.find_object(Options) or Options()
 
     async def work(core: Core) -> ImportReport:
@@ -140,6 +148,7 @@ def import_(
                     fmt=fmt,
                     dry_run=dry_run,
                     step=step,
+                    one_user=one_user,
                 )
             except Conflict as exc:  # an id of the file is taken here: nothing to show again and retry
                 raise CliFailure(f"Cannot import {file}: {exc}") from exc
@@ -158,14 +167,18 @@ def _show(r: ImportReport) -> None:
     parts = []
     if r.format == "mnemo":
         parts.append(f"{r.agents_added} of {r.agents} agents" if not r.dry_run else f"{r.agents} agents")
-    if r.facts or r.format in ("mnemo", "facts"):
+    if r.facts or r.format in ("mnemo", *FACT_FORMATS):
         parts.append(f"{r.facts_added} memories ({r.facts_present} already here)")
-    if r.conversations or r.format != "facts":
+    if r.conversations or r.format not in FACT_FORMATS:
         parts.append(
             f"{r.conversations_added} conversations with {r.messages_added} messages"
             f" ({r.conversations_present} already here)"
         )
     output.say(Text.assemble((f"{verb} for {r.user}: ", "green"), "; ".join(parts)))
+    if r.format in CONVERSATION_FORMATS and not r.dry_run:
+        output.say("The conversations are stored for `mnemo backfill` to learn from; nothing was learnt yet.")
+    if r.blocked:
+        output.say(f"{r.blocked} memories were left out: they hold what your sensitive-data gate blocks.")
     if r.conversations_empty:
         output.say(f"{r.conversations_empty} conversations had no user or assistant text and were left out.")
     if r.re_embedded:

@@ -44,6 +44,11 @@ class SourcePublic(BaseModel):
     speaker: str | None
     extractor_model: str | None
     prompt_version: str | None
+    origin: dict[str, Any] | None = Field(
+        None,
+        description="An imported fact's place in the tool it came from: tool (mem0, khoj, markdown), "
+        "id there, and details it held that a fact has no field for.",
+    )
 
 
 class FactPublic(BaseModel):

@@ -36,7 +36,10 @@ def new_fact(
     embedding_model: str | None = None,
     pinned: bool = False,
     supersedes: str | None = None,
+    created_at: datetime | None = None,
 ) -> Fact:
+    """A new fact, made `now`; `created_at`, when it was first said elsewhere (an import), if earlier."""
+    said = min(created_at, now) if created_at else now
     return Fact(
         id=new_id(),
         user_id=scope.user_id,
@@ -45,14 +48,14 @@ def new_fact(
         category=category,
         status=status,
         confidence=max(0.0, min(1.0, confidence)),
-        created_at=now,
+        created_at=said,
         recorded_at=now if status == Status.ACTIVE else None,
         source=source,
         valid_from=valid_from,
         embedding_model=embedding_model,
         pinned=pinned,
         supersedes=supersedes,
-        last_seen_at=now,
+        last_seen_at=said,
     )
 
 

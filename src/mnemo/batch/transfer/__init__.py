@@ -6,9 +6,17 @@ formats of `formats.Format` (see docs/export-format.md).
 
 from __future__ import annotations
 
-from .formats import Format
+from .formats import CONVERSATION_FORMATS, FACT_FORMATS, Format
 from .importer import import_file
 from .report import ImportRefused, ImportReport
 from .restore import Destination
 
-__all__ = ["Destination", "Format", "ImportRefused", "ImportReport", "import_file"]
+__all__ = [
+    "CONVERSATION_FORMATS",
+    "FACT_FORMATS",
+    "Destination",
+    "Format",
+    "ImportRefused",
+    "ImportReport",
+    "import_file",
+]

@@ -9,6 +9,8 @@
 - `facts`: JSONL, one fact a line: `{"text", "category"?, "valid_from"?,
   "pinned"?, "agent"?}`.
 - `mnemo`: what `mnemo export` writes (see restore.py and docs/export-format.md).
+- `mem0`, `khoj`, `markdown`: memories kept by other tools, and lists of facts (tools.py).
+- `claude`: the `conversations.json` of a Claude data export (tools.py).
 
 Only what a person and their assistant said is kept of a conversation: user
 and assistant messages with text; system, developer and tool messages, tool
@@ -20,13 +22,14 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
-from ...domain import Category, InvalidInput, as_utc, clean_text, parse_time
+from ...domain import Category, InvalidInput, Origin, as_unicode, as_utc, clean_text, parse_time
 
 
 class Format(StrEnum):
@@ -34,7 +37,16 @@ class Format(StrEnum):
     MNEMO = "mnemo"
     OPENAI = "openai"
     CHATGPT = "chatgpt"
+    CLAUDE = "claude"
     FACTS = "facts"
+    MEM0 = "mem0"
+    KHOJ = "khoj"
+    MARKDOWN = "markdown"
+
+
+# the formats whose items are facts (the others hold conversations, or are a mnemo export)
+FACT_FORMATS = (Format.FACTS, Format.MEM0, Format.KHOJ, Format.MARKDOWN)
+CONVERSATION_FORMATS = (Format.OPENAI, Format.CHATGPT, Format.CLAUDE)
 
 
 KEPT_ROLES = ("user", "assistant")
@@ -60,57 +72,134 @@ class ConversationItem:
 
 @dataclass(frozen=True)
 class FactItem:
-    line: int
+    where: str  # "line 3", "record 2 (id 'm-7')": for messages to the person
     text: str
-    category: Category
-    valid_from: datetime | None
-    pinned: bool
-    agent: str | None
+    category: Category = Category.OTHER
+    valid_from: datetime | None = None
+    pinned: bool = False
+    agent: str | None = None  # an agent's name or id (the user's, or to be made: mem0)
+    user: str | None = None  # the user it belongs to by name (mem0), else the import's
+    created_at: datetime | None = None  # when it was first kept (else: the time of the import)
+    origin: Origin | None = None  # the tool it was kept in, its id there, what else it held
+    details: dict[str, Any] | None = None  # the origin's details, screened by the gate on import
 
 
 # -- reading ----------------------------------------------------------------------------
 
 
+@contextmanager
+def utf8(path: Path) -> Iterator[TextIO]:
+    """The file opened as UTF-8 text (a byte-order mark skipped); InvalidInput if it is not."""
+    try:
+        with path.open(encoding="utf-8-sig") as f:
+            yield f
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"{path.name} is not UTF-8 text ({exc.reason})") from None
+
+
+def lines(path: Path) -> Iterator[tuple[int, str]]:
+    """Each line of a text file with its number (from 1), one at a time."""
+    with utf8(path) as f:
+        yield from enumerate(f, start=1)
+
+
 def json_lines(path: Path) -> Iterator[tuple[int, Any]]:
     """Each non-blank line of a JSONL file, parsed, with its number (from 1)."""
-    with path.open(encoding="utf-8-sig") as f:
-        for number, text in enumerate(f, start=1):
-            if not text.strip():
-                continue
-            try:
-                yield number, json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise InvalidInput(f"line {number}: not JSON ({exc.msg}, column {exc.colno})") from exc
+    for number, text in lines(path):
+        if not text.strip():
+            continue
+        try:
+            yield number, json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"line {number}: not JSON ({exc.msg}, column {exc.colno})") from exc
+
+
+def json_document(path: Path) -> Any:
+    """A file holding one JSON document (an array, an object), parsed whole."""
+    try:
+        with utf8(path) as f:
+            return json.load(f)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"line {exc.lineno}: not JSON ({exc.msg}, column {exc.colno})") from exc
+
+
+# an array of objects: which format, from the keys of its first object (a mem0 export
+# may also be an object of "results")
+_FIRST_KEYS = (
+    ("mapping", Format.CHATGPT),
+    ("chat_messages", Format.CLAUDE),
+    ("memory", Format.MEM0),
+    ("raw", Format.KHOJ),
+    ("role", Format.OPENAI),
+)
+_HEAD = 1 << 20  # how much of a JSON document is read to tell its format from its first item
+TEXT_SUFFIXES = (".md", ".markdown", ".txt", ".text")
 
 
 def detect(path: Path) -> Format:
-    """The format of a file, from its first character or its first line."""
-    with path.open(encoding="utf-8-sig") as f:
-        head = f.read(4096).lstrip()
+    """The format of a file: from its first line (JSONL), the first item of the JSON document it
+    is, or, for text that is not JSON, its name (.md, .markdown, .txt, .text: a list of facts)."""
+    with utf8(path) as f:
+        head = f.read(_HEAD).lstrip()
     if not head:
-        raise InvalidInput(f"{path} is empty")
-    with path.open(encoding="utf-8-sig") as f:
-        line = next((text for text in f if text.strip()), "")
+        raise InvalidInput(f"{path.name} is empty")
+    line = head.split("\n", 1)[0]
     try:
         first = json.loads(line)
     except json.JSONDecodeError:
-        if head.startswith("["):  # an array over many lines: a ChatGPT export
-            return Format.CHATGPT
-        raise InvalidInput(f"cannot tell the format of {path}: its first line is not JSON") from None
-    if isinstance(first, list):  # a line of messages, or a ChatGPT export on one line
-        chatgpt = bool(first) and all(isinstance(c, dict) and "mapping" in c for c in first)
-        return Format.CHATGPT if chatgpt else Format.OPENAI
+        if head[0] in "[{":  # a document over many lines
+            return _document_format(path, head)
+        if path.suffix.lower() in TEXT_SUFFIXES:
+            return Format.MARKDOWN
+        raise InvalidInput(
+            f"cannot tell the format of {path.name}: it is not JSON; give --format markdown"
+            " if it is a list of facts"
+        ) from None
+    if first == [] and head.rstrip() == "[]":
+        raise InvalidInput(f"{path.name} holds an empty list: nothing to import")
+    if isinstance(first, list):  # a line of messages, or an export's array on one line
+        return _array_format(first, path) if first else Format.OPENAI
     if isinstance(first, dict):
         if first.get("type") in ("header", "user") and "format" in first:
             return Format.MNEMO
+        if isinstance(first.get("results"), list):
+            return Format.MEM0
         if "messages" in first:
             return Format.OPENAI
         if "text" in first:
             return Format.FACTS
-    raise InvalidInput(f"cannot tell the format of {path} from its first line; give --format")
+    raise InvalidInput(f"cannot tell the format of {path.name} from its first line; give --format")
 
 
-def _time(value: Any, where: str) -> datetime | None:
+def _document_format(path: Path, head: str) -> Format:
+    """The format of a JSON document over many lines, from its first item (read alone when it
+    is in the first megabyte, else the whole file is)."""
+    if head[0] == "{":
+        document = json_document(path)
+        if isinstance(document, dict) and isinstance(document.get("results"), list):
+            return Format.MEM0
+        raise InvalidInput(f"cannot tell the format of {path.name}: a JSON object; give --format")
+    at = len(head) - len(head[1:].lstrip())
+    if head[at : at + 1] == "]":
+        raise InvalidInput(f"{path.name} holds an empty list: nothing to import")
+    try:
+        first, _ = json.JSONDecoder().raw_decode(head, at)
+    except json.JSONDecodeError:
+        document = json_document(path)  # its error names the line, or the first item was long
+        first = document[0] if isinstance(document, list) and document else None
+    return _array_format([first], path)
+
+
+def _array_format(items: list[Any], path: Path) -> Format:
+    first = items[0]
+    if isinstance(first, dict):
+        for key, fmt in _FIRST_KEYS:
+            if key in first:
+                return fmt
+    raise InvalidInput(f"cannot tell the format of {path.name} from its first item; give --format")
+
+
+def time_of(value: Any, where: str) -> datetime | None:
     """A Unix time (seconds) or an ISO date-time; naive means UTC."""
     if value is None or value == "":
         return None
@@ -125,12 +214,12 @@ def _time(value: Any, where: str) -> datetime | None:
     raise InvalidInput(f"{where}: {value!r} is not a time (Unix seconds or ISO 8601)")
 
 
-def _text(content: Any, where: str) -> str:
+def text_of(content: Any, where: str) -> str:
     """A message's text: a string, or the text parts of a list of parts."""
     if content is None:
         return ""
-    if isinstance(content, str):
-        return content.replace("\x00", "")  # NUL cannot be stored in PostgreSQL text
+    if isinstance(content, str):  # NUL and lone surrogates: what no store holds
+        return as_unicode(content.replace("\x00", ""))
     if isinstance(content, list):
         parts = []
         for part in content:
@@ -138,7 +227,7 @@ def _text(content: Any, where: str) -> str:
                 parts.append(part)
             elif isinstance(part, dict) and part.get("type") in ("text", "input_text", "output_text"):
                 parts.append(str(part.get("text") or ""))
-        return "\n".join(p for p in parts if p).replace("\x00", "")
+        return as_unicode("\n".join(p for p in parts if p).replace("\x00", ""))
     raise InvalidInput(f"{where}: content must be text or a list of parts, not {type(content).__name__}")
 
 
@@ -164,13 +253,13 @@ def openai_conversations(path: Path) -> list[ConversationItem]:
             role = m["role"]
             if role not in KEPT_ROLES and role not in _LEFT_OUT_ROLES:
                 raise InvalidInput(f"{at}: unknown role {role!r}")
-            text = _text(m.get("content"), at).strip()
+            text = text_of(m.get("content"), at).strip()
             if role in KEPT_ROLES and text:
                 kept.append((role, text, None))
         source = meta.get("id", meta.get("conversation_id"))
         if source is not None and not isinstance(source, str | int):
             raise InvalidInput(f'{where}: "id" must be text or a number')
-        created = _time(meta.get("created", meta.get("created_at")), where)
+        created = time_of(meta.get("created", meta.get("created_at")), where)
         out.append(ConversationItem(where, None if source is None else str(source), created, tuple(kept)))
     return out
 
@@ -179,11 +268,7 @@ def openai_conversations(path: Path) -> list[ConversationItem]:
 
 
 def chatgpt_conversations(path: Path) -> list[ConversationItem]:
-    try:
-        with path.open(encoding="utf-8-sig") as f:
-            data = json.load(f)
-    except json.JSONDecodeError as exc:
-        raise InvalidInput(f"line {exc.lineno}: not JSON ({exc.msg}, column {exc.colno})") from exc
+    data = json_document(path)
     if not isinstance(data, list):
         raise InvalidInput("not a ChatGPT export: expected a JSON array of conversations")
     return [_chatgpt(i, c) for i, c in enumerate(data, start=1)]
@@ -224,12 +309,12 @@ def _chatgpt(number: int, c: Any) -> ConversationItem:
             or metadata.get("is_visually_hidden_from_conversation")
         ):
             continue
-        text = _text(content.get("parts"), f"{where}, message {message.get('id')}").strip()
+        text = text_of(content.get("parts"), f"{where}, message {message.get('id')}").strip()
         if text:
-            kept.append((role, text, _time(message.get("create_time"), where)))
+            kept.append((role, text, time_of(message.get("create_time"), where)))
     source = c.get("id", c.get("conversation_id"))
     return ConversationItem(
-        where, None if source is None else str(source), _time(c.get("create_time"), where), tuple(kept)
+        where, None if source is None else str(source), time_of(c.get("create_time"), where), tuple(kept)
     )
 
 
@@ -260,6 +345,6 @@ def fact_items(path: Path) -> list[FactItem]:
         agent = data.get("agent")
         if agent is not None and not isinstance(agent, str):
             raise InvalidInput(f'{where}: "agent" must be an agent\'s name or id')
-        valid_from = _time(data.get("valid_from"), where)
-        out.append(FactItem(number, text, category, valid_from, pinned, agent))
+        valid_from = time_of(data.get("valid_from"), where)
+        out.append(FactItem(where, text, category, valid_from, pinned, agent))
     return out

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ...domain import MnemoError
@@ -43,6 +43,7 @@ class ImportReport:
     forgotten: int = 0  # facts and messages the person erased before: left out
     blocked: int = 0  # facts holding what the person's sensitive-data gate never stores: left out
     audit_ok: bool | None = None
+    users: list[str] = field(default_factory=list)  # whom a file's facts went to (mem0: many)
 
     def found(self, **counts: int) -> None:
         for name, n in counts.items():
