@@ -18,7 +18,7 @@ def test_first_start_prints_a_working_key_and_health_needs_none(server):
     assert server.token and server.token.startswith("mnemo_")
     assert httpx2.get(f"{server.base_url}/healthz").json() == {"status": "ok"}
     assert httpx2.get(f"{server.base_url}/docs").status_code == 200
-    assert "/v1/memories" in httpx2.get(f"{server.base_url}/openapi.json").text
+    assert "/v1/memories" in httpx2.get(f"{server.base_url}/openapi.json", timeout=60).text
 
 
 def test_a_second_start_creates_no_key(server_settings):

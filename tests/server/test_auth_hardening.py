@@ -299,7 +299,7 @@ def test_successes_and_requests_without_a_key_count_nothing(limited):
 
 
 def test_the_429_and_its_retry_after_are_in_the_api_schema(limited):
-    schema = httpx2.get(f"{limited.base_url}/openapi.json").json()
+    schema = httpx2.get(f"{limited.base_url}/openapi.json", timeout=60).json()
     for path, methods in schema["paths"].items():
         if path in ("/healthz", "/readyz"):  # no key asked, none refused
             continue

@@ -198,6 +198,6 @@ class TestTheServersDefault:
 
 
 def test_the_usage_routes_are_in_the_api_docs(server):
-    schema = ok(httpx2.get(f"{server.base_url}/openapi.json"))
+    schema = ok(httpx2.get(f"{server.base_url}/openapi.json", timeout=60))
     assert {"/v1/me/usage", "/v1/admin/usage", "/v1/admin/users/{user_id}/budget"} <= set(schema["paths"])
     assert "over_budget" in str(schema["components"]["schemas"]["TurnState"])

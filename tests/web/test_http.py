@@ -11,7 +11,7 @@ pytestmark = pytest.mark.slow  # a browser against a real server
 
 
 def test_pages_stay_out_of_the_api_schema(server):
-    schema = ok(httpx2.get(f"{server.base_url}/openapi.json"))
+    schema = ok(httpx2.get(f"{server.base_url}/openapi.json", timeout=60))
     paths = set(schema["paths"])
     assert "/v1/memories" in paths
     assert not {p for p in paths if not p.startswith(("/v1/", "/healthz", "/readyz", "/metrics"))}, paths
