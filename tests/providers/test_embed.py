@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mnemo.providers.base import Embedder, ModelUnavailable
 from mnemo.providers import embed
+from mnemo.providers.base import Embedder, ModelUnavailable
 from mnemo.providers.embed import MINILM_TOKENIZER, LocalEmbedder, OpenAIEmbedder
 from tests.fakes.openai_server import EMBEDDINGS_PATH, ScriptedOpenAI, hashed_embedding
 
