@@ -7,6 +7,8 @@ environment at import time.
 from __future__ import annotations
 
 import ipaddress
+import os
+import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -21,6 +23,18 @@ from pydantic_settings import (
 )
 
 from .domain import MAX_TOKEN_BUDGET, MemoryMode
+from .setting_names import UnknownSetting, unknown_settings
+
+# where a chat model named without a base URL is asked: OpenAI's API
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+
+
+class UnknownSettings(ValueError):
+    """MNEMO_* variables or TOML keys that are no setting (see mnemo.setting_names)."""
+
+    def __init__(self, unknown: list[UnknownSetting]) -> None:
+        super().__init__("; ".join(map(str, unknown)))
+        self.unknown = unknown
 
 
 class RecallSettings(BaseModel):
@@ -170,6 +184,8 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _upstream_defaults(self) -> Settings:
+        if self.llm_model and self.llm_base_url is None:
+            self.llm_base_url = OPENAI_BASE_URL
         if self.upstream_base_url is None:
             self.upstream_base_url = self.llm_base_url
         if self.upstream_api_key is None:
@@ -194,13 +210,24 @@ class Settings(BaseSettings):
         return tuple(sources)
 
     @classmethod
-    def load(cls, config_file: Path | None = None, **overrides: Any) -> Settings:
-        """Settings from overrides, then MNEMO_* variables, then the TOML file, then defaults."""
+    def load(cls, config_file: Path | None = None, *, strict: bool = True, **overrides: Any) -> Settings:
+        """Settings from overrides, then MNEMO_* variables, then the TOML file, then defaults.
+
+        `strict`: UnknownSettings for a MNEMO_* variable or TOML key that is no setting.
+        """
         if config_file is not None and not config_file.is_file():
             raise FileNotFoundError(f"config file not found: {config_file}")
+        if strict and (unknown := cls.unknown(config_file)):
+            raise UnknownSettings(unknown)
         clean = {k: v for k, v in overrides.items() if v is not None}
         # _toml_file is no field: settings_customise_sources takes it out of the init keywords
         return cls(_toml_file=config_file, **clean)  # type: ignore[call-arg]
+
+    @classmethod
+    def unknown(cls, config_file: Path | None = None) -> list[UnknownSetting]:
+        """The MNEMO_* variables of this process, and the keys of the TOML file, that are no setting."""
+        toml = tomllib.loads(config_file.read_text(encoding="utf-8")) if config_file else None
+        return unknown_settings(cls, os.environ, toml, str(config_file))
 
     @property
     def database_path(self) -> Path:

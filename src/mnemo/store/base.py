@@ -444,4 +444,8 @@ class Store(
     async def open(self) -> None:
         """Connect and bring the schema up to date (migrations)."""
 
+    async def schema_versions(self) -> list[int]:
+        """The versions of the migrations applied, in order."""
+        ...
+
     async def close(self) -> None: ...

@@ -1,0 +1,143 @@
+"""`mnemo doctor` and unknown settings, as the installed script, against a scripted chat model."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.openai_server import ScriptedOpenAI
+from tests.server.processes import MNEMO, free_port
+
+pytestmark = pytest.mark.slow  # each starts the installed script
+
+
+def mnemo(*args: str, env: dict[str, str], data_dir: Path) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.upper().startswith("MNEMO_")}
+    return subprocess.run(
+        [MNEMO, "--data-dir", str(data_dir), *args],
+        env={**clean, "COLUMNS": "200", **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def checks(result: subprocess.CompletedProcess[str]) -> dict[str, list[dict]]:
+    by_check: dict[str, list[dict]] = {}
+    for finding in json.loads(result.stdout)["checks"]:
+        by_check.setdefault(finding["check"], []).append(finding)
+    return by_check
+
+
+def test_a_working_setup_passes_every_check(tmp_path: Path, scripted_llm: ScriptedOpenAI):
+    data = tmp_path / "data"
+    env = {"MNEMO_LLM_BASE_URL": scripted_llm.base_url, "MNEMO_LLM_MODEL": "scripted-model"}
+    assert mnemo("add", "I live in Porto", env={}, data_dir=data).returncode == 0
+    scripted_llm.reply_json({"ok": True})
+
+    result = mnemo("doctor", "--json", env=env, data_dir=data)
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    found = checks(result)
+    assert json.loads(result.stdout)["ok"] is True
+    assert {c: [f["status"] for f in fs] for c, fs in found.items()} == {
+        "settings": ["ok"],
+        "data_dir": ["ok"],
+        "disk": ["ok"],
+        "database": ["ok"],
+        "embedder": ["ok"],
+        "chat_model": ["ok"],
+    }
+    assert "384 dimensions" in found["embedder"][0]["message"]
+    assert "JSON schema" in found["chat_model"][0]["message"]
+    (request,) = scripted_llm.chat_requests()
+    assert request["response_format"]["type"] == "json_schema"
+
+
+def test_a_misspelt_variable_and_an_unreachable_model_fail_with_their_fixes(tmp_path: Path):
+    data = tmp_path / "data"
+    env = {
+        "MNEMO_LLM_MODLE": "gpt-4o-mini",
+        "MNEMO_LLM_MODEL": "m",
+        "MNEMO_LLM_BASE_URL": f"http://127.0.0.1:{free_port()}/v1",
+    }
+
+    result = mnemo("doctor", env=env, data_dir=data)
+
+    assert result.returncode == 1
+    out = result.stdout
+    assert "MNEMO_LLM_MODLE (environment) is not a setting; did you mean MNEMO_LLM_MODEL?" in out
+    assert "fix: rename it MNEMO_LLM_MODEL, or remove it" in out
+    assert "is unreachable" in out and "fix: check MNEMO_LLM_BASE_URL" in out
+    # nothing created: the data directory and the database are only reported missing
+    assert f"no database at {data / 'mnemo.db'} yet" in out
+    assert not data.exists()
+
+
+def test_a_model_without_json_schema_support_is_a_warning(tmp_path: Path, scripted_llm: ScriptedOpenAI):
+    scripted_llm.reject_response_format({"json_schema"})
+    scripted_llm.reply_json({"ok": True})
+    env = {"MNEMO_LLM_BASE_URL": scripted_llm.base_url, "MNEMO_LLM_MODEL": "scripted-model"}
+
+    result = mnemo("doctor", "--json", env=env, data_dir=tmp_path / "data")
+
+    assert result.returncode == 0, result.stdout
+    (chat,) = checks(result)["chat_model"]
+    assert chat["status"] == "warn" and "JSON mode only" in chat["message"]
+
+
+def test_a_reply_that_is_not_json_fails(tmp_path: Path, scripted_llm: ScriptedOpenAI):
+    scripted_llm.reply("Sure! Here you go: ok")
+    env = {"MNEMO_LLM_BASE_URL": scripted_llm.base_url, "MNEMO_LLM_MODEL": "scripted-model"}
+
+    result = mnemo("doctor", "--json", env=env, data_dir=tmp_path / "data")
+
+    assert result.returncode == 1
+    (chat,) = checks(result)["chat_model"]
+    assert chat["status"] == "fail" and "did not answer in JSON" in chat["message"]
+
+
+def test_files_open_to_others_and_bad_toml_keys_are_named(tmp_path: Path):
+    data = tmp_path / "data"
+    assert mnemo("add", "I live in Porto", env={}, data_dir=data).returncode == 0
+    data.chmod(0o755)
+    (data / "mnemo.db").chmod(0o644)
+    config = tmp_path / "mnemo.toml"
+    config.write_text("[recall]\nmax_fact = 3\n")
+
+    result = mnemo("--config", str(config), "doctor", "--json", env={}, data_dir=data)
+
+    assert result.returncode == 1
+    found = checks(result)
+    assert [f["message"] for f in found["settings"]] == [
+        f"recall.max_fact ({config}) is not a setting; did you mean recall.max_facts?"
+    ]
+    assert [(f["status"], f["fix"]) for f in found["data_dir"]] == [
+        ("warn", f"chmod 700 {data}"),
+        ("warn", f"chmod 600 {data / 'mnemo.db'} (mnemo also tightens it when it opens the database)"),
+    ]
+
+
+def test_an_invalid_value_fails_the_settings_check_alone(tmp_path: Path):
+    result = mnemo("doctor", "--json", env={"MNEMO_PORT": "eighty"}, data_dir=tmp_path / "data")
+
+    assert result.returncode == 1
+    found = checks(result)
+    assert list(found) == ["settings"]
+    assert found["settings"][0]["message"].startswith("port: ")
+
+
+@pytest.mark.parametrize("command", [["serve"], ["list"], ["worker", "--once"]])
+def test_every_command_refuses_an_unknown_setting(tmp_path: Path, command: list[str]):
+    env = {"MNEMO_LLM_MODLE": "gpt-4o-mini", "MNEMO_LONG_TESTS": "1", "MNEMO_TEST_DATABASE_URL": "x"}
+
+    result = mnemo(*command, env=env, data_dir=tmp_path / "data")
+
+    assert result.returncode == 2
+    assert "MNEMO_LLM_MODLE (environment) is not a setting; did you mean MNEMO_LLM_MODEL?" in result.stderr
+    assert "LONG_TESTS" not in result.stderr and "TEST_DATABASE_URL" not in result.stderr
+    assert not (tmp_path / "data").exists()
