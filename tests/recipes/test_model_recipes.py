@@ -28,7 +28,7 @@ REPLY = "Noted, enjoy Porto!"
 SAID = "I moved to Porto last month."
 
 
-def _answers(learner: Learner):
+def answers(learner: Learner):
     """A model server's answers: facts to an extraction request, REPLY to a chat."""
 
     def answer(body: dict) -> str | None:
@@ -42,11 +42,11 @@ def _answers(learner: Learner):
 @pytest.fixture
 def model_servers() -> Iterator[dict[int, ScriptedOpenAI]]:
     """A scripted server in place of each port the recipes name (11434 Ollama, 8000 vLLM,
-    8080 llama.cpp); each answers as `_answers` does."""
+    8080 llama.cpp); each answers as `answers` does."""
     with ExitStack() as stack:
         servers = {port: stack.enter_context(ScriptedOpenAI()) for port in (11434, 8000, 8080)}
         for server in servers.values():
-            server.responder = _answers(Learner())
+            server.responder = answers(Learner())
         yield servers
 
 
