@@ -20,7 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.fakes.learner import Learner
 from tests.mcp.conftest import SCRIPT, TOOLS, call
-from tests.recipes.snippets import KEY, dotenv, recipe
+from tests.recipes.snippets import DOCS, KEY, dotenv, recipe, snippets
 from tests.recipes.test_model_recipes import REPLY, SAID, answers
 from tests.server.api import ok
 from tests.server.test_turn_states import settled
@@ -206,3 +206,12 @@ async def test_the_http_recipes_url_refuses_a_request_without_the_key(server):
     async with httpx2.AsyncClient() as http:
         refused = await http.post(url.replace(DOCUMENTED_LOCAL, server.base_url), json={})
     assert refused.status_code == 401
+
+
+def test_every_recipe_of_the_page_is_run_here():
+    """A recipe added to docs/connect.md without a test here fails this list."""
+    assert [name for name, _, _ in snippets()] == [
+        "ollama", "vllm", "llama.cpp", "two-models", "open-webui", "librechat",
+        "claude-desktop", "claude-code", "claude-code-project", "cursor", "claude-code-http", "cursor-http",
+    ]  # fmt: skip
+    assert [name for name, _, _ in snippets(DOCS / "scaling.md")] == ["sqlite-to-postgres"]
