@@ -24,7 +24,7 @@ import pytest
 BACKENDS = ("sqlite", "postgres")
 TESTS = Path(__file__).parent
 # a real server, a browser, or processes in every test
-SLOW_DIRS = tuple(TESTS / name for name in ("server", "web", "mcp"))
+SLOW_DIRS = tuple(TESTS / name for name in ("server", "web", "mcp", "recipes"))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
