@@ -3,7 +3,7 @@
     .venv/bin/python bench/postgres.py [--quick] [--json] [--database-url URL]
 
 About 20 minutes on the 2-core reference machine (seeding 1M facts twice is
-most of it); `--quick`, about 2.
+most of it); `--quick`, under 1.
 
 Stores, each seeded with the same facts, times and vectors on both backends:
 
@@ -26,8 +26,8 @@ Stores, each seeded with the same facts, times and vectors on both backends:
   more clustered than a person's real memories, which is hard on HNSW (a
   miss is typically a whole cluster that the walk never reaches).
 
-`--quick` (a smoke run for CI): 100 users x 1,000, a
-20,000-fact user, and 5,000 real facts searched through HNSW by giving that
+`--quick` (a smoke run for CI): 20 users x 500, a
+5,000-fact user, and 2,000 real facts searched through HNSW by giving that
 store exact_below=1,000 (a constructor parameter of PostgresStore).
 
 Facts, vectors and time are those of bench/recall.py (read its docstring):
@@ -148,7 +148,7 @@ class Plan:
     @classmethod
     def make(cls, quick: bool, seed: int) -> Plan:
         if quick:
-            return cls([("100x1000", 100, 1000), ("20k", 1, 20_000)], 5000, 1000, 50, 100, 10, seed)
+            return cls([("20x500", 20, 500), ("5k", 1, 5_000)], 2000, 1000, 30, 60, 10, seed)
         return cls(
             [("1000x1000", 1000, 1000), ("100k", 1, 100_000)], 25_000, EXACT_BELOW, 200, 1000, 20, seed
         )
@@ -736,7 +736,7 @@ async def main(args: argparse.Namespace) -> dict:
 
 def cli() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="100 x 1,000 and 20k stores, 5k real facts")
+    parser.add_argument("--quick", action="store_true", help="20 x 500 and 5k stores, 2k real facts")
     parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
     parser.add_argument(
         "--database-url",

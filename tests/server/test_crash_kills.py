@@ -9,7 +9,7 @@ do not depend on the order jobs run in. A kill is armed for the k-th model (or e
 from then on, k drawn from a seeded generator: it lands while that request is in flight. Every
 process uses the scripted server's embeddings (fast to start; reindex switches model name).
 
-Default run: 22 kills on SQLite, 6 on PostgreSQL; MNEMO_LONG_TESTS=1: 22 on both.
+Default run (CI): 6 kills on each backend; MNEMO_LONG_TESTS=1: 22 on both.
 """
 
 from __future__ import annotations
@@ -70,8 +70,8 @@ FULL = Plan(5, 5, 3, 2, 3, 3, turns_per_round=4, facts=30, conversations=20)
 SHORT = Plan(1, 1, 1, 0, 1, 1, turns_per_round=3, facts=16, conversations=10)
 
 
-def plan_for(database_url: str | None) -> Plan:
-    return FULL if LONG or database_url is None else SHORT
+def plan_for() -> Plan:
+    return FULL if LONG else SHORT
 
 
 class Killer:
@@ -236,7 +236,7 @@ def learner(scripted_llm) -> Learner:
 def test_killed_again_and_again_loses_nothing_and_doubles_nothing(
     tmp_path, scripted_llm, learner, embedder, database_url, processes
 ):
-    plan = plan_for(database_url)
+    plan = plan_for()
     rng = random.Random(SEED)
     d = Deployment(tmp_path, scripted_llm, embedder, database_url, processes)
     sentences = iter(unrelated_facts(2000))
