@@ -141,3 +141,18 @@ def test_every_command_refuses_an_unknown_setting(tmp_path: Path, command: list[
     assert "MNEMO_LLM_MODLE (environment) is not a setting; did you mean MNEMO_LLM_MODEL?" in result.stderr
     assert "LONG_TESTS" not in result.stderr and "TEST_DATABASE_URL" not in result.stderr
     assert not (tmp_path / "data").exists()
+
+
+@pytest.mark.backend("postgres")
+def test_doctor_opens_postgresql_and_names_a_database_it_cannot_reach(tmp_path: Path, database_url: str):
+    data = tmp_path / "data"
+    result = mnemo("doctor", "--json", env={"MNEMO_DATABASE_URL": database_url}, data_dir=data)
+    (database,) = checks(result)["database"]
+    assert database["status"] == "ok", database
+    assert "schema current" in database["message"]
+
+    gone = f"postgresql://mnemo@127.0.0.1:{free_port()}/nowhere"
+    result = mnemo("doctor", "--json", env={"MNEMO_DATABASE_URL": gone}, data_dir=data)
+    (database,) = checks(result)["database"]
+    assert result.returncode == 1 and database["status"] == "fail"
+    assert "MNEMO_DATABASE_URL" in database["fix"]
