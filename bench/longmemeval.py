@@ -123,8 +123,9 @@ def question(raw: dict) -> Question:
 def pieces(text: str, limit: int) -> list[str]:
     """The text, its spacing collapsed as a fact's is, cut at spaces into pieces of at most `limit`."""
     out: list[str] = []
-    for word in text.split():
-        word = word[:limit]  # a single "word" longer than a piece (a long URL, base64) is cut
+    # a "word" longer than a piece (a long URL, base64) is cut into pieces of its own
+    words = (w[i : i + limit] for w in text.split() for i in range(0, len(w), limit))
+    for word in words:
         if out and len(out[-1]) + 1 + len(word) <= limit:
             out[-1] += " " + word
         else:
