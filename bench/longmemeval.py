@@ -259,7 +259,7 @@ async def main(args: argparse.Namespace) -> dict:
                 rows[name].append((q.type, sc))
             log(
                 f"{i}/{len(raw)} {q.id} ({q.type}): {len(q.turns)} turns,"
-                f" mnemo R@10 {result['mnemo']['R@10']:.2f}"
+                " R@10 " + ", ".join(f"{name} {sc['R@10']:.2f}" for name, sc in result.items())
             )
     summary: dict = {}
     for name, rs in rows.items():
