@@ -1,6 +1,6 @@
 """Recall quality on LongMemEval_S: raw chat turns as memories, mnemo next to Khoj's policy.
 
-    .venv/bin/python bench/longmemeval.py [--data PATH] [--quick] [--json]
+    .venv/bin/python bench/longmemeval.py [--data PATH] [--quick] [--chunk N] [--json]
 
 LongMemEval (Wu et al., ICLR 2025) gives each question its own haystack of
 about 48 dated chat sessions (about 490 turns) between a user and an
@@ -14,7 +14,10 @@ Each question is one person's memory: a fresh SQLite store (the real store,
 Memory and Recaller) holding every turn of its haystack, both roles, as a fact
 "user: text" or "assistant: text", committed at its session's date (sessions
 in date order, through bench/replay.py as in LoCoMo's turns corpus). The
-question is then asked with the clock at its `question_date`.
+question is then asked with the clock at its `question_date`. A turn longer
+than a memory may be (2,000 characters, or --chunk N) becomes several facts,
+cut at spaces; a text said twice (a "thanks!") is one fact, standing for
+every turn that says it. --quick: the first question of each type.
 
 Methods, over the same store and the same vectors (the default local embedder):
 mnemo (all arms), khoj (Khoj's policy: the 10 most recent facts of the last
