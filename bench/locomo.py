@@ -65,7 +65,7 @@ import re
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -75,13 +75,11 @@ import numpy as np
 if __package__ in (None, ""):  # run as a script: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.khoj_baseline import KhojBaseline
-from mnemo.domain import Scope, Source, SourceKind
+from bench.replay import Clock, Ranker, rankers, replay
+from mnemo.domain import Scope
 from mnemo.providers.embed import LocalEmbedder
-from mnemo.recall.recaller import ARMS, Recaller
-from mnemo.settings import RecallSettings
+from mnemo.recall.recaller import ARMS
 from mnemo.store.sqlite import SQLiteStore
-from mnemo.write import changes
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev.json"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -176,38 +174,13 @@ def load(path: Path) -> list[Conversation]:
 # -- one store per conversation and corpus ------------------------------------------
 
 
-class Clock:
-    def __init__(self, at: datetime) -> None:
-        self.at = at
-
-    def __call__(self) -> datetime:
-        return self.at
-
-
-Ranker = Callable[[Question, np.ndarray], Awaitable[list[str]]]
-
-
 def methods(store: SQLiteStore, scope: Scope, embedder, clock: Clock) -> dict[str, Ranker]:
-    """Each method: (question, its vector) -> recalled fact ids, best first."""
-    settings = RecallSettings(max_facts=DEPTH, max_tokens=10**9)
-    recaller = Recaller(store, embedder, settings, clock)
-    khoj = KhojBaseline(store._conn, embedder.model_name)
-
-    def mnemo(arms: tuple[str, ...]) -> Ranker:
-        async def rank(q: Question, v: np.ndarray) -> list[str]:
-            hits = await recaller.recall(scope, q.text, vector=v, limit=DEPTH, arms=arms)
-            return [h.fact.id for h in hits]
-
-        return rank
-
-    async def baseline(q: Question, v: np.ndarray) -> list[str]:
-        return [fid for fid, _ in khoj.recall(scope.user_id, v, clock())]
-
-    out: dict[str, Ranker] = {"mnemo": mnemo(ARMS), "khoj": baseline}
+    """Each method: (question text, its vector) -> recalled fact ids, best first."""
+    arms: dict[str, Sequence[str] | None] = {"mnemo": ARMS, "khoj": None}
     for arm in ("recency", "semantic", "topic", "lexical"):
-        out[f"mnemo -{arm}"] = mnemo(tuple(a for a in ARMS if a != arm))
-    out["mnemo semantic only"] = mnemo(("semantic",))
-    return out
+        arms[f"mnemo -{arm}"] = tuple(a for a in ARMS if a != arm)
+    arms["mnemo semantic only"] = ("semantic",)
+    return rankers(store, scope, embedder, clock, DEPTH, arms)
 
 
 @dataclass
@@ -226,24 +199,8 @@ async def build(conv: Conversation, corpus: str, embedder, tmp: Path) -> Built:
     await store.open()
     scope = Scope((await store.ensure_user(conv.name)).id)
     vectors = embedder.embed_sync([item.text for _, item in items])
-    evidence: dict[str, frozenset[str]] = {}
-    source = Source(SourceKind.IMPORT)
-    start = 0
-    while start < len(items):
-        at = items[start][0]
-        end = start
-        while end < len(items) and items[end][0] == at:
-            end += 1
-        clock.at = at
-        batch = []
-        for (_, item), vector in zip(items[start:end], vectors[start:end], strict=True):
-            fact = changes.new_fact(
-                scope, item.text, now=at, source=source, valid_from=at, embedding_model=embedder.model_name
-            )
-            evidence[fact.id] = item.evidence
-            batch.append(changes.create(fact, vector, "import"))
-        await store.commit(scope.user_id, batch, at)
-        start = end
+    ids = await replay(store, scope, embedder, clock, [(at, item.text) for at, item in items], vectors)
+    evidence = {fid: item.evidence for fid, (_, item) in zip(ids, items, strict=True)}
     clock.at = conv.sessions[-1].at + timedelta(days=1)  # questions are asked after the last session
     return Built(store, scope, clock, evidence)
 
@@ -254,7 +211,7 @@ async def evaluate(
     """Per question: (category, 1-based rank of the first hit within DEPTH, or None)."""
     rows = []
     for q, v in zip(questions, qvecs, strict=True):
-        ids = await rank(q, v)
+        ids = await rank(q.text, v)
         first = next((i for i, fid in enumerate(ids[:DEPTH], 1) if built.evidence[fid] & q.evidence), None)
         rows.append((q.category, first))
     return rows

@@ -1,0 +1,104 @@
+"""What the recall-quality benchmarks share: a dated replay into a real store, and the methods compared.
+
+- `Clock`: the injectable clock, moved to each session's date while it is stored
+  and to the question's date when it is asked.
+- `replay`: texts committed as facts one commit per run of equal dates, each
+  commit at its date (record time, last-seen time and valid-from).
+- `rankers`: mnemo's `Recaller` with the given arms, and Khoj's policy
+  (bench/khoj_baseline.py), each as (question text, its vector) -> recalled
+  fact ids, best first, up to `depth`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
+
+import numpy as np
+
+from bench.khoj_baseline import KhojBaseline
+from mnemo.domain import Scope, Source, SourceKind
+from mnemo.recall.recaller import Recaller
+from mnemo.settings import RecallSettings
+from mnemo.store.sqlite import SQLiteStore
+from mnemo.write import changes
+
+
+class Clock:
+    def __init__(self, at: datetime) -> None:
+        self.at = at
+
+    def __call__(self) -> datetime:
+        return self.at
+
+
+Ranker = Callable[[str, np.ndarray], Awaitable[list[str]]]
+
+
+def rankers(
+    store: SQLiteStore,
+    scope: Scope,
+    embedder,
+    clock: Clock,
+    depth: int,
+    arms: dict[str, Sequence[str] | None],
+) -> dict[str, Ranker]:
+    """One ranker per name: mnemo with those arms, or Khoj's policy where the arms are None.
+
+    Benchmark configuration: max_facts `depth` and no token budget (the default
+    1,000-token budget would cut long raw turns before `depth`).
+    """
+    recaller = Recaller(store, embedder, RecallSettings(max_facts=depth, max_tokens=10**9), clock)
+    khoj = KhojBaseline(store._conn, embedder.model_name)
+
+    def mnemo(arms: Sequence[str]) -> Ranker:
+        async def rank(text: str, v: np.ndarray) -> list[str]:
+            hits = await recaller.recall(scope, text, vector=v, limit=depth, arms=tuple(arms))
+            return [h.fact.id for h in hits]
+
+        return rank
+
+    async def baseline(text: str, v: np.ndarray) -> list[str]:
+        return [fid for fid, _ in khoj.recall(scope.user_id, v, clock())][:depth]
+
+    return {name: baseline if a is None else mnemo(a) for name, a in arms.items()}
+
+
+async def replay(
+    store: SQLiteStore,
+    scope: Scope,
+    embedder,
+    clock: Clock,
+    items: list[tuple[datetime, str]],
+    vectors: np.ndarray,
+) -> list[str]:
+    """Commit the (date, text) items in order, one commit per run of equal dates; their fact ids.
+
+    A memory says a thing once: an item whose text (as stored) an earlier one already has
+    becomes no new fact, and its id is the earlier fact's.
+    """
+    source = Source(SourceKind.IMPORT)
+    ids: list[str] = []
+    seen: dict[str, str] = {}  # text hash -> fact id
+    start = 0
+    while start < len(items):
+        at = items[start][0]
+        end = start
+        while end < len(items) and items[end][0] == at:
+            end += 1
+        clock.at = at
+        batch = []
+        for (_, text), vector in zip(items[start:end], vectors[start:end], strict=True):
+            fact = changes.new_fact(
+                scope, text, now=at, source=source, valid_from=at, embedding_model=embedder.model_name
+            )
+            if fact.text_hash in seen:
+                ids.append(seen[fact.text_hash])
+                continue
+            seen[fact.text_hash] = fact.id
+            ids.append(fact.id)
+            batch.append(changes.create(fact, vector, "import"))
+        if batch:
+            await store.commit(scope.user_id, batch, at)
+        start = end
+    return ids
