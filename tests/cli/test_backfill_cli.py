@@ -4,7 +4,6 @@ that is killed (SIGKILL) or interrupted (Ctrl-C) mid-run and then resumed."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 from collections import Counter
@@ -30,13 +29,6 @@ CONVERSATIONS = {  # user, conversation id, days ago, what the user says in each
     ("bob", "c5", 1): ["I drive a green tractor"],
 }
 RECENT = [t for (_, _, days), said in CONVERSATIONS.items() if days < 7 for t in said]
-
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key in list(os.environ):
-        if key.startswith("MNEMO_"):
-            monkeypatch.delenv(key)
 
 
 @pytest.fixture

@@ -21,14 +21,6 @@ pytestmark = pytest.mark.slow  # the whole CLI, ~1 s a test
 Invoke = Callable[..., Result]
 
 
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No MNEMO_* setting of the machine running the tests leaks in."""
-    for key in list(os.environ):
-        if key.startswith("MNEMO_"):
-            monkeypatch.delenv(key)
-
-
 @pytest.fixture
 def data_dir(tmp_path: Path) -> Path:
     return tmp_path / "data"

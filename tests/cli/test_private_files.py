@@ -18,13 +18,6 @@ pytestmark = pytest.mark.slow  # the CLI, and processes
 
 
 @pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key in list(os.environ):
-        if key.startswith("MNEMO_"):
-            monkeypatch.delenv(key)
-
-
-@pytest.fixture(autouse=True)
 def permissive_umask() -> Iterator[None]:
     """The usual umask, under which files are made readable by everyone unless mnemo says otherwise."""
     before = os.umask(0o022)

@@ -4,7 +4,6 @@ get the configured (local) model's vectors, a second run has nothing to do, --pr
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -19,13 +18,6 @@ from tests.helpers import bulk_add, in_store, texts
 
 ALICE = ["I play the cello", "My sister Ana lives in Porto", "I am allergic to peanuts", "I grew up in Lyon"]
 BOB = ["I drive a green tractor"]
-
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key in list(os.environ):
-        if key.startswith("MNEMO_"):
-            monkeypatch.delenv(key)
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ the database files are read byte by byte for what was blocked."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -13,13 +12,6 @@ from tests.cli.test_cli import Invoke, as_json, invoker, ok
 from tests.sensitive_cases import SAID, needles, postgres_bytes, sqlite_bytes, start_clean
 
 pytestmark = pytest.mark.slow  # the CLI, in-process, over imports
-
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key in list(os.environ):
-        if key.startswith("MNEMO_"):
-            monkeypatch.delenv(key)
 
 
 @pytest.fixture

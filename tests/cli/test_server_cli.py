@@ -6,23 +6,14 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner, Result
 
 from mnemo.cli.main import app
 from mnemo.domain import JobStatus, Scope, Turn
 from mnemo.memory import Memory
 from tests.helpers import in_store
-
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key in list(os.environ):
-        if key.startswith("MNEMO_"):
-            monkeypatch.delenv(key)
 
 
 def mnemo(data_dir: Path, *args: str, database_url: str | None = None) -> Result:

@@ -7,7 +7,6 @@ backend: an export made on one store comes back whole on the other.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -17,13 +16,6 @@ from tests.cli.test_cli import Invoke, add, as_json, invoker, ok
 pytestmark = pytest.mark.slow  # the CLI over whole exports
 
 CHATGPT = Path(__file__).parent.parent / "data" / "chatgpt" / "conversations.json"
-
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key in list(os.environ):
-        if key.startswith("MNEMO_"):
-            monkeypatch.delenv(key)
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from mnemo.domain import Scope, Turn, new_id
-from tests.cli.test_cli import clean_env, invoker  # noqa: F401 (a fixture, used by name)
+from tests.cli.test_cli import invoker
 from tests.helpers import in_store, worker_for
 
 pytestmark = pytest.mark.slow  # a store seeded, then a dozen commands

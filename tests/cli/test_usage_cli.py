@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mnemo.domain import MAX_TOKEN_BUDGET, Claim, Message, Scope, TokenUsage, next_utc_midnight, utc_day
-from tests.cli.test_cli import clean_env, invoker  # noqa: F401 (a fixture, used by name)
+from tests.cli.test_cli import invoker
 from tests.helpers import in_store
 
 pytestmark = pytest.mark.slow  # a store seeded, then a dozen commands
