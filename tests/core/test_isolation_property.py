@@ -94,6 +94,9 @@ class EmbeddedOnce:
             out[i] = self._vectors[text]
         return out
 
+    async def embed_queries(self, texts) -> np.ndarray:
+        return await self.embed(texts)  # the local model embeds both sides alike
+
 
 def answered(items) -> dict[str, str]:
     """{id: text} of facts, hits or scored facts."""

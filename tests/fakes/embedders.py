@@ -24,6 +24,9 @@ class ProjectedEmbedder:
         out = (await self.inner.embed(texts)) @ self._projection
         return (out / np.linalg.norm(out, axis=1, keepdims=True)).astype(np.float32)
 
+    async def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return await self.embed(texts)
+
     @property
     def embedded(self) -> int:
         return sum(self.calls)

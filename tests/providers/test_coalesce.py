@@ -26,6 +26,11 @@ class Counting:
             raise RuntimeError("model crashed")
         return np.array([[len(t), i] for i, t in enumerate(texts)], np.float32)
 
+    async def embed_queries(self, texts):
+        self.calls.append(["query: " + t for t in texts])
+        await asyncio.sleep(0.01)
+        return -np.array([[len(t), i] for i, t in enumerate(texts)], np.float32)
+
 
 async def test_calls_that_arrive_during_a_run_share_the_next_one():
     inner = Counting()
@@ -76,3 +81,18 @@ async def test_the_real_model_gives_the_same_vectors_batched(embedder):
     alone = embedder.embed_sync(texts)
     for got, want in zip(together, alone, strict=True):
         assert np.allclose(got[0], want, atol=1e-4)
+
+
+async def test_texts_to_store_and_to_search_with_are_never_embedded_together():
+    inner = Counting()
+    embedder = CoalescingEmbedder(inner)
+    first = asyncio.create_task(embedder.embed(["x"]))
+    await asyncio.sleep(0.002)  # the first run is under way: the rest queue up
+    stored, searched, stored_too = await asyncio.gather(
+        embedder.embed(["ab"]), embedder.embed_queries(["abc", "abcd"]), embedder.embed(["abcde"])
+    )
+    await first
+    assert [r[0] for r in stored] == [2] and [r[0] for r in stored_too] == [5]
+    assert [r[0] for r in searched] == [-3, -4]  # the query side's vectors, each its own
+    runs = inner.calls[1:]
+    assert sorted(runs) == [["ab", "abcde"], ["query: abc", "query: abcd"]]  # one run per kind

@@ -43,7 +43,15 @@ class Embedder(Protocol):
     def dimensions(self) -> int: ...
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Shape (len(texts), dimensions), dtype float32, each row of unit length."""
+        """Texts to store: shape (len(texts), dimensions), dtype float32, each row of unit length."""
+        ...
+
+    async def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Texts to search the stored ones with (a question, a topic), in the same space.
+
+        Most models embed both sides alike; some (e5) were trained to mark which side a
+        text is on, and recall better when told.
+        """
         ...
 
 

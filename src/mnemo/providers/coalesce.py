@@ -3,20 +3,32 @@
 A single query costs the local model 3.2 ms on two cores; in a batch of 16 it
 costs 1.7 ms each. While one run is in progress, calls that arrive wait and go
 together into the next: no added delay when idle, fewer runs under load (the
-chat proxy with many clients).
+chat proxy with many clients). Texts to store and texts to search with are embedded
+apart (see `Embedder.embed_queries`), so each kind has its own queue.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .base import Embedder
 
 _Waiter = tuple[list[str], asyncio.Future[np.ndarray]]  # a caller's texts, and where its vectors go
+
+
+@dataclass(slots=True)
+class _Queue:
+    """The callers waiting for one kind of embedding, and whether a run of it is under way."""
+
+    embed: Callable[[Sequence[str]], Awaitable[np.ndarray]]
+    waiting: list[_Waiter] = field(default_factory=list)
+    running: bool = False
+    task: asyncio.Task[None] | None = None  # held so it is not collected mid-run
 
 
 class CoalescingEmbedder:
@@ -28,9 +40,7 @@ class CoalescingEmbedder:
         self.inner = inner
         self.max_texts = max_texts
         self._timed = timed
-        self._waiting: list[_Waiter] = []
-        self._running = False
-        self._task: asyncio.Task[None] | None = None  # held so it is not collected mid-run
+        self._queues = {False: _Queue(inner.embed), True: _Queue(inner.embed_queries)}
 
     @property
     def model_name(self) -> str:
@@ -41,32 +51,38 @@ class CoalescingEmbedder:
         return self.inner.dimensions
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
-        texts = list(texts)
+        return await self._coalesced(self._queues[False], list(texts))
+
+    async def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return await self._coalesced(self._queues[True], list(texts))
+
+    async def _coalesced(self, queue: _Queue, texts: list[str]) -> np.ndarray:
         if len(texts) >= self.max_texts:  # a bulk call is a batch already
-            return await self._run(texts)
+            return await self._run(queue, texts)
         future: asyncio.Future[np.ndarray] = asyncio.get_running_loop().create_future()
-        self._waiting.append((texts, future))
-        if not self._running:
-            self._running = True
-            self._task = asyncio.create_task(self._drain())
+        queue.waiting.append((texts, future))
+        if not queue.running:
+            queue.running = True
+            queue.task = asyncio.create_task(self._drain(queue))
         return await future
 
-    async def _drain(self) -> None:
+    async def _drain(self, queue: _Queue) -> None:
+        waiting = queue.waiting
         try:
-            while self._waiting:
+            while waiting:
                 batch: list[_Waiter] = []
                 size = 0
-                while self._waiting and (not batch or size + len(self._waiting[0][0]) <= self.max_texts):
-                    texts, future = self._waiting.pop(0)
+                while waiting and (not batch or size + len(waiting[0][0]) <= self.max_texts):
+                    texts, future = waiting.pop(0)
                     batch.append((texts, future))
                     size += len(texts)
                 try:
-                    vectors = await self._run([t for texts, _ in batch for t in texts])
+                    vectors = await self._run(queue, [t for texts, _ in batch for t in texts])
                 except Exception:
                     # one caller's text may be what failed: each caller is run again alone,
                     # so that it fails only its own (the rest were run together for speed)
                     for texts, future in batch:
-                        await self._alone(texts, future)
+                        await self._alone(queue, texts, future)
                     continue
                 start = 0
                 for texts, future in batch:
@@ -74,21 +90,21 @@ class CoalescingEmbedder:
                         future.set_result(vectors[start : start + len(texts)])
                     start += len(texts)
         finally:
-            self._running = False
+            queue.running = False
 
-    async def _run(self, texts: list[str]) -> np.ndarray:
+    async def _run(self, queue: _Queue, texts: list[str]) -> np.ndarray:
         started = time.perf_counter()
         try:
-            return await self.inner.embed(texts)
+            return await queue.embed(texts)
         finally:
             if self._timed is not None:
                 self._timed(time.perf_counter() - started)
 
-    async def _alone(self, texts: list[str], future: asyncio.Future[np.ndarray]) -> None:
+    async def _alone(self, queue: _Queue, texts: list[str], future: asyncio.Future[np.ndarray]) -> None:
         if future.done():  # its caller went away
             return
         try:
-            future.set_result(await self._run(texts))
+            future.set_result(await self._run(queue, texts))
         except Exception as exc:
             future.set_exception(exc)
 

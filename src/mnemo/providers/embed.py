@@ -68,8 +68,13 @@ class LocalEmbedder:
         """Shape (len(texts), 384), float32, unit rows; the CPU work runs off the event loop."""
         return await asyncio.to_thread(self.embed_sync, list(texts))
 
-    def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
-        """Blocking form of `embed`, for benchmarks and other synchronous callers."""
+    async def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """MiniLM embeds what is searched with as what is stored."""
+        return await self.embed(texts)
+
+    def embed_sync(self, texts: Sequence[str], *, queries: bool = False) -> np.ndarray:
+        """Blocking form of `embed` (and of `embed_queries`: the same), for benchmarks and other
+        synchronous callers."""
         out = np.empty((len(texts), self.dimensions), dtype=np.float32)
         if not texts:
             return out
@@ -178,6 +183,10 @@ class OpenAIEmbedder:
             for start in range(0, len(texts), self._BATCH_SIZE)
         ]
         return np.concatenate(batches)
+
+    async def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """The endpoint is not told which side of a search a text is on: as `embed`."""
+        return await self.embed(texts)
 
     async def aclose(self) -> None:
         """Close the HTTP connection pool."""

@@ -86,7 +86,7 @@ class Recaller:
             texts.append(query)
         if topic:
             texts.append(topic)  # one embedding call for both, when both are needed
-        embedded = dict(zip(texts, await self.embedder.embed(texts), strict=True)) if texts else {}
+        embedded = dict(zip(texts, await self.embedder.embed_queries(texts), strict=True)) if texts else {}
         vectors = {"semantic": embedded.get(query, vector), "topic": embedded.get(topic)}
         if as_of is None:
             ranked = await self._live(scope, query, vectors, self.clock(), arms)

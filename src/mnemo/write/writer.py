@@ -324,8 +324,9 @@ class Writer:
         if not proposals:
             return report, []
         topics = [p.topic for p in proposals if p.topic]
-        embedded = await self.embedder.embed([p.text for p in proposals] + topics)
-        vectors, topic_vectors = embedded[: len(proposals)], iter(embedded[len(proposals) :])
+        vectors = await self.embedder.embed([p.text for p in proposals])
+        # a topic question is never stored: it only searches what is
+        topic_vectors = iter(await self.embedder.embed_queries(topics) if topics else [])
         ops, to_reconcile = await self._compare(
             scope, proposals, vectors, [next(topic_vectors) if p.topic else None for p in proposals]
         )
