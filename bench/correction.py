@@ -1,6 +1,6 @@
 """Correcting memory when a person's life changes: mnemo's writer next to the Khoj policy.
 
-    .venv/bin/python bench/correction.py [--quick] [--json]
+    .venv/bin/python bench/correction.py [--quick] [--json] [--related-k K ...] [--upper-bound]
 
 People. Each synthetic user has one stale fact per topic (22 topics: where
 they live, their job, who they date, favourite food, car, sport, morning
@@ -32,18 +32,26 @@ would take minutes.
 The model is scripted (tests/fakes/openai_server.py, a real OpenAI-compatible
 server on loopback, reached by mnemo's OpenAIChatModel): the extractor returns
 the user's new statement as one fact, with a topic question (EXTRACTED_TOPIC,
-worded unlike the recall question: "Which city is my home?"); the reconciler answers "supersede" with
-the stale fact as target when the stale fact is among the existing facts it
-was shown, "add" otherwise. The model is thus perfect, and what is measured
-is whether each method puts the stale fact in front of it.
+worded unlike the recall question: "Which city is my home?") and the generic
+form of the fact it replaces (EXTRACTED_REPLACES). That form is made by one
+rule from the topic question alone: the question answered in the first
+person, its value "some <the question's noun>", "someone", "something" or
+"somewhere" ("My home is some city", "My partner is someone"). So the
+extractor knows the new statement and its topic question; it never sees the
+stale fact, its wording or the recall question. The reconciler answers
+"supersede" with the stale fact as target when the stale fact is among the
+existing facts it was shown, "add" otherwise. The model is thus perfect, and
+what is measured is whether each method puts the stale fact in front of it.
 
 Methods, same seed contents (the seeded SQLite file is copied before the
 turns), same vectors:
 - mnemo: `Memory.remember` on the turn: the real writer (extract, embed, look
   for related facts in the whole scoped store: hash, nearest vectors to the
-  statement and to its topic question above their floors, lexical; reconcile;
-  rule; commit). Superseded = the stale fact's status is "superseded" afterwards.
-- mnemo, no topic question: the same, with an extractor that gives no topic.
+  statement, to its topic question and to its generic form above their floors,
+  lexical; reconcile; rule; commit). Superseded = the stale fact's status is
+  "superseded" afterwards.
+- mnemo, no generic form: the same, with an extractor that gives only the topic.
+- mnemo, no topic question nor generic form: an extractor that gives neither.
 - khoj: Khoj's corrector sees only what recall returned for the turn (its 10
   most recent facts of the last 7 days and the 10 nearest to the user's
   message, bench/khoj_baseline.py) and updates by delete + insert; the same
@@ -57,11 +65,17 @@ counts stale facts still returned, and how often the new fact is returned.
 The target is at least 99% superseded for mnemo at 10k facts per user.
 
 Diagnostics: before any turn, where each stale fact ranks among its user's
-facts by cosine to the new statement and to the extracted topic question (what
-the writer searches with: 5 nearest of each, at cosine >= related_floor and
-topic_floor, WriteSettings); misses are listed with those ranks and with what
-each corrector was shown. `--related-k 10 20` adds mnemo rows with a larger
-related_k (each from its own copy of the seeded store). Nothing is asserted.
+facts by cosine to the new statement, the extracted topic question and the
+generic form (what the writer searches with: 5 nearest of each, at cosine >=
+related_floor, topic_floor and replaces_floor, WriteSettings); for floors
+0.25 to 0.6, the share of stale facts the topic and generic-form searches
+would find and how many other facts they would show with them (how the
+floors were chosen); misses are listed with those ranks and with what each
+corrector was shown. `--related-k 10 20` adds mnemo rows with a larger
+related_k (each from its own copy of the seeded store). `--upper-bound` adds
+a row whose extractor words the generic form like the stale fact ("I live in
+some city", OLD_WORDING): it knows what an honest extractor cannot, and shows
+what the writer does when the form is apt. Nothing is asserted.
 """
 
 from __future__ import annotations
@@ -96,6 +110,7 @@ from mnemo.write import changes, extract_prompt, reconcile_prompt
 from tests.fakes.openai_server import ScriptedOpenAI
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
+AIDS = ("topic", "replaces")  # what the scripted extractor gives with a fact, besides its text
 SPREAD = timedelta(days=60)
 SEED_BATCH = 5000
 
@@ -223,6 +238,41 @@ EXTRACTED_TOPIC = {
     "gym": "Which day do I go to the gym?",
 }
 
+# The generic form the scripted extractor gives with each new statement: how an older fact
+# on its subject would read, the value left open (the writer also searches by it). Made by
+# one rule from the extracted topic question above alone: that question answered in the
+# first person, the value being "some <the question's noun>", or someone, something, somewhere
+# ("Which city is my home?" -> "My home is some city", "Who is my partner?" -> "My partner is
+# someone"). Never from the stale template, the new value or the recall question.
+EXTRACTED_REPLACES = {
+    "home": "My home is some city",
+    "job": "For a living I do some job",
+    "partner": "My partner is someone",
+    "food": "The food I like best is some food",
+    "car": "I have some car",
+    "sport": "I do some sport",
+    "drink": "My morning drink is some drink",
+    "language": "I am studying some language",
+    "instrument": "I play some instrument",
+    "hobby": "In my free time I do something",
+    "doctor": "My doctor is someone",
+    "team": "I am a fan of some team",
+    "medication": "I am on some medicine",
+    "address": "My street address is some street address",
+    "music": "I like some kind of music",
+    "studies": "I study something somewhere",
+    "pet": "We have some pet",
+    "wake": "I wake up at some time",
+    "author": "The writer I like best is some writer",
+    "colour": "The colour I like best is some colour",
+    "trip": "This summer I am travelling somewhere",
+    "gym": "I go to the gym on some day",
+}
+
+# Only for the --upper-bound row: the generic form worded like the stale fact ("I live in some
+# city"), which an honest extractor cannot know; what the writer does when the form is apt.
+OLD_WORDING = {t: re.sub(r"(?:\b(?:an?|the) )?{(\w+)}", r"some \1", stale) for t, stale, _, _ in TOPICS}
+
 # facts.py templates that would state a changing attribute of the user themselves
 EXCLUDED = (
     "I work as",
@@ -281,6 +331,8 @@ class ChangeCase:
     cos_new: float = 0.0
     rank_topic: int = 0
     cos_topic: float = 0.0
+    rank_generic: int = 0  # by the extracted generic form's
+    cos_generic: float = 0.0
 
 
 def _value(slot: str, rng: random.Random, avoid: str | None = None) -> str:
@@ -328,7 +380,7 @@ class Script:
         self.by_new = {c.new: c for c in cases}
         self.lock = threading.Lock()
         self.label = "mnemo"  # the method whose turns are being written
-        self.topics = True  # whether the extractor gives each fact its topic question
+        self.aids = AIDS  # the search aids the extractor gives with each fact
 
     def __call__(self, body: dict) -> str | None:
         messages = body.get("messages") or []
@@ -338,10 +390,14 @@ class Script:
             facts = []
             if said and said.group(2) in self.by_new:
                 case = self.by_new[said.group(2)]
-                topic = EXTRACTED_TOPIC[case.topic] if self.topics else None
-                facts.append(
-                    {"text": case.new, "confidence": 0.95, "speaker": "user", "message": 1, "topic": topic}
-                )
+                fact = {"text": case.new, "confidence": 0.95, "speaker": "user", "message": 1}
+                if "topic" in self.aids:
+                    fact["topic"] = EXTRACTED_TOPIC[case.topic]
+                if "replaces" in self.aids:
+                    fact["replaces"] = EXTRACTED_REPLACES[case.topic]
+                elif "old wording" in self.aids:  # the upper bound: knows how the stale fact reads
+                    fact["replaces"] = OLD_WORDING[case.topic]
+                facts.append(fact)
             return json.dumps({"facts": facts})
         if system == reconcile_prompt.SYSTEM:
             existing = {
@@ -400,31 +456,51 @@ async def seed(
     return user_ids, seeded
 
 
+FLOORS = (0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6)
+
+
 def diagnose(seeded: dict, cases: list[ChangeCase], embedder) -> dict:
     """Where each stale fact ranks among its user's seeded facts (before any turn) by cosine to
-    what the writer searches with: the new statement and the extracted topic question."""
-    floor, topic_floor = Settings().write.related_floor, Settings().write.topic_floor
-    new_vec = embedder.embed_sync([c.new for c in cases])
-    t_vec = embedder.embed_sync([EXTRACTED_TOPIC[c.topic] for c in cases])
-    for c, nv, tv in zip(cases, new_vec, t_vec, strict=True):
+    what the writer searches with: the new statement, the extracted topic question and the
+    extracted generic form. And, per floor a cue's search could have, the share of stale facts
+    it would find (among the 5 nearest, at or above the floor) and how many other facts it
+    would show the reconciler with them (the 5 nearest at or above the floor, less the stale)."""
+    import numpy as np
+
+    w = Settings().write
+    floors = {"new": w.related_floor, "topic": w.topic_floor, "generic": w.replaces_floor}
+    cues = {
+        "new": embedder.embed_sync([c.new for c in cases]),
+        "topic": embedder.embed_sync([EXTRACTED_TOPIC[c.topic] for c in cases]),
+        "generic": embedder.embed_sync([EXTRACTED_REPLACES[c.topic] for c in cases]),
+    }
+    found: dict[str, list[bool]] = {cue: [] for cue in cues}
+    sweep = {cue: {f: [0, 0] for f in FLOORS} for cue in ("topic", "generic")}  # found, others shown
+    for i, c in enumerate(cases):
         matrix, row_of = seeded[c.user]
         at = row_of[c.stale_id]
-        by_new, by_topic = matrix @ nv, matrix @ tv
-        c.cos_new, c.cos_topic = float(by_new[at]), float(by_topic[at])
-        c.rank_new = int((by_new > by_new[at]).sum()) + 1
-        c.rank_topic = int((by_topic > by_topic[at]).sum()) + 1
+        for cue, vectors in cues.items():
+            scores = matrix @ vectors[i]
+            rank, cos = int((scores > scores[at]).sum()) + 1, float(scores[at])
+            setattr(c, f"rank_{cue}", rank)
+            setattr(c, f"cos_{cue}", cos)
+            found[cue].append(rank <= 5 and cos >= floors[cue])
+            if cue in sweep:
+                top = np.argsort(-scores)[:5]
+                for f in FLOORS:
+                    sweep[cue][f][0] += rank <= 5 and cos >= f
+                    sweep[cue][f][1] += sum(1 for j in top if j != at and scores[j] >= f)
     n = len(cases)
-    found_new = [c.rank_new <= 5 and c.cos_new >= floor for c in cases]
-    found_topic = [c.rank_topic <= 5 and c.cos_topic >= topic_floor for c in cases]
-    return {
-        "by_new_top5": sum(c.rank_new <= 5 for c in cases) / n,
-        "by_new_top5_above_floor": sum(found_new) / n,
-        "by_topic_top5": sum(c.rank_topic <= 5 for c in cases) / n,
-        "by_topic_top5_above_floor": sum(found_topic) / n,
-        "either": sum(a or b for a, b in zip(found_new, found_topic, strict=True)) / n,
-        "median_rank_new": sorted(c.rank_new for c in cases)[n // 2],
-        "median_rank_topic": sorted(c.rank_topic for c in cases)[n // 2],
+    out: dict = {f"by_{cue}_top5": sum(getattr(c, f"rank_{cue}") <= 5 for c in cases) / n for cue in cues}
+    out |= {f"by_{cue}_top5_above_floor": sum(hits) / n for cue, hits in found.items()}
+    out |= {f"median_rank_{cue}": sorted(getattr(c, f"rank_{cue}") for c in cases)[n // 2] for cue in cues}
+    out["new_or_topic"] = sum(a or b for a, b in zip(found["new"], found["topic"], strict=True)) / n
+    out["any"] = sum(any(hits) for hits in zip(*found.values(), strict=True)) / n
+    out["floor_sweep"] = {
+        cue: {str(f): {"found": v[0] / n, "others_shown": v[1] / n} for f, v in by.items()}
+        for cue, by in sweep.items()
     }
+    return out
 
 
 async def run_mnemo(
@@ -435,7 +511,7 @@ async def run_mnemo(
     server,
     label: str,
     related_k: int | None = None,
-    topics: bool = True,
+    aids: tuple[str, ...] = AIDS,
 ) -> dict:
     box = [NOW]
     store = SQLiteStore(path, clock=clock_at(box))
@@ -444,7 +520,7 @@ async def run_mnemo(
     if related_k is not None:
         settings.write.related_k = related_k
     server.responder.label = label
-    server.responder.topics = topics
+    server.responder.aids = aids
     memory = await Memory(store, embedder, chat, settings=settings, clock=clock_at(box)).open()
     t = time.perf_counter()
     problems = []
@@ -549,6 +625,8 @@ def misses(name: str, r: dict, cases: list[ChangeCase]) -> list[dict]:
                 "stale_cosine": round(c.cos_new, 3),
                 "rank_by_topic": c.rank_topic,
                 "topic_cosine": round(c.cos_topic, 3),
+                "rank_by_generic": c.rank_generic,
+                "generic_cosine": round(c.cos_generic, 3),
             }
             out.append(miss | {"shown": c.shown.get(name, [])[:8]})
     return out
@@ -600,14 +678,21 @@ def render(rows: list[dict], missed: dict, plan: Plan, info: dict, diag: dict) -
         f"related_floor), median rank {diag['median_rank_new']}; among the 5 nearest to the "
         f"extracted topic question for {diag['by_topic_top5']:.0%} "
         f"({diag['by_topic_top5_above_floor']:.0%} also above topic_floor), median rank "
-        f"{diag['median_rank_topic']}; found by either search: {diag['either']:.0%}."
+        f"{diag['median_rank_topic']}; among the 5 nearest to the extracted generic form for "
+        f"{diag['by_generic_top5']:.0%} ({diag['by_generic_top5_above_floor']:.0%} also above "
+        f"replaces_floor), median rank {diag['median_rank_generic']}; found by the statement or "
+        f"topic: {diag['new_or_topic']:.1%}, by any of the three: {diag['any']:.1%}."
     )
+    for cue, by in diag["floor_sweep"].items():
+        said = ", ".join(f"{f}: {v['found']:.1%} / {v['others_shown']:.1f}" for f, v in by.items())
+        console.print(f"{cue} floor: stale found / other facts shown per change: {said}")
     for name, items in missed.items():
         console.print(f"{name}: {len(items)} stale fact(s) not superseded")
         for m in items[:5]:
             rank = (
                 f" (before the turns the stale fact ranked {m['stale_rank']}, cosine {m['stale_cosine']:.2f},"
-                f" by topic {m['rank_by_topic']}, cosine {m['topic_cosine']:.2f})"
+                f" by topic {m['rank_by_topic']}, cosine {m['topic_cosine']:.2f},"
+                f" by generic form {m['rank_by_generic']}, cosine {m['generic_cosine']:.2f})"
             )
             console.print(f"  [{m['topic']}] {m['stale']!r} -> {m['new']!r}{rank}; shown: {m['shown'][:5]}")
 
@@ -630,12 +715,15 @@ async def main(args: argparse.Namespace) -> dict:
         log(f"seeded {plan.users} x {plan.per_user + len(TOPICS)} facts in {time.perf_counter() - t:.1f}s")
         diag = diagnose(seeded, cases, embedder)
         runs = {}
-        arms = [("mnemo", None, True), ("mnemo, no topic question", None, False)]
-        arms += [(f"mnemo related_k={k}", k, True) for k in args.related_k]
-        for n, (label, k, topics) in enumerate(arms):
+        arms = [("mnemo", None, AIDS), ("mnemo, no generic form", None, ("topic",))]
+        arms += [("mnemo, no topic question nor generic form", None, ())]
+        arms += [(f"mnemo related_k={k}", k, AIDS) for k in args.related_k]
+        if args.upper_bound:
+            arms += [("mnemo, generic form from the stale wording", None, ("topic", "old wording"))]
+        for n, (label, k, aids) in enumerate(arms):
             path = Path(tmp) / f"mnemo-{n}.db"
             shutil.copyfile(a, path)
-            runs[label] = await run_mnemo(path, users, cases, embedder, server, label, k, topics)
+            runs[label] = await run_mnemo(path, users, cases, embedder, server, label, k, aids)
             log(f"{label}: {len(cases)} turns in {runs[label]['turns_s']:.1f}s")
         runs["khoj"] = await run_khoj(b, users, cases, embedder)
         log(f"khoj: {len(cases)} turns in {runs['khoj']['turns_s']:.1f}s")
@@ -668,6 +756,12 @@ def cli() -> None:
         nargs="*",
         default=[],
         help="extra mnemo rows with WriteSettings.related_k set to each value (shipped: 5)",
+    )
+    parser.add_argument(
+        "--upper-bound",
+        action="store_true",
+        help="an extra mnemo row whose extractor words the generic form like the stale fact "
+        "(it knows the old wording: a bound, not a result)",
     )
     args = parser.parse_args()
     t = time.perf_counter()

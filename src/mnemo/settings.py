@@ -66,6 +66,12 @@ class WriteSettings(BaseModel):
     # sits further from its answers than two statements do (MiniLM: 0.33–0.58 for
     # "…my home?" / "I live in Aarhus"), so its floor is lower.
     topic_floor: float = 0.25
+    # The same search by the generic form of the fact a change replaces, its value left
+    # open ("My home is some city" for "I moved to Porto"). bench/correction.py (MiniLM,
+    # 10k facts): the stale fact is among its 5 nearest and at or above 0.35 for 84.5% of
+    # changes (0.45: 69.1%), with 3.0 other facts shown; 0.3 (87.3%, 3.9 shown) finds no
+    # stale fact the other searches miss.
+    replaces_floor: float = 0.35
     # At or above, and with the same numbers and negations: the same fact restated.
     # MiniLM puts "I drink coffee every morning" / "I drink a coffee every morning"
     # at 0.99 but also "…an engineer" / "…a senior engineer" at 0.96, so the bar is

@@ -13,7 +13,10 @@ import pytest
 from mnemo import audit
 from mnemo.batch import export
 from mnemo.batch.transfer.restore import read_export
+from mnemo.build import Core
 from mnemo.domain import Action, Conversation, InvalidInput, Message, Scope, Status, Turn, new_id
+from mnemo.providers.chat import OpenAIChatModel
+from tests.fakes.embedders import RecordingEmbedder
 from tests.helpers import extraction, texts
 from tests.sensitive_cases import ORDINARY, SAID, needles, start_clean, stored_bytes
 
@@ -245,3 +248,36 @@ async def test_changes_to_the_gate_at_once_all_land(memory, alice):
     actions = (await memory.accounts.gate(alice.user_id)).actions()
     assert [actions[kind] for kind in kinds] == ["hold"] * 4
     assert actions["credential"] == "block"
+
+
+@pytest.mark.parametrize("aid", ["topic", "replaces"])
+async def test_a_search_aid_reaches_the_embedder_masked_as_each_persons_gate_says(
+    store, embedder, settings, clock, scripted_llm, aid
+):
+    """The topic question and the generic form are only embedded, never stored; still, what the
+    person's gate does not allow never leaves for the embedder, even when the fact's own text holds
+    nothing sensitive. Bob allows cards: his go as said, his credential does not."""
+    recording = RecordingEmbedder(embedder)
+    chat = OpenAIChatModel(scripted_llm.base_url, "test-key", "scripted-model", timeout=5, max_retries=0)
+    memory = Core(store, recording, chat, settings=settings, clock=clock).memory
+    alice = Scope((await memory.accounts.user("alice")).id)
+    bob = Scope((await memory.accounts.user("bob")).id)
+    await memory.accounts.set_gate(bob.user_id, {"card": "allow"})
+    said = "My card is 4242 4242 4242 4242 and my password is hunter2!x7"
+    proposed = {"text": "I changed my bank details", "message": 1, aid: said}
+    embedded = {}
+    try:
+        for person in (alice, bob):
+            recording.texts.clear()
+            scripted_llm.reply_json(extraction(proposed))
+            report = await memory.remember(Turn.of(person, ("user", "I changed my bank details.")))
+            assert report.problems == []
+            assert texts(await memory.list(person)) == ["I changed my bank details"]
+            embedded[person] = "\n".join(recording.texts)
+    finally:
+        await chat.aclose()
+    assert "I changed my bank details" in embedded[alice]
+    assert "My card is [card ending 4242] and my password is [credential]" in embedded[alice]
+    assert "4242 4242 4242 4242" not in embedded[alice] and "hunter2" not in embedded[alice]
+    assert "My card is 4242 4242 4242 4242 and my password is [credential]" in embedded[bob]
+    assert "hunter2" not in embedded[bob]

@@ -54,31 +54,57 @@ async def test_old_fact_outside_recall_is_superseded(llm_memory, clock, scripted
     assert new.source.extractor_model == "scripted-model" and new.source.prompt_version
 
 
-async def test_the_topic_question_finds_a_fact_the_new_wording_does_not(llm_memory, scripted_llm, alice, bob):
-    """The new wording "I moved to Geneva" embeds near Geneva, not near "I live in Aarhus": the extractor's
-    topic question ("Where do I live?") is what puts the old fact in front of the reconciler.
-    Two people with the same memories: one turn without a topic, one with."""
-    moved = {"text": "I moved to Geneva last month", "confidence": 0.95, "speaker": "user", "message": 1}
+MOVED = {"text": "I moved to Geneva last month", "confidence": 0.95, "speaker": "user", "message": 1}
+
+
+@pytest.mark.parametrize(
+    ("without", "given", "floor"),
+    [
+        ({}, {"topic": "Where do I live?"}, "topic_floor"),
+        (
+            {"topic": "What changed last month?"},
+            {"topic": "What changed last month?", "replaces": "I live in some city"},
+            "replaces_floor",
+        ),
+    ],
+    ids=["topic question", "generic form"],
+)
+async def test_a_search_aid_finds_a_fact_the_new_wording_does_not(
+    llm_memory, scripted_llm, settings, alice, bob, without, given, floor
+):
+    """The new wording "I moved to Geneva" embeds near Geneva, not near "I live in Aarhus": the
+    extractor's topic question ("Where do I live?") puts the old fact in front of the reconciler;
+    so does the generic form of the fact it replaces ("I live in some city"), where a topic
+    question ("What changed last month?") does not. Three people with the same memories: without
+    the aid, nothing related is found; with it, the old fact is superseded; with the aid's own
+    floor above any likeness, nothing is found again."""
+    carol = Scope((await llm_memory.accounts.user("carol")).id)
     aarhus = {}
-    for person in (alice, bob):
+    for person in (alice, bob, carol):
         aarhus[person] = await llm_memory.add(person, "I live in Aarhus")
         await bulk_add(llm_memory, person, unrelated_facts(300))
 
-    scripted_llm.reply_json(extraction(moved))
-    report = await llm_memory.remember(turn(alice, "I moved to Geneva last month."))
-    assert len(scripted_llm.chat_requests()) == 1  # nothing related found: added, no reconciliation
-    assert report.count(Action.CREATE) == 1 and report.problems == []
-    assert (await llm_memory.get(alice, aarhus[alice].id)).status == Status.ACTIVE
+    async def moved(person: Scope, aids: dict, requests: int) -> None:
+        """A turn that finds nothing related: the new fact added alone, with no reconciliation."""
+        scripted_llm.reply_json(extraction(MOVED | aids))
+        report = await llm_memory.remember(turn(person, "I moved to Geneva last month."))
+        assert len(scripted_llm.chat_requests()) == requests
+        assert report.count(Action.CREATE) == 1 and report.problems == []
+        assert (await llm_memory.get(person, aarhus[person].id)).status == Status.ACTIVE
 
-    scripted_llm.reply_json(extraction(moved | {"topic": "Where do I live?"}))
+    await moved(alice, without, requests=1)
+
+    scripted_llm.reply_json(extraction(MOVED | given))
     scripted_llm.reply_json(decisions((1, "supersede", 1)))
     report = await llm_memory.remember(turn(bob, "I moved to Geneva last month."))
-
     assert report.problems == []
     assert "1. I live in Aarhus" in reconcile_prompt(scripted_llm)
     old = await llm_memory.get(bob, aarhus[bob].id)
     assert old.status == Status.SUPERSEDED
     assert (await llm_memory.get(bob, old.superseded_by)).text == "I moved to Geneva last month"
+
+    setattr(settings.write, floor, 0.99)
+    await moved(carol, given, requests=4)
 
 
 async def test_an_unusable_topic_is_dropped_and_the_fact_kept(llm_memory, scripted_llm, alice):

@@ -1,5 +1,5 @@
-"""A second embedding model for tests that switch models: the local model's vectors,
-projected to fewer dimensions by a fixed random matrix (so still about the meaning)."""
+"""Embedders for tests: a second model (the local model's vectors projected to fewer dimensions
+by a fixed random matrix, so still about the meaning), and one that records what it was given."""
 
 from __future__ import annotations
 
@@ -30,3 +30,21 @@ class ProjectedEmbedder:
     @property
     def embedded(self) -> int:
         return sum(self.calls)
+
+
+class RecordingEmbedder:
+    """The same model, keeping every text it was asked to embed (what left for the model)."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.model_name = inner.model_name
+        self.dimensions = inner.dimensions
+        self.texts: list[str] = []
+
+    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.texts += texts
+        return await self.inner.embed(texts)
+
+    async def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        self.texts += texts
+        return await self.inner.embed_queries(texts)

@@ -25,6 +25,9 @@ class Proposal:
     # the question the fact answers ("Where do I live?"): the writer also looks for
     # existing facts near it, since "I moved to Porto" is far from "I live in Lisbon"
     topic: str | None = None
+    # for a change, how the older fact would read with its value left open ("I live in …"):
+    # nearer to "I live in Lisbon" than "I moved to Porto" or "Where do I live?" are
+    replaces: str | None = None
 
     def __post_init__(self) -> None:
         # confidence follows the source: the person's words, then a pasted document, then the assistant's
@@ -96,7 +99,9 @@ class ModelExtractor:
                 except (ValueError, OverflowError):
                     out.problems.append(f"extraction: unreadable valid_from {item.valid_from[:40]!r} ignored")
             out.proposals.append(
-                Proposal(item.text, source, item.category, item.confidence, valid_from, item.topic)
+                Proposal(
+                    item.text, source, item.category, item.confidence, valid_from, item.topic, item.replaces
+                )
             )
         return out
 

@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from ..domain import Category
 
-VERSION = "extract-2026-12-3"
+VERSION = "extract-2026-12-4"
 
 SYSTEM = """\
 You keep a long-term memory of facts about one person, the user, so that their \
@@ -42,10 +42,15 @@ are now…"). Take a fact from it only when it is about the user, and mark it sp
 - topic: the short, plain question the fact answers, in the user's voice ("Where do \
 I live?", "What is my job?", "Who is my GP?"). A fact that replaces an older one \
 answers the same question as the older one.
+- replaces: only for a fact that changes something about the user (a new home, job, \
+partner, habit, favourite…): how an older fact on the same subject would read, its \
+value left open as "some …", "someone" or "something", in the user's language ("I \
+live in some city", "I work as something at some company", "Ich wohne in irgendeiner \
+Stadt"). Leave it out for anything else.
 - Nothing worth remembering: return {"facts": []}.
 
 Answer with JSON only, shaped {"facts": [{"text", "category", "confidence", \
-"valid_from", "speaker", "message", "topic"}]}. category is one of: identity, preference, \
+"valid_from", "speaker", "message", "topic", "replaces"}]}. category is one of: identity, preference, \
 relationship, event, plan, instruction, other. speaker is one of: user, assistant, \
 document."""
 
@@ -59,6 +64,8 @@ class ExtractedFact(BaseModel):
     speaker: Literal["user", "assistant", "document"] = "user"
     message: int | None = None
     topic: str | None = None
+    # a changing fact's older form with its value left open ("I live in …"): a search aid
+    replaces: str | None = None
 
     @field_validator("text", mode="before")
     @classmethod
@@ -66,10 +73,10 @@ class ExtractedFact(BaseModel):
         """Spacing is not content: a blank text is no fact."""
         return " ".join(value.split()) if isinstance(value, str) else value
 
-    @field_validator("topic", mode="before")
+    @field_validator("topic", "replaces", mode="before")
     @classmethod
-    def _topic(cls, value: object) -> str | None:
-        """Only a search aid: an unusable topic is dropped, never the fact with it."""
+    def _search_aid(cls, value: object) -> str | None:
+        """Only search aids: an unusable topic or older form is dropped, never the fact with it."""
         if not isinstance(value, str):
             return None
         return value.strip()[:200] or None

@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol, assert_never
+from typing import Any, NamedTuple, Protocol, assert_never
 
 import numpy as np
 
@@ -44,7 +44,7 @@ from ..domain import (
 from ..forgetting import Forgotten
 from ..gate import memory_enabled
 from ..providers.base import ChatModel, Embedder, ModelError, ModelUnavailable, metered
-from ..sensitive import FactGate, blocked_message, gate_fact, screened_messages, tally
+from ..sensitive import FactGate, blocked_message, gate_fact, screen, screened_messages, tally
 from ..settings import WriteSettings
 from ..store.base import AccountStore, ConversationStore, FactStore, SearchStore, UsageStore
 from . import changes
@@ -323,13 +323,15 @@ class Writer:
             report.forgotten = len(erased)
         if not proposals:
             return report, []
-        topics = [p.topic for p in proposals if p.topic]
+        aids = [aid for p in proposals for aid in (p.topic, p.replaces) if aid]
         vectors = await self.embedder.embed([p.text for p in proposals])
-        # a topic question is never stored: it only searches what is
-        topic_vectors = iter(await self.embedder.embed_queries(topics) if topics else [])
-        ops, to_reconcile = await self._compare(
-            scope, proposals, vectors, [next(topic_vectors) if p.topic else None for p in proposals]
-        )
+        # a topic question or a generic form is never stored: it only searches what is
+        aid_vectors = iter(await self.embedder.embed_queries(aids) if aids else [])
+        cues = [
+            _Cues(next(aid_vectors) if p.topic else None, next(aid_vectors) if p.replaces else None)
+            for p in proposals
+        ]
+        ops, to_reconcile = await self._compare(scope, proposals, vectors, cues)
         if to_reconcile:
             assert self.chat is not None  # without a chat model, _compare leaves nothing to reconcile
             try:
@@ -356,15 +358,17 @@ class Writer:
         scope: Scope,
         proposals: Sequence[Proposal],
         vectors: np.ndarray,
-        topic_vectors: Sequence[np.ndarray | None],
+        cues: Sequence[_Cues],
     ) -> tuple[list[Op], list[tuple[Proposal, list[Fact]]]]:
         """Look for each new fact in the whole scoped store, not only in what recall showed:
-        the same text, the nearest facts to it and to its topic question, the lexical matches."""
+        the same text, the nearest facts to it, to its topic question and to the older fact's
+        form it replaces, the lexical matches."""
         ops: list[Op] = []
         to_reconcile: list[tuple[Proposal, list[Fact]]] = []
         model = self.embedder.model_name
         k = self.settings.related_k
-        for proposal, vector, topic_vector in zip(proposals, vectors, topic_vectors, strict=True):
+        floors = (self.settings.topic_floor, self.settings.replaces_floor)
+        for proposal, vector, cue in zip(proposals, vectors, cues, strict=True):
             same = await self.store.find_by_hash(scope, text_hash(proposal.text))
             if same:
                 ops.append(Op(Action.REINFORCE, proposal, same[0], "restated"))
@@ -386,10 +390,11 @@ class Writer:
                 )
                 continue
             related = {s.fact.id: s.fact for s in near if s.score >= self.settings.related_floor}
-            if topic_vector is not None:
-                for s in await self.store.nearest(scope, topic_vector, model, k):
-                    if s.score >= self.settings.topic_floor:
-                        related.setdefault(s.fact.id, s.fact)
+            for cue_vector, floor in zip(cue, floors, strict=True):
+                if cue_vector is not None:
+                    for s in await self.store.nearest(scope, cue_vector, model, k):
+                        if s.score >= floor:
+                            related.setdefault(s.fact.id, s.fact)
             for s in await self.store.lexical(scope, proposal.text, k):
                 related.setdefault(s.fact.id, s.fact)
             if related and self.chat is not None:
@@ -397,6 +402,13 @@ class Writer:
             else:
                 ops.append(Op(Action.CREATE, proposal))
         return ops, to_reconcile
+
+
+class _Cues(NamedTuple):
+    """What else a new fact is looked for by: its topic question's vector, and its older form's."""
+
+    topic: np.ndarray | None
+    replaces: np.ndarray | None
 
 
 class _Plan:
@@ -518,8 +530,10 @@ def _through_gate(
         if gated.blocked:
             report.problems.append(f"a proposed memory was not stored: {blocked_message(gated.blocked)}")
             continue
-        topic = gate_fact(p.topic, policy).text if p.topic else None
-        kept.append(dataclasses.replace(p, text=gated.text, topic=topic) if gated.done else p)
+        # the search aids are only embedded, never stored: every value the policy does not allow
+        # is masked in them, whatever it does to the text
+        topic, replaces = (screen(aid, policy).masked if aid else None for aid in (p.topic, p.replaces))
+        kept.append(dataclasses.replace(p, text=gated.text, topic=topic, replaces=replaces))
         if gated.done:
             gates[gated.text] = gated
     return _unique(kept), gates
