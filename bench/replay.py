@@ -21,7 +21,7 @@ import numpy as np
 from bench.khoj_baseline import KhojBaseline
 from mnemo.domain import Scope, Source, SourceKind
 from mnemo.recall.recaller import Recaller
-from mnemo.settings import RecallSettings
+from mnemo.settings import RecallSettings, with_floors
 from mnemo.store.sqlite import SQLiteStore
 from mnemo.write import changes
 
@@ -67,7 +67,8 @@ def rankers(
     Benchmark configuration: max_facts `depth` and no token budget (the default
     1,000-token budget would cut long raw turns before `depth`).
     """
-    recaller = Recaller(store, embedder, RecallSettings(max_facts=depth, max_tokens=10**9), clock)
+    recall = with_floors(RecallSettings(max_facts=depth, max_tokens=10**9), "recall", embedder.model_name)
+    recaller = Recaller(store, embedder, recall, clock)  # the model's floors, as served
     khoj = KhojBaseline(store._conn, embedder.model_name)
 
     def mnemo(arms: Sequence[str]) -> Ranker:

@@ -177,6 +177,7 @@ def build_core(settings: Settings, observer: Observer = QUIET) -> Core:
     """The core the settings describe, not yet open; `observer` hears its timings."""
     embedder = build_embedder(settings, observer)
     chat = build_chat(settings)
+    settings = settings.for_model(embedder.model_name)
     return Core(build_store(settings), embedder, chat, settings=settings, observer=observer)
 
 

@@ -10,7 +10,7 @@ import ipaddress
 import os
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import platformdirs
 from pydantic import BaseModel, Field, field_validator, model_validator
@@ -115,6 +115,40 @@ class AuthLimitSettings(BaseModel):
     window_seconds: float = Field(default=60.0, gt=0)
     # addresses tracked at once, and as many key ids; the stalest go first
     max_addresses: int = Field(default=10_000, ge=1)
+
+
+# Each embedding model puts its cosines in a range of its own: for all-MiniLM-L6-v2 two
+# unrelated facts are near 0.1 and a restatement near 0.99, for multilingual-e5-small they are
+# near 0.82 and 0.99 (and "my sister…" / "my brother…" at 0.97). The floors above are MiniLM's
+# (and those of any model not named here); a model named here brings its own, each used
+# unless the setting is given (MNEMO_WRITE__RELATED_FLOOR=…). e5's, from its cosines on
+# bench/facts.py's sentences and bench/data/multilingual.jsonl: the query floors keep every
+# right answer of the multilingual set (lowest 0.750); the statement floors sit near MiniLM's
+# by quantile (0.45 -> 0.89 at the same share of pairs), lowered so that "I moved to Porto"
+# still finds "I live in Lisbon" (0.87); the duplicate bar sits above the closest different
+# facts measured (0.973) and below restatements (0.989-0.998).
+MODEL_FLOORS: dict[str, dict[str, dict[str, float]]] = {
+    "multilingual-e5-small-q4": {
+        "recall": {"semantic_floor": 0.74},
+        "write": {
+            "related_floor": 0.85,
+            "topic_floor": 0.74,
+            "replaces_floor": 0.82,
+            "duplicate_similarity": 0.985,
+        },
+    },
+}
+
+
+Part = TypeVar("Part", bound=BaseModel)
+
+
+def with_floors(settings: Part, part: str, model_name: str) -> Part:
+    """`settings` (the "recall" or "write" part) with the model's floors where none was given."""
+    floors = MODEL_FLOORS.get(model_name, {}).get(part, {})
+    return settings.model_copy(
+        update={name: v for name, v in floors.items() if name not in settings.model_fields_set}
+    )
 
 
 class Settings(BaseSettings):
@@ -238,6 +272,12 @@ class Settings(BaseSettings):
         """The MNEMO_* variables of this process, and the keys of the TOML file, that are no setting."""
         toml = tomllib.loads(config_file.read_text(encoding="utf-8")) if config_file else None
         return unknown_settings(cls, os.environ, toml, str(config_file))
+
+    def for_model(self, model_name: str) -> Settings:
+        """These settings with `model_name`'s own similarity floors (MODEL_FLOORS) wherever
+        none was given."""
+        parts = {part: with_floors(getattr(self, part), part, model_name) for part in ("recall", "write")}
+        return self.model_copy(update=parts)
 
     @property
     def database_path(self) -> Path:

@@ -102,3 +102,40 @@ def test_reindex_unknown_user(mnemo):
     assert result.exit_code != 0 and "nobody" in result.output
     result = mnemo("reindex", "--users", " , ")
     assert result.exit_code != 0
+
+
+GERMAN = [
+    "Ich spiele donnerstags Cello in einem Laienorchester.",
+    "Meine Schwester Miriam arbeitet als Krankenschwester in Salzburg.",
+    "Ich bin allergisch gegen Haselnüsse.",
+    "Ich bin in Linz aufgewachsen.",
+]
+
+
+@pytest.mark.slow
+def test_a_store_moves_to_the_multilingual_model(tmp_path: Path, embedder, database_url):
+    """Written under MiniLM, a German memory is reindexed for multilingual-e5; a question in
+    English then finds the German fact through the semantic arm, which it could not before."""
+    data_dir = tmp_path / "data"
+
+    async def seed(memory):
+        await bulk_add(memory, Scope((await memory.accounts.user("alice")).id), GERMAN)
+
+    in_store(data_dir, embedder, seed, database_url)
+    env = {"COLUMNS": "200", "MNEMO_EMBED_LOCAL": "multilingual-e5"}
+    env |= {"MNEMO_DATABASE_URL": database_url} if database_url else {}
+
+    def mnemo(*args: str) -> Result:
+        return CliRunner().invoke(app, ["--data-dir", str(data_dir), *args], env=env, catch_exceptions=False)
+
+    def search() -> list[dict]:
+        result = mnemo("--user", "alice", "search", "Which instrument do I play?", "--json", "--limit", "2")
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+
+    assert not any("semantic" in hit["why"] for hit in search())  # no e5 vector yet
+    result = mnemo("reindex", "--prune", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["model"] == "multilingual-e5-small-q4"
+    (first, *_) = search()
+    assert first["fact"]["text"] == GERMAN[0] and "semantic" in first["why"]
