@@ -100,10 +100,10 @@ if __package__ in (None, ""):  # run as a script: make `bench` importable
 from bench.facts import TEMPLATES, VOCAB, SynthFact, make_facts, pool_sentences
 from bench.khoj_baseline import KhojBaseline
 from bench.recall import NOISE, import_changes, machine, make_console
+from bench.replay import EMBEDDERS, local_embedder
 from mnemo.domain import Scope, Source, SourceKind, Status, Turn
 from mnemo.memory import Memory
 from mnemo.providers.chat import OpenAIChatModel
-from mnemo.providers.embed import LocalEmbedder
 from mnemo.settings import Settings
 from mnemo.store.sqlite import SQLiteStore
 from mnemo.write import changes, extract_prompt, reconcile_prompt
@@ -418,7 +418,7 @@ class Script:
 
 
 async def seed(
-    path: Path, plan: Plan, cases: list[ChangeCase], embedder: LocalEmbedder, rng: random.Random
+    path: Path, plan: Plan, cases: list[ChangeCase], embedder, rng: random.Random
 ) -> tuple[list[str], dict]:
     """One SQLite file: per user the filler plus the stale facts, at random times over SPREAD.
     Returns the user ids and, per user, the seeded vectors (for the diagnostics)."""
@@ -456,7 +456,11 @@ async def seed(
     return user_ids, seeded
 
 
-FLOORS = (0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6)
+# the floors swept, per model (e5's cosines sit higher than MiniLM's); MiniLM's for any other
+FLOORS = {
+    "all-MiniLM-L6-v2-int8": (0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6),
+    "multilingual-e5-small-q4": (0.74, 0.76, 0.78, 0.8, 0.82, 0.84, 0.86, 0.88),
+}
 
 
 def diagnose(seeded: dict, cases: list[ChangeCase], embedder) -> dict:
@@ -467,15 +471,16 @@ def diagnose(seeded: dict, cases: list[ChangeCase], embedder) -> dict:
     would show the reconciler with them (the 5 nearest at or above the floor, less the stale)."""
     import numpy as np
 
-    w = Settings().write
+    w = Settings().for_model(embedder.model_name).write
     floors = {"new": w.related_floor, "topic": w.topic_floor, "generic": w.replaces_floor}
     cues = {
         "new": embedder.embed_sync([c.new for c in cases]),
-        "topic": embedder.embed_sync([EXTRACTED_TOPIC[c.topic] for c in cases]),
-        "generic": embedder.embed_sync([EXTRACTED_REPLACES[c.topic] for c in cases]),
+        "topic": embedder.embed_sync([EXTRACTED_TOPIC[c.topic] for c in cases], queries=True),
+        "generic": embedder.embed_sync([EXTRACTED_REPLACES[c.topic] for c in cases], queries=True),
     }
     found: dict[str, list[bool]] = {cue: [] for cue in cues}
-    sweep = {cue: {f: [0, 0] for f in FLOORS} for cue in ("topic", "generic")}  # found, others shown
+    swept = FLOORS.get(embedder.model_name, FLOORS["all-MiniLM-L6-v2-int8"])
+    sweep = {cue: {f: [0, 0] for f in swept} for cue in ("topic", "generic")}  # found, others shown
     for i, c in enumerate(cases):
         matrix, row_of = seeded[c.user]
         at = row_of[c.stale_id]
@@ -487,7 +492,7 @@ def diagnose(seeded: dict, cases: list[ChangeCase], embedder) -> dict:
             found[cue].append(rank <= 5 and cos >= floors[cue])
             if cue in sweep:
                 top = np.argsort(-scores)[:5]
-                for f in FLOORS:
+                for f in swept:
                     sweep[cue][f][0] += rank <= 5 and cos >= f
                     sweep[cue][f][1] += sum(1 for j in top if j != at and scores[j] >= f)
     n = len(cases)
@@ -516,7 +521,7 @@ async def run_mnemo(
     box = [NOW]
     store = SQLiteStore(path, clock=clock_at(box))
     chat = OpenAIChatModel(server.base_url, None, "scripted-model", max_retries=0)
-    settings = Settings()
+    settings = Settings().for_model(embedder.model_name)
     if related_k is not None:
         settings.write.related_k = related_k
     server.responder.label = label
@@ -576,7 +581,7 @@ async def run_khoj(path: Path, users: list[str], cases: list[ChangeCase], embedd
         superseded.append(hit)
     turns_s = time.perf_counter() - t
     end = cases[-1].said_at + timedelta(days=1)
-    qvec = embedder.embed_sync([c.question for c in cases])
+    qvec = embedder.embed_sync([c.question for c in cases], queries=True)
     asked = []
     t = time.perf_counter()
     for c, v in zip(cases, qvec, strict=True):
@@ -700,8 +705,7 @@ def render(rows: list[dict], missed: dict, plan: Plan, info: dict, diag: dict) -
 async def main(args: argparse.Namespace) -> dict:
     plan = Plan.make(args.quick, args.seed)
     rng = random.Random(plan.seed)
-    embedder = LocalEmbedder()
-    embedder.embed_sync(["warm up the model"])
+    embedder = local_embedder(args.embedder)
     cases = make_cases(rng, plan.users)
     rng.shuffle(cases)
     for i, c in enumerate(cases):
@@ -748,6 +752,7 @@ async def main(args: argparse.Namespace) -> dict:
 def cli() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="2 users x 2,000 facts (CI smoke)")
+    parser.add_argument("--embedder", choices=EMBEDDERS, default="minilm", help="the local model")
     parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
