@@ -2,8 +2,9 @@
 
 `window(query, now)` finds the first time expression it can read honestly and
 gives the span of time it names, in UTC: a calendar day, week (Monday to
-Sunday), month, season (northern: spring is March to May) or year, or the
-stretch "in the past N days" up to `now`. What it cannot pin down ("recently",
+Sunday), month, season (northern: spring is March to May) or year; the
+stretch "in the past N days" up to `now`; or, for "N weeks, months or years
+ago", the days within half that unit of the day it names. What it cannot pin down ("recently",
 "before I moved", "when did I…") gives None, and the question is recalled as
 any other.
 
@@ -143,8 +144,12 @@ def _count(m: re.Match[str]) -> int:
 
 
 def _ago(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
-    """ "two weeks ago": the calendar week that held the day two weeks back."""
-    return _unit_around(_unit(m), _back(_unit(m), _count(m), now))
+    """The day of "3 days ago"; for "two weeks ago", "a month ago", "a year ago", the days
+    within half a week, month or year of the day that long back (people round them)."""
+    unit = _unit(m)
+    point = _day(_back(unit, _count(m), now))
+    half = timedelta(days=unit // 2)
+    return point - half, point + half + timedelta(days=1)
 
 
 def _within(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
@@ -256,7 +261,7 @@ def window(query: str, now: datetime) -> Window | None:
     Of the expressions found, the first in the query wins (the longest where two start
     at the same word); one that names no readable span is passed over.
     """
-    text = " ".join(query.lower().split())
+    text, now = " ".join(query.lower().split()), now.astimezone(UTC)
     found = sorted(
         (m.start(), -len(m.group(0)), i, m)
         for i, (pattern, _) in enumerate(READERS)
@@ -265,7 +270,7 @@ def window(query: str, now: datetime) -> Window | None:
     for _, _, i, m in found:
         try:
             start, end = READERS[i][1](m, now)
-        except (ValueError, OverflowError, KeyError):
+        except (ValueError, OverflowError):
             continue  # a date no calendar here holds
         if start.year >= MIN_YEAR and start < end:
             return Window(start, end, m.group(0))
