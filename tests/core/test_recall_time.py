@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from mnemo.domain import Scope
 from mnemo.recall.recaller import ARMS
 from tests.helpers import bulk_add, texts, unrelated_facts
 
@@ -98,3 +99,17 @@ async def test_the_window_is_read_against_the_time_asked_as_of(memory, alice, bo
     hits = await memory.recall("What did I buy last month?", alice, as_of=at(2026, 1, 20))
     assert "I bought a blue kettle" in timed(hits)
     assert "I bought a red bicycle" not in texts(hits)  # not yet said then
+
+
+async def test_the_arm_keeps_to_the_agents_scope(memory, alice, clock):
+    """A custom agent's time arm sees its own facts, never another agent's said in the window."""
+    chef = Scope(alice.user_id, (await memory.accounts.create_agent(alice.user_id, "Chef")).id)
+    accountant = Scope(alice.user_id, (await memory.accounts.create_agent(alice.user_id, "Accountant")).id)
+    clock.now = at(2026, 2, 10)
+    await memory.add(chef, "I bought a cast iron pan")
+    await memory.add(accountant, "I bought shares in a bakery")
+    clock.now = at(2026, 3, 20)
+    for as_of in (None, clock()):
+        hits = await memory.recall("What did I buy last month?", chef, as_of=as_of)
+        assert timed(hits) == ["I bought a cast iron pan"]
+        assert "I bought shares in a bakery" not in texts(hits)
