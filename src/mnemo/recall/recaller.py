@@ -157,10 +157,10 @@ class Recaller:
         self, facts: list[Fact], scope: Scope, vectors: dict[str, np.ndarray | None]
     ) -> list[tuple[Fact, float]]:
         """The time arm: the facts of the window, nearest the query first, above the
-        semantic floor; said last first when there is no query vector."""
+        semantic floor (a query with a window always has a vector: it has words)."""
         vector = vectors.get("semantic")
         if vector is None or not facts:
-            return [(f, 0.0) for f in facts]
+            return []
         stored = await self.store.vectors(
             Scope(scope.user_id, all_agents=True), [f.id for f in facts], self.embedder.model_name
         )
