@@ -40,7 +40,10 @@ local embedder, all-MiniLM-L6-v2 int8, or the one --embedder names):
   lexical; pinned finds nothing here). Benchmark configuration: max_facts 20
   and no token budget (the default 1,000-token budget would cut long raw
   turns before 20), everything else as shipped in RecallSettings.
-- mnemo -<arm>: the same with one arm switched off (the ablation).
+- mnemo -<arm>: the same with one arm switched off (the ablation). The time
+  arm runs only for a question that names a time ("in June", "last year":
+  mnemo/recall/when.py, read against the asking time); the run counts them
+  per category ("timed").
 - mnemo semantic only: the dense arm alone, for orientation.
 - khoj: Khoj's policy (bench/khoj_baseline.py): the 10 most recent facts of
   the last 7 days, then the 10 nearest by cosine not already among them,
@@ -78,6 +81,7 @@ if __package__ in (None, ""):  # run as a script: make `bench` importable
 from bench.replay import EMBEDDERS, Clock, Ranker, local_embedder, rankers, replay
 from mnemo.domain import Scope
 from mnemo.recall.recaller import ARMS
+from mnemo.recall.when import window
 from mnemo.store.sqlite import SQLiteStore
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev.json"
@@ -176,7 +180,7 @@ def load(path: Path) -> list[Conversation]:
 def methods(store: SQLiteStore, scope: Scope, embedder, clock: Clock) -> dict[str, Ranker]:
     """Each method: (question text, its vector) -> recalled fact ids, best first."""
     arms: dict[str, Sequence[str] | None] = {"mnemo": ARMS, "khoj": None}
-    for arm in ("recency", "semantic", "topic", "lexical"):
+    for arm in ("recency", "semantic", "topic", "lexical", "time"):
         arms[f"mnemo -{arm}"] = tuple(a for a in ARMS if a != arm)
     arms["mnemo semantic only"] = ("semantic",)
     return rankers(store, scope, embedder, clock, DEPTH, arms)
@@ -291,13 +295,23 @@ def render(summary: dict, counts: dict) -> None:
         for c, label in CATEGORIES.items():
             n = ceiling["per_category"].get(str(c), {}).get("n", 0)
             per.add_column(f"{c} {label} (n={n})", justify="right")
-        for name in ("mnemo", "khoj", "ceiling"):
+        for name in ("mnemo", "mnemo -time", "khoj", "ceiling"):
             cells = []
             for c in CATEGORIES:
                 m = summary[name][corpus]["per_category"].get(str(c))
                 cells.append(" / ".join(f"{m[k]:.2f}" for k in cols) if m else "-")
             per.add_row(name, *cells)
         console.print(per)
+
+
+def timed(convs: list[Conversation]) -> dict[str, int]:
+    """Per category, how many questions name a time the recall reads (its time arm runs)."""
+    counts = dict.fromkeys(map(str, CATEGORIES), 0)
+    for conv in convs:
+        asked = conv.sessions[-1].at + timedelta(days=1)
+        for q in conv.questions:
+            counts[str(q.category)] += window(q.text, asked) is not None
+    return counts
 
 
 async def main(args: argparse.Namespace) -> dict:
@@ -319,6 +333,7 @@ async def main(args: argparse.Namespace) -> dict:
     summary = summarise(rows)
     render(summary, counts)
     summary["run"] = {
+        "timed": timed(convs),
         "data": str(args.data),
         "conversations": [c.name for c in convs],
         "facts": counts,

@@ -1,6 +1,6 @@
 """Recall quality on LongMemEval_S: raw chat turns as memories, mnemo next to Khoj's policy.
 
-    .venv/bin/python bench/longmemeval.py [--data PATH] [--quick] [--chunk N] [--json]
+    .venv/bin/python bench/longmemeval.py [--data PATH] [--quick] [--type T]... [--timed] [--chunk N] [--json]
 
 LongMemEval (Wu et al., ICLR 2025) gives each question its own haystack of
 about 48 dated chat sessions (about 490 turns) between a user and an
@@ -20,10 +20,12 @@ cut at spaces; a text said twice (a "thanks!") is one fact, standing for
 every turn that says it. --quick: the first question of each type.
 
 Methods, over the same store and the same vectors (the default local embedder, or
-the one --embedder names):
-mnemo (all arms), khoj (Khoj's policy: the 10 most recent facts of the last
-7 days, then the 10 nearest not among them), semantic only and lexical only
-(mnemo with that one arm).
+the one --embedder names): mnemo (all arms), mnemo without its time arm (which
+runs only for a question that names a time: "two weeks ago", "in June";
+mnemo/recall/when.py, read against the question_date; counted per type as
+"timed"), khoj (Khoj's policy: the 10 most recent facts of the last 7 days,
+then the 10 nearest not among them), semantic only and lexical only (mnemo
+with that one arm).
 
 Metrics, per question and then averaged, overall and per question_type:
 - R@k (turns): the share of the question's `has_answer` turns among the
@@ -54,6 +56,7 @@ if __package__ in (None, ""):  # run as a script: make `bench` importable
 from bench.replay import EMBEDDERS, Clock, local_embedder, rankers, replay
 from mnemo.domain import MAX_TEXT, Scope
 from mnemo.recall.recaller import ARMS
+from mnemo.recall.when import window
 from mnemo.store.sqlite import SQLiteStore
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "longmemeval-s-dev.json.gz"
@@ -62,6 +65,7 @@ DEPTH = max(KS)
 QUICK_PER_TYPE = 1
 METHODS: dict[str, Sequence[str] | None] = {
     "mnemo": ARMS,
+    "mnemo_without_time": tuple(a for a in ARMS if a != "time"),
     "khoj": None,
     "semantic_only": ("semantic",),
     "lexical_only": ("lexical",),
@@ -240,6 +244,10 @@ async def main(args: argparse.Namespace) -> dict:
     raw = load(args.data)
     abstention = [r for r in raw if r["question_id"].endswith("_abs")]
     raw = [r for r in raw if not r["question_id"].endswith("_abs")]
+    if args.type:
+        raw = [r for r in raw if r["question_type"] in args.type]
+    if args.timed:  # the only questions where mnemo and mnemo_without_time can differ
+        raw = [r for r in raw if window(r["question"], lme_time(r["question_date"])) is not None]
     if args.quick:
         seen: Counter[str] = Counter()
         quick = []
@@ -250,11 +258,13 @@ async def main(args: argparse.Namespace) -> dict:
         raw = quick
     embedder = local_embedder(args.embedder)
     rows: dict[str, list[tuple[str, dict[str, float]]]] = {name: [] for name in METHODS}
+    timed: Counter[str] = Counter()
     embed_s = store_s = 0.0
     turns = stored = 0
     with tempfile.TemporaryDirectory(prefix="mnemo-longmemeval-") as tmp:
         for i, r in enumerate(raw, 1):
             q = question(r)
+            timed[q.type] += window(q.text, q.at) is not None
             result, n, e, s = await ask(q, embedder, Path(tmp), args.chunk)
             embed_s, store_s, turns, stored = embed_s + e, store_s + s, turns + len(q.turns), stored + n
             for name, sc in result.items():
@@ -283,6 +293,7 @@ async def main(args: argparse.Namespace) -> dict:
         "store_s": store_s,
         "embedder": embedder.model_name,
     }
+    summary["timed"] = dict(timed)
     summary["questions"] = len(raw)
     summary["abstention_excluded"] = len(abstention)
     summary["wall_s"] = time.perf_counter() - start
@@ -299,6 +310,10 @@ def cli() -> None:
     parser.add_argument(
         "--quick", action="store_true", help=f"the first {QUICK_PER_TYPE} question of each type"
     )
+    parser.add_argument(
+        "--type", action="append", help="only questions of this question_type (may be repeated)"
+    )
+    parser.add_argument("--timed", action="store_true", help="only questions that name a time")
     parser.add_argument(
         "--chunk",
         type=int,

@@ -44,8 +44,12 @@ class RecallSettings(BaseModel):
     semantic_floor: float = 0.2  # cosine; below it a "nearest" fact is noise
     lexical_k: int = 20
     weights: dict[str, float] = Field(
-        default_factory=lambda: {"semantic": 1.0, "lexical": 1.0, "recency": 0.5}
+        default_factory=lambda: {"semantic": 1.0, "lexical": 1.0, "recency": 0.5, "time": 1.0}
     )
+    # The "time" arm runs only for a query that names a time ("last month", "in 2022":
+    # recall/when.py): of the facts said or become true then (the latest time_k said),
+    # those nearest the query.
+    time_k: int = Field(default=200, ge=1, le=10_000)
     # The "topic" arm repeats the semantic search with the query's names taken out
     # (recall/recaller.py, without_names); it runs only for a query that names
     # someone, and then takes this share of the semantic weight.

@@ -20,9 +20,10 @@ from ..providers.base import Embedder
 from ..settings import RecallSettings
 from ..store.base import AccountStore, AuditLog, ScoredFact, SearchStore
 from .fuse import Hit, rrf, within_budget
+from .when import Window, window
 
 T = TypeVar("T")
-ARMS = ("pinned", "recency", "semantic", "topic", "lexical")
+ARMS = ("pinned", "recency", "semantic", "topic", "lexical", "time")
 _WORD = re.compile(r"\w+")
 # A capitalised word that does not open a sentence (with its possessive): a name.
 # Single capitals ("I") and acronyms ("LGBTQ") are not names here.
@@ -75,23 +76,27 @@ class Recaller:
         """Facts for `query`, best first, each with the arms that found it.
 
         With `as_of`, answers from what the store believed at that time (rebuilt
-        from the audit log) instead of from what it believes now.
+        from the audit log) instead of from what it believes now. A query that names
+        a time ("last month", "in 2022"; see recall/when.py, read against the clock or
+        `as_of`) adds the "time" arm: the facts said or become true then, nearest first.
         """
         s = self.settings
+        now = self.clock() if as_of is None else as_of
+        span = window(query, now) if "time" in arms else None
         topic = without_names(query) if "topic" in arms else ""
         if topic == " ".join(query.split()):
             topic = ""  # it names no one: the semantic arm already searches this
         texts = []
-        if vector is None and "semantic" in arms and query.strip():
+        if vector is None and ("semantic" in arms or span) and query.strip():
             texts.append(query)
         if topic:
             texts.append(topic)  # one embedding call for both, when both are needed
         embedded = dict(zip(texts, await self.embedder.embed_queries(texts), strict=True)) if texts else {}
         vectors = {"semantic": embedded.get(query, vector), "topic": embedded.get(topic)}
         if as_of is None:
-            ranked = await self._live(scope, query, vectors, self.clock(), arms)
+            ranked = await self._live(scope, query, vectors, now, arms, span)
         else:
-            ranked = await self._past(scope, query, vectors, as_of, arms)
+            ranked = await self._past(scope, query, vectors, as_of, arms, span)
         hits = rrf(ranked, _weights(s, ranked), k=s.rrf_k)
         max_facts = s.max_facts if limit is None else limit
         return within_budget(hits, max_facts=max_facts, max_tokens=s.max_tokens)
@@ -103,6 +108,7 @@ class Recaller:
         vectors: dict[str, np.ndarray | None],
         now: datetime,
         arms: Sequence[str],
+        span: Window | None,
     ) -> dict[str, list[tuple[Fact, float]]]:
         """The arms run at once: on PostgreSQL each is a query of its own on a pooled
         connection, so a recall waits for the slowest arm rather than for their sum."""
@@ -119,6 +125,8 @@ class Recaller:
             scoring[arm] = self.store.nearest(scope, vector, model, s.semantic_k)
         if "lexical" in arms:
             scoring["lexical"] = self.store.lexical(scope, query, s.lexical_k)
+        if span is not None:
+            listing["time"] = self.store.during(scope, span.start, span.end, s.time_k)
         listed, scored = await asyncio.gather(
             asyncio.gather(*(self._timed(arm, aw) for arm, aw in listing.items())),
             asyncio.gather(*(self._timed(arm, aw) for arm, aw in scoring.items())),
@@ -139,7 +147,26 @@ class Recaller:
                 ]
         if "lexical" in hits:
             out["lexical"] = [(n.fact, n.score) for n in hits["lexical"] if n.fact.is_valid_at(now)]
+        if "time" in found:
+            out["time"] = await self._nearest_of(
+                [f for f in found["time"] if f.is_valid_at(now)], scope, vectors
+            )
         return out
+
+    async def _nearest_of(
+        self, facts: list[Fact], scope: Scope, vectors: dict[str, np.ndarray | None]
+    ) -> list[tuple[Fact, float]]:
+        """The time arm: the facts of the window, nearest the query first, above the
+        semantic floor (a query with a window always has a vector: it has words)."""
+        vector = vectors.get("semantic")
+        if vector is None or not facts:
+            return []
+        stored = await self.store.vectors(
+            Scope(scope.user_id, all_agents=True), [f.id for f in facts], self.embedder.model_name
+        )
+        s = self.settings
+        scored = [(f, float(np.dot(stored[f.id], vector))) for f in facts if f.id in stored]
+        return sorted((x for x in scored if x[1] >= s.semantic_floor), key=lambda x: -x[1])[: s.semantic_k]
 
     async def _timed(self, arm: str, work: Awaitable[T]) -> T:
         started = time.perf_counter()
@@ -155,6 +182,7 @@ class Recaller:
         vectors: dict[str, np.ndarray | None],
         at: datetime,
         arms: Sequence[str],
+        span: Window | None,
     ) -> dict[str, list[tuple[Fact, float]]]:
         """The same arms, computed in memory over the facts believed at `at`.
 
@@ -192,6 +220,10 @@ class Recaller:
                 out[arm] = sorted(scored, key=lambda x: -x[1])[: s.semantic_k]
         if "lexical" in arms:
             out["lexical"] = bm25(query, facts)[: s.lexical_k]
+        if span is not None:
+            then = [f for f in facts if _in_span(f, span)]
+            then.sort(key=lambda f: f.created_at, reverse=True)
+            out["time"] = await self._nearest_of(then[: s.time_k], scope, vectors)
         return out
 
 
@@ -211,6 +243,11 @@ def _weights(s: RecallSettings, ranked: dict[str, list[tuple[Fact, float]]]) -> 
     else:
         weights["topic"] = dense
     return weights
+
+
+def _in_span(fact: Fact, span: Window) -> bool:
+    """Whether the fact became true, or was said, within the window (as `during` reads it)."""
+    return any(t is not None and span.start <= t < span.end for t in (fact.valid_from, fact.created_at))
 
 
 def _age_hours(fact: Fact, now: datetime) -> float:

@@ -199,7 +199,7 @@ class FactStore(Protocol):
 
 
 class SearchStore(Protocol):
-    """The recall arms: the scope's active facts by meaning, words, recency and pin."""
+    """The recall arms: the scope's active facts by meaning, words, recency, time and pin."""
 
     async def nearest(self, scope: Scope, vector: np.ndarray, model: str, k: int) -> list[ScoredFact]:
         """Active facts by cosine similarity (highest first)."""
@@ -209,6 +209,10 @@ class SearchStore(Protocol):
 
     async def recent(self, scope: Scope, since: datetime, k: int) -> list[Fact]:
         """Active facts last confirmed at or after `since`, newest first."""
+
+    async def during(self, scope: Scope, start: datetime, end: datetime, k: int) -> list[Fact]:
+        """Active facts that became true (valid_from) or were said (created_at) at or after
+        `start` and before `end`, those said last first."""
 
     async def pinned(self, scope: Scope) -> list[Fact]: ...
     async def vectors(self, scope: Scope, fact_ids: Sequence[str], model: str) -> dict[str, np.ndarray]: ...

@@ -74,6 +74,7 @@ _ARMS = {
     "topic": "similar topic, names aside",
     "lexical": "same words",
     "recency": "recent",
+    "time": "from the time asked about",
 }
 
 

@@ -74,7 +74,7 @@ class ModelExtractor:
         raw = await self.chat.complete_json(
             [
                 {"role": "system", "content": extract_prompt.SYSTEM},
-                {"role": "user", "content": extract_prompt.user_prompt(numbered, f"{now:%Y-%m-%d}")},
+                {"role": "user", "content": extract_prompt.user_prompt(numbered, now)},
             ],
             schema=extract_prompt.Extraction.model_json_schema(),
             schema_name="extraction",

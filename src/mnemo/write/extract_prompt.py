@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
 from ..domain import Category
 
-VERSION = "extract-2026-12-4"
+VERSION = "extract-2026-12-5"
 
 SYSTEM = """\
 You keep a long-term memory of facts about one person, the user, so that their \
@@ -36,7 +37,12 @@ are now…"). Take a fact from it only when it is about the user, and mark it sp
 "document".
 - If the user says something is no longer true, state the new situation as a fact \
 ("I no longer own a car", "I moved to Porto").
-- valid_from: the date the fact became true, ISO 8601, only when the conversation says it.
+- Dates: the conversation was said on the date given above ("Today is …"). Write a \
+relative date ("yesterday", "last Saturday", "two weeks ago", "next month") as the \
+date it names, reckoned from that date, never from your own sense of today: "I went \
+hiking last Saturday", said on Monday, 8 May 2023, is "I went hiking on 6 May 2023".
+- valid_from: the date the fact became true, ISO 8601 (a relative date resolved as \
+above), only when the conversation says it.
 - confidence: 0 to 1, how sure you are that this is a durable, true fact about the user.
 - message: the number of the message the fact comes from.
 - topic: the short, plain question the fact answers, in the user's voice ("Where do \
@@ -86,8 +92,31 @@ class Extraction(BaseModel):
     facts: list[ExtractedFact]
 
 
-def user_prompt(numbered_messages: list[tuple[int, str, str]], today: str) -> str:
-    lines = [f"Today is {today}.", "", "Conversation:"]
+_DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+_MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
+
+
+def said_on(at: datetime) -> str:
+    """The day the messages were said, in English whatever the locale: "Monday, 8 May 2023
+    (2023-05-08)"."""
+    return f"{_DAYS[at.weekday()]}, {at.day} {_MONTHS[at.month - 1]} {at.year} ({at.date().isoformat()})"
+
+
+def user_prompt(numbered_messages: list[tuple[int, str, str]], said_at: datetime) -> str:
+    lines = [f"Today is {said_on(said_at)}.", "", "Conversation:"]
     for number, role, content in numbered_messages:
         speaker = "User" if role == "user" else "Assistant"
         lines.append(f"[{number}] {speaker}: {content}")

@@ -196,6 +196,15 @@ async def recent(tx: Tx, scope: Scope, since: datetime, k: int) -> list[Fact]:
     return await facts(tx, scope, where, (since,), tail)
 
 
+async def during(tx: Tx, scope: Scope, start: datetime, end: datetime, k: int) -> list[Fact]:
+    where = (
+        "f.status = 'active' AND ((f.valid_from >= ? AND f.valid_from < ?)"
+        " OR (f.created_at >= ? AND f.created_at < ?))"
+    )
+    tail = f"ORDER BY f.created_at DESC, f.rowid DESC LIMIT {int(k)}"
+    return await facts(tx, scope, where, (start, end, start, end), tail)
+
+
 async def pinned(tx: Tx, scope: Scope) -> list[Fact]:
     where = f"f.pinned = {tx.true} AND f.status = 'active'"  # the partial index facts_pinned
     return await facts(tx, scope, where, (), "ORDER BY f.created_at, f.rowid")

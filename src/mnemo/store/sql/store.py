@@ -267,6 +267,9 @@ class SQLStore(ABC, Generic[X, Pending]):
     async def recent(self, scope: Scope, since: datetime, k: int) -> list[Fact]:
         return await self._read(scope.user_id, facts.recent, scope, since, k)
 
+    async def during(self, scope: Scope, start: datetime, end: datetime, k: int) -> list[Fact]:
+        return await self._read(scope.user_id, facts.during, scope, start, end, k)
+
     async def pinned(self, scope: Scope) -> list[Fact]:
         return await self._read(scope.user_id, facts.pinned, scope)
 
