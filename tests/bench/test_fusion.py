@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import time
+
 import numpy as np
 
 from bench.fusion import (
@@ -15,6 +18,7 @@ from bench.fusion import (
     folds,
     fused_ids,
     lme_subset,
+    scored,
     settings_of,
 )
 from mnemo.settings import RecallSettings
@@ -98,3 +102,15 @@ def test_cross_validation_picks_what_holds_on_held_out_folds_not_in_sample():
     # ...but held out it averages 0.583 against 0.6
     assert cv["final"]["config"] == grid[1] and cv["final"]["mean_held_out"] == 0.6
     assert [round(c["mean_held_out"], 3) for c in cv["candidates"]] == [0.6, 0.583]
+
+
+def test_the_scores_are_kept_beside_the_lists_and_recomputed_when_the_lists_are_newer(tmp_path):
+    lists = tmp_path / "part.pickle"
+    lists.write_bytes(b"")
+    qs = [asked("locomo-turns", "c", 2), asked("locomo-turns", "c", 44)]
+    grid = configs()[:3]
+    first = scored(lists, qs, grid)
+    assert first.shape == (3, 2) and (first > 0).all()
+    assert (scored(lists, [], grid) == first).all()  # read back, not computed
+    os.utime(lists, (time.time() + 5, time.time() + 5))
+    assert scored(lists, qs[:1], grid).shape == (3, 1)

@@ -65,7 +65,7 @@ async def test_recall_is_the_fusion_of_each_arms_list(memory, alice, bob, clock)
     ranked = await memory.recaller.ranked(alice, query)
     assert set(ranked) == {"pinned", "recency", "semantic", "topic", "lexical"}
     assert ranked["lexical"][0][0].text == "My neighbour Lena repairs telescopes"
-    assert [f.text for f, _ in ranked["recency"]][0] == "I bought a red kayak"
+    assert ranked["recency"][0][0].text == "I bought a red kayak"
     every = [f for hits in ranked.values() for f, _ in hits]
     assert every and all(f.user_id == alice.user_id for f in every)  # bob's fact stays out
     hits = await memory.recall(query, alice, limit=len(every))

@@ -92,7 +92,6 @@ class Recaller:
         arms: Sequence[str] = ARMS,
     ) -> dict[str, list[tuple[Fact, float]]]:
         """Each arm's facts for `query`, best first, before fusion: what `recall` fuses."""
-        s = self.settings
         topic = without_names(query) if "topic" in arms else ""
         if topic == " ".join(query.split()):
             topic = ""  # it names no one: the semantic arm already searches this
