@@ -164,10 +164,21 @@ def scores(q: Question, recalled: list[list[Turn]]) -> dict[str, float]:
     return out
 
 
-async def ask(
-    q: Question, embedder, tmp: Path, limit: int
-) -> tuple[dict[str, dict[str, float]], int, float, float]:
-    """Per method, the question's scores; the facts stored; the seconds spent embedding and storing them."""
+@dataclass
+class Built:
+    """A question's haystack in a fresh store, the clock at the question's date."""
+
+    store: SQLiteStore
+    scope: Scope
+    clock: Clock
+    turns_of: dict[str, list[Turn]]  # fact id -> the turns it stands for
+    facts: int
+    embed_s: float
+    store_s: float
+
+
+async def build(q: Question, embedder, tmp: Path, limit: int) -> Built:
+    """Every turn of the question's haystack stored as facts of at most `limit` characters."""
     items = facts(q, limit)
     t = time.perf_counter()
     vectors = embedder.embed_sync([text for _, text, _ in items])
@@ -175,22 +186,30 @@ async def ask(
     clock = Clock(q.turns[0].at if q.turns else q.at)
     store = SQLiteStore(tmp / f"{q.id}.db", clock=clock)
     await store.open()
+    scope = Scope((await store.ensure_user(q.id)).id)
+    t = time.perf_counter()
+    ids = await replay(store, scope, embedder, clock, [(at, text) for at, text, _ in items], vectors)
+    store_s = time.perf_counter() - t
+    turns_of: dict[str, list[Turn]] = {}
+    for fid, (_, _, turn) in zip(ids, items, strict=True):
+        turns_of.setdefault(fid, []).append(turn)
+    clock.at = q.at
+    return Built(store, scope, clock, turns_of, len(items), embed_s, store_s)
+
+
+async def ask(
+    q: Question, embedder, tmp: Path, limit: int
+) -> tuple[dict[str, dict[str, float]], int, float, float]:
+    """Per method, the question's scores; the facts stored; the seconds spent embedding and storing them."""
+    built = await build(q, embedder, tmp, limit)
     try:
-        scope = Scope((await store.ensure_user(q.id)).id)
-        t = time.perf_counter()
-        ids = await replay(store, scope, embedder, clock, [(at, text) for at, text, _ in items], vectors)
-        store_s = time.perf_counter() - t
-        by_id: dict[str, list[Turn]] = {}
-        for fid, (_, _, turn) in zip(ids, items, strict=True):
-            by_id.setdefault(fid, []).append(turn)
-        clock.at = q.at
         qvec = embedder.embed_sync([q.text], queries=True)[0]
         out = {}
-        for name, rank in rankers(store, scope, embedder, clock, DEPTH, METHODS).items():
-            out[name] = scores(q, [by_id[fid] for fid in await rank(q.text, qvec)])
-        return out, len(items), embed_s, store_s
+        for name, rank in rankers(built.store, built.scope, embedder, built.clock, DEPTH, METHODS).items():
+            out[name] = scores(q, [built.turns_of[fid] for fid in await rank(q.text, qvec)])
+        return out, built.facts, built.embed_s, built.store_s
     finally:
-        await store.close()
+        await built.store.close()
         (tmp / f"{q.id}.db").unlink(missing_ok=True)
 
 

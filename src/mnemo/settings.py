@@ -38,13 +38,18 @@ class UnknownSettings(ValueError):
 
 
 class RecallSettings(BaseModel):
+    # The weights, rrf_k and the arms' depths are the ones bench/fusion.py chose by
+    # cross-validation (LoCoMo, LongMemEval_S, the multilingual set; every fold chose
+    # recency 0 and rrf_k 10). The recency arm is off by default: at weight 0 it still
+    # runs, but its facts move nothing up and only fill places no other arm claims
+    # (they score 0, after every other hit). A positive weight turns it on again.
     recency_days: float = 7.0
     recency_k: int = 10
     semantic_k: int = 20
     semantic_floor: float = 0.2  # cosine; below it a "nearest" fact is noise
-    lexical_k: int = 20
+    lexical_k: int = 40
     weights: dict[str, float] = Field(
-        default_factory=lambda: {"semantic": 1.0, "lexical": 1.0, "recency": 0.5, "time": 1.0}
+        default_factory=lambda: {"semantic": 1.0, "lexical": 0.75, "recency": 0.0, "time": 1.0}
     )
     # The "time" arm runs only for a query that names a time ("last month", "in 2022":
     # recall/when.py): of the facts said or become true then (the latest time_k said),
@@ -54,7 +59,7 @@ class RecallSettings(BaseModel):
     # (recall/recaller.py, without_names); it runs only for a query that names
     # someone, and then takes this share of the semantic weight.
     topic_share: float = Field(default=0.5, ge=0.0, le=1.0)
-    rrf_k: float = 60.0
+    rrf_k: float = 10.0
     max_facts: int = 20
     max_tokens: int = 1000
     # where the chat proxy puts the memory block: in the system message (every chat template

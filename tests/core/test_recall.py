@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from mnemo.recall.fuse import estimate_tokens
+from mnemo.recall.recaller import fused
 from mnemo.recall.render import inject, render
 from tests.helpers import bulk_add, texts, unrelated_facts
 
@@ -52,6 +53,27 @@ async def test_topic_arm_runs_for_a_query_that_names_someone(memory, alice, cloc
         for arm, r in named[0].reasons.items()
     )
     assert abs(named[0].score - expected) < 1e-12
+
+
+async def test_recall_is_the_fusion_of_each_arms_list(memory, alice, bob, clock):
+    await bulk_add(memory, alice, unrelated_facts(60))
+    await memory.add(alice, "My neighbour Lena repairs telescopes")
+    await memory.add(bob, "Bob's telescope is from Lena")
+    clock.advance(days=2)
+    await memory.add(alice, "I bought a red kayak")
+    query = "Who repairs a telescope for Lena?"
+    ranked = await memory.recaller.ranked(alice, query)
+    assert set(ranked) == {"pinned", "recency", "semantic", "topic", "lexical"}
+    assert ranked["lexical"][0][0].text == "My neighbour Lena repairs telescopes"
+    assert ranked["recency"][0][0].text == "I bought a red kayak"
+    every = [f for hits in ranked.values() for f, _ in hits]
+    assert every and all(f.user_id == alice.user_id for f in every)  # bob's fact stays out
+    hits = await memory.recall(query, alice, limit=len(every))
+    assert [(h.fact.id, h.score) for h in hits] == [
+        (h.fact.id, h.score) for h in fused(ranked, memory.recaller.settings)
+    ]
+    past = await memory.recaller.ranked(alice, query, as_of=clock(), arms=("lexical",))
+    assert list(past) == ["lexical"] and past["lexical"][0][0].text == "My neighbour Lena repairs telescopes"
 
 
 async def test_recency_arm_brings_recent_facts_within_the_window(memory, alice, clock):

@@ -80,7 +80,21 @@ class Recaller:
         a time ("last month", "in 2022"; see recall/when.py, read against the clock or
         `as_of`) adds the "time" arm: the facts said or become true then, nearest first.
         """
+        ranked = await self.ranked(scope, query, as_of=as_of, vector=vector, arms=arms)
         s = self.settings
+        max_facts = s.max_facts if limit is None else limit
+        return within_budget(fused(ranked, s), max_facts=max_facts, max_tokens=s.max_tokens)
+
+    async def ranked(
+        self,
+        scope: Scope,
+        query: str,
+        *,
+        as_of: datetime | None = None,
+        vector: np.ndarray | None = None,
+        arms: Sequence[str] = ARMS,
+    ) -> dict[str, list[tuple[Fact, float]]]:
+        """Each arm's facts for `query`, best first, before fusion: what `recall` fuses."""
         now = self.clock() if as_of is None else as_of
         span = window(query, now) if "time" in arms else None
         topic = without_names(query) if "topic" in arms else ""
@@ -94,12 +108,8 @@ class Recaller:
         embedded = dict(zip(texts, await self.embedder.embed_queries(texts), strict=True)) if texts else {}
         vectors = {"semantic": embedded.get(query, vector), "topic": embedded.get(topic)}
         if as_of is None:
-            ranked = await self._live(scope, query, vectors, now, arms, span)
-        else:
-            ranked = await self._past(scope, query, vectors, as_of, arms, span)
-        hits = rrf(ranked, _weights(s, ranked), k=s.rrf_k)
-        max_facts = s.max_facts if limit is None else limit
-        return within_budget(hits, max_facts=max_facts, max_tokens=s.max_tokens)
+            return await self._live(scope, query, vectors, now, arms, span)
+        return await self._past(scope, query, vectors, as_of, arms, span)
 
     async def _live(
         self,
@@ -230,6 +240,11 @@ class Recaller:
 def _searched(vectors: dict[str, np.ndarray | None], arms: Sequence[str]) -> list[tuple[str, np.ndarray]]:
     """The vector arms asked for that have a vector to search with, and that vector."""
     return [(arm, v) for arm in ("semantic", "topic") if arm in arms and (v := vectors.get(arm)) is not None]
+
+
+def fused(ranked: dict[str, list[tuple[Fact, float]]], s: RecallSettings) -> list[Hit]:
+    """The arms' lists fused by the settings' weights (reciprocal-rank fusion), best first."""
+    return rrf(ranked, _weights(s, ranked), k=s.rrf_k)
 
 
 def _weights(s: RecallSettings, ranked: dict[str, list[tuple[Fact, float]]]) -> dict[str, float]:
