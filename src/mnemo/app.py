@@ -28,6 +28,7 @@ from .http.metrics import Metrics, RequestTimer
 from .mcp.http import McpEndpoint
 from .proxy.prepare import check_body
 from .proxy.wire import ChatError
+from .recall import language
 from .settings import Settings
 from .web.chat import ChatRefused, Reply
 
@@ -88,6 +89,8 @@ def create_app(settings: Settings, core: Core | None = None) -> FastAPI:
         app.state.worker = built.worker() if settings.worker else None
         stop = asyncio.Event()
         task = asyncio.create_task(app.state.worker.run(stop)) if app.state.worker else None
+        # recall's language model loads in the background, not in the first request that needs it
+        app.state.warming = asyncio.create_task(asyncio.to_thread(language.warm))
         try:
             async with mcp.running():
                 yield

@@ -12,3 +12,16 @@ def test_names_are_taken_out_of_the_topic_query():
     assert without_names("what food must I avoid?") == "what food must I avoid?"
     assert without_names("Tell me about Zephyrine") == "Tell me about"
     assert without_names("Zephyrine") == "Zephyrine" and without_names("Ask Zephyrine") == "Ask"
+
+
+def test_a_language_that_capitalises_nouns_keeps_its_query_whole():
+    """German writes every noun with a capital: "Instrument" is no name, and taking the nouns
+    out of the question would leave the topic arm nothing to search with."""
+    for query in ("Welches Instrument spiele ich?", "Wo wohnt meine Schwester Miriam?"):
+        assert without_names(query) == query
+    assert without_names("Where does my sister Miriam live?") == "Where does my sister live?"
+
+
+def test_an_opening_mark_opens_the_sentence():
+    assert without_names("¿Dónde vive mi hermana Miriam?") == "¿Dónde vive mi hermana ?"
+    assert without_names("«Où habite Miriam ?»") == "«Où habite ?»"

@@ -20,14 +20,16 @@ from ..providers.base import Embedder
 from ..settings import RecallSettings
 from ..store.base import AccountStore, AuditLog, ScoredFact, SearchStore
 from .fuse import Hit, rrf, within_budget
+from .language import NOUNS_CAPITALISED, language
 from .when import Window, window
 
 T = TypeVar("T")
 ARMS = ("pinned", "recency", "semantic", "topic", "lexical", "time")
 _WORD = re.compile(r"\w+")
 # A capitalised word that does not open a sentence (with its possessive): a name.
-# Single capitals ("I") and acronyms ("LGBTQ") are not names here.
-_NAME = re.compile(r"(?<![.!?:]\s)(?<!^)\b[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+(?:['’]s\b)?")
+# Single capitals ("I") and acronyms ("LGBTQ") are not names here; nor is the first
+# word after an opening mark ("¿Dónde…", "«Wo…").
+_NAME = re.compile(r"(?<![.!?:]\s)(?<![¿¡«„“\"(])(?<!^)\b[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+(?:['’]s\b)?")
 
 
 def without_names(query: str) -> str:
@@ -38,8 +40,12 @@ def without_names(query: str) -> str:
     fact is about, so the nearest facts are the person's rather than the
     topic's. The topic arm searches with the name-free question; the names
     still count through the semantic and lexical arms. Empty when nothing is
-    left; the query itself when it names no one.
+    left; the query itself when it names no one, or when it is in a language
+    that capitalises every noun (German: "Welches Instrument spiele ich?" names
+    no one), where a capital cannot tell a name.
     """
+    if not _NAME.search(query) or language(query) in NOUNS_CAPITALISED:
+        return query
     stripped = " ".join(_NAME.sub(" ", query).split())
     return stripped if _WORD.search(stripped) else ""
 
