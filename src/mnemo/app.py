@@ -18,7 +18,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from . import proxy, server, web
+from . import language, proxy, server, web
 from .accounts import Accounts
 from .auth import Authenticator
 from .build import Core, open_core
@@ -28,7 +28,6 @@ from .http.metrics import Metrics, RequestTimer
 from .mcp.http import McpEndpoint
 from .proxy.prepare import check_body
 from .proxy.wire import ChatError
-from .recall import language
 from .settings import Settings
 from .web.chat import ChatRefused, Reply
 

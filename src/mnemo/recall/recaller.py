@@ -15,12 +15,12 @@ import numpy as np
 
 from .. import audit
 from ..domain import Fact, Scope, Status, readable_agent_keys, shift
+from ..language import NOUNS_CAPITALISED, language
 from ..observe import QUIET, Observer
 from ..providers.base import Embedder
 from ..settings import RecallSettings
 from ..store.base import AccountStore, AuditLog, ScoredFact, SearchStore
 from .fuse import Hit, rrf, within_budget
-from .language import NOUNS_CAPITALISED, language
 from .when import Window, window
 
 T = TypeVar("T")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import re
 
+from ..language import language, stop_words
+
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Words that carry no signal in a question about a person's own facts.
 _STOPWORDS = frozenset(
@@ -19,7 +21,14 @@ def owner_token(user_id: str) -> str:
 
 
 def query_words(text: str) -> list[str]:
+    """The words to search for: without those that carry no signal, in English and, for a query
+    in another language, in that one ("Wo wohnt meine Schwester?": wohnt, schwester). Only
+    the query's own language's list: "son" is a word to search in English, not in French."""
     words = [w for w in (m.group().lower() for m in _WORD.finditer(text)) if w not in _STOPWORDS]
+    if words:
+        code = language(text)
+        if code != "en":
+            words = [w for w in words if w not in stop_words(code)]
     return list(dict.fromkeys(words))[:32]
 
 

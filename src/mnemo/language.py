@@ -1,4 +1,5 @@
-"""Which language a query is in, where recall must know: py3langid, in-process.
+"""Which language a query is in, where recall must know: py3langid, in-process; and the
+words of that language that carry no signal in a search (the stop-words package).
 
 Its model loads once per process (about a second; the server does it at start-up,
 `warm`), then a text takes about 0.1 ms.
@@ -19,6 +20,18 @@ def language(text: str) -> str:
     """The ISO 639-1 code of the language `text` is most likely in."""
     code, _ = _identifier().classify(text)
     return str(code)
+
+
+@cache
+def stop_words(code: str) -> frozenset[str]:
+    """The words of language `code` that say nothing of a fact ("ich", "mein", "donde"); none
+    for a language the list does not know."""
+    from stop_words import StopWordError, get_stop_words
+
+    try:
+        return frozenset(get_stop_words(code))
+    except StopWordError:
+        return frozenset()
 
 
 def warm() -> None:

@@ -1,0 +1,30 @@
+"""The words a lexical search looks for: without those that say nothing, in the query's language."""
+
+from __future__ import annotations
+
+import pytest
+
+from mnemo.language import language
+from mnemo.store.fulltext import query_words
+
+
+@pytest.mark.parametrize(
+    ("query", "code", "words"),
+    [
+        ("Wo wohnt meine Schwester?", "de", ["wohnt", "schwester"]),
+        ("Où travaille mon fils ?", "fr", ["travaille", "fils"]),
+        ("¿Con quién vive mi hermana?", "es", ["vive", "hermana"]),
+        ("Onde trabalha o meu irmão?", "pt", ["trabalha", "irmão"]),
+        ("Где живёт моя сестра?", "ru", ["живёт", "сестра"]),
+        # English keeps its own short list: "son" is a word to search here, not in French
+        ("What does my son do for a living?", "en", ["son", "living"]),
+        ("Who is my GP?", "en", ["gp"]),
+    ],
+)
+def test_each_language_leaves_out_its_own_empty_words(query, code, words):
+    assert language(query) == code
+    assert query_words(query) == words
+
+
+def test_a_query_of_only_empty_words_searches_for_nothing():
+    assert query_words("what is it?") == [] and query_words("") == [] and query_words("¿?") == []
