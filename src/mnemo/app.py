@@ -18,7 +18,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from . import language, proxy, server, web
+from . import proxy, server, web
 from .accounts import Accounts
 from .auth import Authenticator
 from .build import Core, open_core
@@ -88,8 +88,6 @@ def create_app(settings: Settings, core: Core | None = None) -> FastAPI:
         app.state.worker = built.worker() if settings.worker else None
         stop = asyncio.Event()
         task = asyncio.create_task(app.state.worker.run(stop)) if app.state.worker else None
-        # recall's language model loads in the background, not in the first request that needs it
-        app.state.warming = asyncio.create_task(asyncio.to_thread(language.warm))
         try:
             async with mcp.running():
                 yield

@@ -1,19 +1,33 @@
 """Which language a query is in, where recall must know: py3langid, in-process; and the
 words of that language that carry no signal in a search (the stop-words package).
 
-Its model loads once per process (about a second; the server does it at start-up,
-`warm`), then a text takes about 0.1 ms.
+Its model loads once per process, on first need (about a second), then a text takes about
+0.1 ms. Most English never needs it: `foreign` asks the model only about a text that holds a
+function word of another language (14 of LoCoMo's 999 questions: "son", "car", "met").
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from functools import cache
 from typing import Any
 
 # Languages that write every noun with a capital, so that a capital does not mark a name.
 NOUNS_CAPITALISED = frozenset({"de", "lb"})
+# The languages whose function words tell that a text may not be English (mnemo's explicit
+# requests and time expressions read these too).
+OTHERS = ("de", "fr", "es", "pt", "it", "nl", "ru")
+_WORD = re.compile(r"\w+")
 _lock = threading.Lock()
+
+
+def foreign(text: str) -> str | None:
+    """The language of a text that holds a function word of another language than English
+    ("ich", "mon", "donde", "моя"), as the model tells it (which may still be "en"); None for
+    one that holds none, without loading the model."""
+    words = {w.lower() for w in _WORD.findall(text)}
+    return language(text) if words & _others_words() else None
 
 
 def language(text: str) -> str:
@@ -34,9 +48,11 @@ def stop_words(code: str) -> frozenset[str]:
         return frozenset()
 
 
-def warm() -> None:
-    """Load the model now rather than on the first query that needs it."""
-    _identifier()
+@cache
+def _others_words() -> frozenset[str]:
+    """Function words of the other languages that are not also English ones ("in", "so")."""
+    english = stop_words("en")
+    return frozenset(w for code in OTHERS for w in stop_words(code) if w not in english)
 
 
 @cache

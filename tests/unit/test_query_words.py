@@ -28,3 +28,12 @@ def test_each_language_leaves_out_its_own_empty_words(query, code, words):
 
 def test_a_query_of_only_empty_words_searches_for_nothing():
     assert query_words("what is it?") == [] and query_words("") == [] and query_words("¿?") == []
+
+
+def test_english_without_a_foreign_function_word_never_asks_the_model():
+    """The model costs a second to load: an English query does without it."""
+    from mnemo.language import foreign
+
+    assert foreign("Where does my sister Ana live these days?") is None
+    assert foreign("What does my son do?") == "en"  # "son" is French and Spanish too: asked
+    assert foreign("Wo wohnt meine Schwester?") == "de"

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import audit
 from ..domain import Fact, Scope, Status, readable_agent_keys, shift
-from ..language import NOUNS_CAPITALISED, language
+from ..language import NOUNS_CAPITALISED, foreign
 from ..observe import QUIET, Observer
 from ..providers.base import Embedder
 from ..settings import RecallSettings
@@ -44,7 +44,7 @@ def without_names(query: str) -> str:
     that capitalises every noun (German: "Welches Instrument spiele ich?" names
     no one), where a capital cannot tell a name.
     """
-    if not _NAME.search(query) or language(query) in NOUNS_CAPITALISED:
+    if not _NAME.search(query) or foreign(query) in NOUNS_CAPITALISED:
         return query
     stripped = " ".join(_NAME.sub(" ", query).split())
     return stripped if _WORD.search(stripped) else ""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from ..language import language, stop_words
+from ..language import foreign, stop_words
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Words that carry no signal in a question about a person's own facts.
@@ -25,10 +25,9 @@ def query_words(text: str) -> list[str]:
     in another language, in that one ("Wo wohnt meine Schwester?": wohnt, schwester). Only
     the query's own language's list: "son" is a word to search in English, not in French."""
     words = [w for w in (m.group().lower() for m in _WORD.finditer(text)) if w not in _STOPWORDS]
-    if words:
-        code = language(text)
-        if code != "en":
-            words = [w for w in words if w not in stop_words(code)]
+    code = foreign(text) if words else None
+    if code is not None and code != "en":
+        words = [w for w in words if w not in stop_words(code)]
     return list(dict.fromkeys(words))[:32]
 
 
