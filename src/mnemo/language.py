@@ -32,7 +32,8 @@ def foreign(text: str) -> str | None:
 
 def language(text: str) -> str:
     """The ISO 639-1 code of the language `text` is most likely in."""
-    code, _ = _identifier().classify(text)
+    # a lone surrogate cannot be encoded for the model: it is no letter of any language
+    code, _ = _identifier().classify(text.encode("utf-8", "replace").decode("utf-8"))
     return str(code)
 
 

@@ -141,3 +141,8 @@ async def test_a_brother_is_not_a_sister_restated(store, e5, clock, scripted_llm
             assert (await memory.get(alice, sister.id)).status == Status.ACTIVE
     finally:
         await chat.aclose()
+
+
+async def test_a_lone_surrogate_is_embedded_not_an_error(e5):
+    vectors = await e5.embed_queries(["Wo wohnt \ud800 meine Schwester?"])
+    assert vectors.shape == (1, 384) and np.isfinite(vectors).all()

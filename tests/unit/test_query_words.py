@@ -37,3 +37,11 @@ def test_english_without_a_foreign_function_word_never_asks_the_model():
     assert foreign("Where does my sister Ana live these days?") is None
     assert foreign("What does my son do?") == "en"  # "son" is French and Spanish too: asked
     assert foreign("Wo wohnt meine Schwester?") == "de"
+
+
+def test_a_lone_surrogate_in_a_query_is_no_error():
+    from mnemo.recall.recaller import without_names
+
+    assert query_words("Wo wohnt meine \ud800 Schwester?") == ["wohnt", "schwester"]
+    german = "Wo wohnt meine \ud800 Schwester Miriam?"
+    assert without_names(german) == german

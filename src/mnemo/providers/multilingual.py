@@ -62,7 +62,9 @@ class MultilingualEmbedder:
             return np.empty((0, self.dimensions), dtype=np.float32)
         model = self._loaded()
         with self._run_lock:
-            out = model.query(list(texts)) if queries else model.passage(list(texts))
+            # the engine takes UTF-8: a lone surrogate (which no text mnemo stores holds) as "?"
+            clean = [t.encode("utf-8", "replace").decode("utf-8") for t in texts]
+            out = model.query(clean) if queries else model.passage(clean)
         vectors = np.asarray(out, dtype=np.float32).reshape(len(texts), self.dimensions)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         return (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
