@@ -5,6 +5,10 @@ PostgreSQL: every test that uses it runs on both.
 
 `--backend=sqlite|postgres|both` (default both) chooses the backends, and
 `-m "not slow"` leaves out the slow tests: see tests/selection.py.
+
+`citus` and `citus_url` give a test a real Citus cluster (a coordinator and two
+workers on loopback) and a database of its own there: such tests are marked
+`citus`, and `-m "not citus"` leaves them out.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from mnemo.settings import Settings
 from mnemo.store.base import Store
 from mnemo.store.postgres import PostgresStore
 from mnemo.store.sqlite import SQLiteStore
+from tests.citus_server import SessionCitus
 from tests.fakes.fixtures import scripted_llm  # noqa: F401
 from tests.fakes.openai_server import ScriptedOpenAI
 from tests.helpers import Clock
@@ -67,6 +72,23 @@ def postgres_url(postgres) -> Iterator[str]:
     url = postgres.acquire()
     yield url
     postgres.release(url)
+
+
+@pytest.fixture(scope="session")
+def citus() -> Iterator[SessionCitus]:
+    """The session's Citus cluster (built and started on first use)."""
+    cluster = SessionCitus()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def citus_url(citus) -> Iterator[str]:
+    """A cluster database of this test's own: the coordinator's admin connection string, Citus and
+    pgvector installed on every node, the workers registered (handed on or dropped afterwards)."""
+    url = citus.acquire()
+    yield url
+    citus.release(url)
 
 
 @pytest.fixture

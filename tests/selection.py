@@ -13,6 +13,9 @@ always run.
 Every test under SLOW_DIRS is marked slow (the collection checks it): with exactly
 `-m "not slow"`, those directories are not even imported, which saves seconds of
 every quick run.
+
+A test that uses the Citus cluster (the `citus` fixture) is marked `citus`, so that
+`-m "not citus"` leaves out every one of them (the collection checks this too).
 """
 
 from __future__ import annotations
@@ -82,7 +85,8 @@ def _needed_backends(item: pytest.Item) -> set[str]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Deselect the tests that need a backend not chosen; refuse a quick test in SLOW_DIRS."""
+    """Deselect the tests that need a backend not chosen; refuse a quick test in SLOW_DIRS and a
+    test on the Citus cluster not marked `citus`."""
     quick_in_slow_dir = [
         item.nodeid
         for item in items
@@ -92,6 +96,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError(
             "not marked slow, but in a directory that -m 'not slow' does not collect"
             f" (tests/selection.py): {', '.join(quick_in_slow_dir)}"
+        )
+    unmarked_citus = [
+        item.nodeid
+        for item in items
+        if "citus" in getattr(item, "fixturenames", ()) and item.get_closest_marker("citus") is None
+    ]
+    if unmarked_citus:
+        raise pytest.UsageError(
+            f"uses the Citus cluster but is not marked citus: {', '.join(unmarked_citus)}"
         )
     chosen = set(chosen_backends(config))
     kept, left = [], []
