@@ -19,7 +19,9 @@ English's native row is the reference: the target is every language within 5
 points of it, native and across.
 
 Methods, per local model (`--embedder`, default both): mnemo (all arms, as
-recall runs) and semantic only (mnemo with that one arm). A question has one
+recall runs), semantic only (mnemo with that one arm) and Khoj's policy (the
+10 most recent facts of the last 7 days, then the 10 nearest: every fact here
+was said exactly 7 days before, so all are "recent"). A question has one
 right fact; R@k is the share of questions whose fact is among the first k,
 MRR 1 / its rank within 20 (0 if not). --quick: English, German and Japanese.
 Nothing is asserted.
@@ -33,6 +35,7 @@ import json
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -48,7 +51,11 @@ from mnemo.store.sqlite import SQLiteStore
 KS = (1, 5, 10)
 DEPTH = 20
 QUICK_LANGUAGES = ("en", "de", "ja")
-METHODS = {"mnemo": ARMS, "semantic only": ("semantic",)}
+METHODS: dict[str, Sequence[str] | None] = {
+    "mnemo": ARMS,
+    "semantic only": ("semantic",),
+    "khoj": None,  # Khoj's policy (bench/khoj_baseline.py): recent first, then the nearest
+}
 SAID = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 ASKED = SAID + timedelta(days=7)
 SETS = ("native", "asked in English", "of English facts")
