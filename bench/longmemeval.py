@@ -32,6 +32,8 @@ Metrics, per question and then averaged, overall and per question_type:
   first k recalled facts;
 - session_R@k: the share of its answer sessions with any turn among the first k;
 - MRR: 1 / the rank of the first `has_answer` turn within 20 (0 if none).
+- session_MRR: 1 / the rank of the first fact from an answer session within 20, evidence
+  turn or not (LongMemEval's sessions hold several turns of one conversation).
 Abstention questions (ids ending "_abs": nothing to find) are left out and counted.
 """
 
@@ -161,6 +163,12 @@ def scores(q: Question, recalled: list[list[Turn]]) -> dict[str, float]:
         out[f"session_R@{k}"] = len(hit) / (len(q.answer_sessions) or 1)
     first = next((i for i, ts in enumerate(recalled[:DEPTH], 1) if any(t.has_answer for t in ts)), None)
     out["MRR"] = 1 / first if first else 0.0
+    # the first fact of an answer session, evidence or not (how some report LongMemEval's MRR)
+    first = next(
+        (i for i, ts in enumerate(recalled[:DEPTH], 1) if any(t.session in q.answer_sessions for t in ts)),
+        None,
+    )
+    out["session_MRR"] = 1 / first if first else 0.0
     return out
 
 
@@ -214,7 +222,7 @@ async def ask(
 
 
 def mean(rows: list[dict[str, float]]) -> dict[str, float]:
-    keys = [*(f"R@{k}" for k in KS), *(f"session_R@{k}" for k in KS), "MRR"]
+    keys = [*(f"R@{k}" for k in KS), *(f"session_R@{k}" for k in KS), "MRR", "session_MRR"]
     out = {key: sum(r[key] for r in rows) / (len(rows) or 1) for key in keys}
     out["n"] = len(rows)
     return out
@@ -227,7 +235,7 @@ def render(summary: dict) -> None:
     console = Console()
     if not console.is_terminal:
         console.width = 160
-    cols = [*(f"R@{k}" for k in KS), *(f"session_R@{k}" for k in KS), "MRR"]
+    cols = [*(f"R@{k}" for k in KS), *(f"session_R@{k}" for k in KS), "MRR", "session_MRR"]
     overall = Table(
         title=f"LongMemEval_S turns: {summary['questions']} questions"
         f" ({summary['abstention_excluded']} abstention left out)"
