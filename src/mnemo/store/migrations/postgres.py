@@ -13,6 +13,7 @@ from psycopg import sql
 from ..migrate import Cursor, Migration
 from ..sql.events import reseal
 from ..sql.tx import SyncTx, run_sync
+from .postgres_citus import PROPAGATE_SETTINGS, distribute
 from .postgres_security import (
     APP_ROLE,
     LOCK_NAMESPACE,
@@ -30,7 +31,7 @@ from .postgres_security import (
     requeue_function,
 )
 
-__all__ = ["APP_ROLE", "LOCK_NAMESPACE", "MIGRATIONS"]
+__all__ = ["APP_ROLE", "LOCK_NAMESPACE", "MIGRATIONS", "PROPAGATE_SETTINGS"]
 
 
 def _initial(cur: Cursor) -> None:
@@ -482,6 +483,14 @@ def _sensitive_gate(cur: Cursor) -> None:
     cur.execute("ALTER TABLE users ADD COLUMN sensitive_gate jsonb NOT NULL DEFAULT '{}'")
 
 
+def _citus(cur: Cursor) -> None:
+    """On a Citus coordinator, every per-user table is distributed by user_id and colocated,
+    users, agents and settings are reference tables, and the application role may log in (the
+    workers see it as the coordinator's connections' role): see postgres_citus.py. On plain
+    PostgreSQL nothing changes."""
+    distribute(cur)
+
+
 MIGRATIONS = [
     Migration(1, "initial", _initial),
     Migration(2, "server", _server),
@@ -500,4 +509,5 @@ MIGRATIONS = [
     Migration(15, "recalls", _recalls),
     Migration(16, "sensitive_gate", _sensitive_gate),
     Migration(17, "token_budgets", _token_budgets),
+    Migration(18, "citus", _citus),
 ]
