@@ -29,6 +29,7 @@ from .postgres_security import (
     queue_functions,
     reindex_functions,
     requeue_function,
+    routed_functions,
 )
 
 __all__ = ["APP_ROLE", "LOCK_NAMESPACE", "MIGRATIONS", "PROPAGATE_SETTINGS"]
@@ -487,7 +488,9 @@ def _citus(cur: Cursor) -> None:
     """On a Citus coordinator, every per-user table is distributed by user_id and colocated,
     users, agents and settings are reference tables, and the application role may log in (the
     workers see it as the coordinator's connections' role): see postgres_citus.py. On plain
-    PostgreSQL nothing changes."""
+    PostgreSQL the tables stay as they are. On both, the questions across users and the job
+    claim take forms a coordinator can plan (see routed_functions)."""
+    routed_functions(cur)
     distribute(cur)
 
 
