@@ -109,6 +109,23 @@ def _store_url(backend: str, request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
+def other_store(backend, request, tmp_path, clock) -> Store:
+    """An unopened store on a second, empty database of this test's backend (where an export
+    is imported)."""
+    if backend == "sqlite":
+        return SQLiteStore(tmp_path / "other.db", clock=clock)
+    if backend == "citus":
+        cluster = request.getfixturevalue("citus")
+        url = cluster.acquire(MIGRATED)
+        request.addfinalizer(lambda: cluster.release(url, MIGRATED))
+    else:
+        server = request.getfixturevalue("postgres")
+        url = server.acquire()
+        request.addfinalizer(lambda: server.release(url))
+    return PostgresStore(url, clock=clock, max_size=4)
+
+
+@pytest.fixture
 def backend(request) -> str:
     """The backend of this test: its parameter (see pytest_generate_tests) or its `backend` mark."""
     if hasattr(request, "param"):

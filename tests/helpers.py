@@ -173,6 +173,28 @@ def in_store(data_dir, embedder, work, database_url: str | None = None):
     return asyncio.run(go())
 
 
+# mnemo's schema, dropped: its tables (with their policies, indexes and triggers) and its
+# functions; the extensions stay, as Citus keeps its own objects in the schema
+_UNMIGRATE = r"""
+DO $$ DECLARE r record; BEGIN
+    FOR r IN SELECT tablename FROM pg_tables WHERE schemaname = current_schema() LOOP
+        EXECUTE format('DROP TABLE IF EXISTS %I CASCADE', r.tablename);
+    END LOOP;
+    FOR r IN SELECT p.oid::regprocedure AS f FROM pg_proc p
+             WHERE p.pronamespace = current_schema()::regnamespace
+               AND (p.proname LIKE 'mnemo\_%' OR p.proname = 'fact_events_append_only') LOOP
+        EXECUTE 'DROP FUNCTION ' || r.f;
+    END LOOP;
+END $$
+"""
+
+
+async def unmigrate(store) -> None:
+    """Drop mnemo's schema from a PostgreSQL (or Citus) store's database, so that the next store
+    opened on it migrates from nothing (an upgrade test's older version first)."""
+    await raw_sql(store, _UNMIGRATE)
+
+
 async def raw_sql(store, sql: str) -> list[tuple]:
     """Run `sql` on the store's database behind the store's back, with the owner's powers.
 

@@ -18,8 +18,6 @@ from mnemo.batch import export
 from mnemo.batch.transfer import import_file
 from mnemo.domain import Action, ReviewPolicy, Scope, Source, SourceKind, Status, Turn
 from mnemo.memory import Memory
-from mnemo.store.postgres import PostgresStore
-from mnemo.store.sqlite import SQLiteStore
 from mnemo.web.history import source_label
 from mnemo.write import extract_prompt
 from tests.helpers import extraction, into, texts
@@ -217,11 +215,5 @@ async def test_a_document_claim_survives_export_and_import(
 
 
 async def _empty_memory(backend, request, tmp_path: Path, embedder, settings, clock) -> Memory:
-    if backend == "sqlite":
-        store = SQLiteStore(tmp_path / "other.db", clock=clock)
-    else:
-        server = request.getfixturevalue("postgres")
-        url = server.acquire()
-        request.addfinalizer(lambda: server.release(url))
-        store = PostgresStore(url, clock=clock, max_size=4)
+    store = request.getfixturevalue("other_store")
     return await Memory(store, embedder, None, settings=settings, clock=clock).open()
