@@ -20,6 +20,11 @@ one), and a test's database is a copy of it made on the three nodes at once
 whose catalog matches the template's on every node is handed to the next test
 (~0.05 s to check); one where the test made tables, functions or policies, or
 changed the nodes, is dropped on every node (~0.03 s).
+
+A test of mnemo's store on Citus (`--backend=citus`) asks for a MIGRATED database
+instead: a copy of a second template, set up on first use, where the store's
+own migrations ran (migration 18 distributed its tables, 4 shards each); its
+rows are deleted afterwards, and it is handed on as the bare ones are.
 """
 
 from __future__ import annotations
