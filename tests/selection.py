@@ -79,9 +79,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def _needed_backends(item: pytest.Item) -> set[str]:
     needed = set()
     callspec = getattr(item, "callspec", None)
-    if callspec is not None and "backend" in callspec.params:
+    if callspec is not None and "backend" in callspec.params:  # it overrides a `backend` mark
         needed.add(callspec.params["backend"])
-    if (mark := item.get_closest_marker("backend")) is not None:
+    elif (mark := item.get_closest_marker("backend")) is not None:
         needed.update(mark.args)
     if "postgres" in getattr(item, "fixturenames", ()):
         needed.add("postgres")
