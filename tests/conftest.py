@@ -103,8 +103,9 @@ def citus_store_url(citus) -> Iterator[str]:
     citus.release(url, MIGRATED)
 
 
-def _store_url(backend: str, request: pytest.FixtureRequest) -> str:
-    """The connection string of this test's PostgreSQL or Citus database."""
+@pytest.fixture
+def store_url(backend, request) -> str:
+    """The connection string of this test's PostgreSQL or Citus database (the owner's)."""
     return request.getfixturevalue("citus_store_url" if backend == "citus" else "postgres_url")
 
 
@@ -139,7 +140,7 @@ def database_url(backend, request) -> str | None:
     in the data dir) or a `postgresql://` URL of this test's database."""
     if backend == "sqlite":
         return None
-    return SessionPostgres.as_url(_store_url(backend, request))
+    return SessionPostgres.as_url(request.getfixturevalue("store_url"))
 
 
 @pytest.fixture
@@ -147,7 +148,7 @@ def make_store(backend, request, tmp_path) -> Callable[..., Store]:
     """Unopened stores on this test's database; each call gives another one on the same data."""
     if backend == "sqlite":
         return lambda **kw: SQLiteStore(tmp_path / "mnemo.db", **kw)
-    url = _store_url(backend, request)
+    url = request.getfixturevalue("store_url")
     return lambda **kw: PostgresStore(url, **{"max_size": 4, **kw})
 
 
