@@ -20,6 +20,11 @@ one), and a test's database is a copy of it made on the three nodes at once
 whose catalog matches the template's on every node is handed to the next test
 (~0.05 s to check); one where the test made tables, functions or policies, or
 changed the nodes, is dropped on every node (~0.03 s).
+
+A test of mnemo's store on Citus (`--backend=citus`) asks for a MIGRATED database
+instead: a copy of a second template, set up on first use, where the store's
+own migrations ran (migration 18 distributed its tables, 4 shards each); its
+rows are deleted afterwards, and it is handed on as the bare ones are.
 """
 
 from __future__ import annotations
@@ -32,9 +37,11 @@ from concurrent.futures import ThreadPoolExecutor
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from mnemo.store.postgres import PostgresStore
 from tests.citus_nodes import HOST, Nodes
 
 URL_VARIABLE = "MNEMO_TEST_CITUS_URL"
+BARE, MIGRATED = "bare", "migrated"  # the kinds of database a test may ask for
 
 # what a test may have made or changed in a database, on any node (workers hold the
 # shards): relations, types, functions, policies and schemas by name, the nodes Citus
@@ -82,11 +89,14 @@ class SessionCitus:
             raise RuntimeError(f"the Citus cluster at {self.admin_url} has no active worker")
         self._prefix = f"mnemo_citus_{uuid.uuid4().hex[:8]}"
         self._names = itertools.count(1)
-        self._clean: list[str] = []  # databases as the template left them, ready for the next test
+        # per kind of database (BARE, MIGRATED): the databases as its template left them,
+        # ready for the next test, and the template's fingerprint on every node
+        self._clean: dict[str, list[str]] = {BARE: [], MIGRATED: []}
+        self._fingerprints: dict[str, list[tuple | None]] = {}
         self._made: set[str] = set()
         self.template = f"{self._prefix}_template"
         try:
-            self._set_up_template()
+            self._set_up_template(self.template)
         except BaseException:
             self.stop()
             raise
@@ -118,9 +128,9 @@ class SessionCitus:
     def _on_every_node(self, sql: str, database: str = "postgres") -> list[tuple | None]:
         return self._on_nodes(self.node_urls(database), sql)
 
-    def _set_up_template(self) -> None:
-        self._on_every_node(f'CREATE DATABASE "{self.template}"')
-        coordinator, *workers = self.node_urls(self.template)
+    def _set_up_template(self, template: str, migrated: bool = False) -> None:
+        self._on_every_node(f'CREATE DATABASE "{template}"')
+        coordinator, *workers = self.node_urls(template)
         self._on_nodes(workers, "CREATE EXTENSION citus")
         with psycopg.connect(coordinator, autocommit=True) as conn:
             conn.execute("CREATE EXTENSION citus")
@@ -128,20 +138,35 @@ class SessionCitus:
             conn.execute("SELECT citus_set_coordinator_host(%s, %s)", self.coordinator)
             for host, port in self.workers:
                 conn.execute("SELECT citus_add_node(%s, %s)", (host, port))
-        self._fingerprints = self._on_every_node(_FINGERPRINT, self.template)
+        if migrated:
+            # 4 shards a table, not Citus's 32: each test's rows are deleted from every shard
+            # afterwards, and 2 workers on loopback gain nothing from more
+            PostgresStore(make_conninfo(coordinator, options="-c citus.shard_count=4"))._migrate()
+        self._fingerprints[MIGRATED if migrated else BARE] = self._on_every_node(_FINGERPRINT, template)
         # no connection may stay on a template while it is copied: close them for good
-        self._on_every_node(f'ALTER DATABASE "{self.template}" WITH ALLOW_CONNECTIONS false')
+        self._on_every_node(f'ALTER DATABASE "{template}" WITH ALLOW_CONNECTIONS false')
         self._on_every_node(
-            f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{self.template}'"
+            f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{template}'"
         )
         # a copy waits for a checkpoint, the first one for all that making the template wrote
         self._on_every_node("CHECKPOINT")
 
-    def create_database(self) -> str:
-        """A new cluster database as the template is; returns the coordinator's connection string."""
+    def _template(self, kind: str) -> str:
+        if kind == BARE:
+            return self.template
+        template = f"{self._prefix}_migrated"
+        if kind not in self._fingerprints:
+            self._made.add(template)
+            self._set_up_template(template, migrated=True)
+        return template
+
+    def create_database(self, kind: str = BARE) -> str:
+        """A new cluster database as the template of `kind` is; returns the coordinator's
+        connection string."""
         name = f"{self._prefix}_{next(self._names)}"
         self._made.add(name)
-        self._on_every_node(f'CREATE DATABASE "{name}" TEMPLATE "{self.template}" STRATEGY FILE_COPY')
+        template = self._template(kind)
+        self._on_every_node(f'CREATE DATABASE "{name}" TEMPLATE "{template}" STRATEGY FILE_COPY')
         return self.url(name)
 
     def drop_database(self, url: str) -> None:
@@ -149,12 +174,15 @@ class SessionCitus:
         self._on_every_node(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         self._made.discard(name)
 
-    def acquire(self) -> str:
-        """A cluster database for one test: Citus and pgvector installed, the workers known."""
-        return self.url(self._clean.pop()) if self._clean else self.create_database()
+    def acquire(self, kind: str = BARE) -> str:
+        """A cluster database for one test: Citus and pgvector installed, the workers known;
+        MIGRATED: mnemo's schema too, distributed (migration 18), and no rows."""
+        clean = self._clean[kind]
+        return self.url(clean.pop()) if clean else self.create_database(kind)
 
-    def release(self, url: str) -> None:
-        """Hand the database to the next test if the test left its catalog as it was, else drop it."""
+    def release(self, url: str, kind: str = BARE) -> None:
+        """Hand the database to the next test if the test left its catalog as it was (mnemo's rows
+        deleted first), else drop it."""
         name = conninfo_to_dict(url)["dbname"]
         self._on_every_node(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
@@ -162,8 +190,10 @@ class SessionCitus:
             " AND backend_type = 'client backend'",
             name,
         )
-        if self._on_every_node(_FINGERPRINT, name) == self._fingerprints:
-            self._clean.append(name)
+        if kind == MIGRATED:
+            _empty(url)
+        if self._on_every_node(_FINGERPRINT, name) == self._fingerprints[kind]:
+            self._clean[kind].append(name)
         else:
             self.drop_database(url)
 
@@ -173,3 +203,26 @@ class SessionCitus:
             return
         for name in [*self._made, self.template]:
             self._on_every_node(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _empty(url: str) -> None:
+    """Delete every row of mnemo's tables and the HNSW indexes made on demand (a test's)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        tables = conn.execute(
+            "SELECT quote_ident(tablename) FROM pg_tables"
+            " WHERE schemaname = current_schema() AND tablename <> 'schema_migrations'"
+        ).fetchall()
+        hnsw = conn.execute(
+            "SELECT string_agg(quote_ident(indexname), ', ') FROM pg_indexes"
+            " WHERE schemaname = current_schema() AND indexname LIKE 'fact_vectors_hnsw_%'"
+        ).fetchone()[0]
+        with conn.transaction():
+            # the event log's append-only trigger does not fire for a replica, on the workers too
+            conn.execute("SET LOCAL citus.propagate_set_commands = 'local'")
+            conn.execute("SET LOCAL session_replication_role = replica")
+            # the reference tables are deleted from after the distributed ones, which refer to them
+            conn.execute("SET LOCAL citus.multi_shard_modify_mode = 'sequential'")
+            for (table,) in tables:
+                conn.execute(f"DELETE FROM {table}")
+        if hnsw:
+            conn.execute(f"DROP INDEX {hnsw}")

@@ -3,8 +3,11 @@
 `store` (and so `core`, `memory`, `alice`, …) is parametrised over SQLite and
 PostgreSQL: every test that uses it runs on both.
 
-`--backend=sqlite|postgres|both` (default both) chooses the backends, and
-`-m "not slow"` leaves out the slow tests: see tests/selection.py.
+`--backend=sqlite|postgres|citus|both|all` chooses the backends (default `both`:
+SQLite and PostgreSQL; `citus`: the PostgreSQL store on a Citus cluster, its
+tables distributed by migration 18; `all`: the three), and `-m "not slow"` leaves
+out the slow tests: see tests/selection.py. So the store's and the core's suites
+run on Citus with `pytest tests/store tests/core --backend=citus`.
 
 `citus` and `citus_url` give a test a real Citus cluster (a coordinator and two
 workers on loopback) and a database of its own there: such tests are marked
@@ -27,7 +30,7 @@ from mnemo.settings import Settings
 from mnemo.store.base import Store
 from mnemo.store.postgres import PostgresStore
 from mnemo.store.sqlite import SQLiteStore
-from tests.citus_server import SessionCitus
+from tests.citus_server import MIGRATED, SessionCitus
 from tests.fakes.fixtures import scripted_llm  # noqa: F401
 from tests.fakes.openai_server import ScriptedOpenAI
 from tests.helpers import Clock
@@ -92,6 +95,38 @@ def citus_url(citus) -> Iterator[str]:
 
 
 @pytest.fixture
+def citus_store_url(citus) -> Iterator[str]:
+    """A cluster database of this test's own holding mnemo's schema, distributed, and no rows
+    (emptied or dropped afterwards)."""
+    url = citus.acquire(MIGRATED)
+    yield url
+    citus.release(url, MIGRATED)
+
+
+@pytest.fixture
+def store_url(backend, request) -> str:
+    """The connection string of this test's PostgreSQL or Citus database (the owner's)."""
+    return request.getfixturevalue("citus_store_url" if backend == "citus" else "postgres_url")
+
+
+@pytest.fixture
+def other_store(backend, request, tmp_path, clock) -> Store:
+    """An unopened store on a second, empty database of this test's backend (where an export
+    is imported)."""
+    if backend == "sqlite":
+        return SQLiteStore(tmp_path / "other.db", clock=clock)
+    if backend == "citus":
+        cluster = request.getfixturevalue("citus")
+        url = cluster.acquire(MIGRATED)
+        request.addfinalizer(lambda: cluster.release(url, MIGRATED))
+    else:
+        server = request.getfixturevalue("postgres")
+        url = server.acquire()
+        request.addfinalizer(lambda: server.release(url))
+    return PostgresStore(url, clock=clock, max_size=4)
+
+
+@pytest.fixture
 def backend(request) -> str:
     """The backend of this test: its parameter (see pytest_generate_tests) or its `backend` mark."""
     if hasattr(request, "param"):
@@ -105,7 +140,7 @@ def database_url(backend, request) -> str | None:
     in the data dir) or a `postgresql://` URL of this test's database."""
     if backend == "sqlite":
         return None
-    return SessionPostgres.as_url(request.getfixturevalue("postgres_url"))
+    return SessionPostgres.as_url(request.getfixturevalue("store_url"))
 
 
 @pytest.fixture
@@ -113,7 +148,7 @@ def make_store(backend, request, tmp_path) -> Callable[..., Store]:
     """Unopened stores on this test's database; each call gives another one on the same data."""
     if backend == "sqlite":
         return lambda **kw: SQLiteStore(tmp_path / "mnemo.db", **kw)
-    url = request.getfixturevalue("postgres_url")
+    url = request.getfixturevalue("store_url")
     return lambda **kw: PostgresStore(url, **{"max_size": 4, **kw})
 
 

@@ -1,13 +1,15 @@
-"""Which tests run: `--backend=sqlite|postgres|both`, and the quick run `-m "not slow"`.
+"""Which tests run: `--backend=sqlite|postgres|citus|both|all`, and the quick run `-m "not slow"`.
 
 tests/conftest.py imports these hooks. A test that depends on a backend runs only
-when that backend is chosen (default: both):
+when that backend is chosen (default `both`: SQLite and PostgreSQL; `all` adds
+Citus, `citus` is Citus alone):
 
 - a test using the `backend` fixture is parametrised over the chosen backends;
 - one marked `@pytest.mark.backend(name)`, parametrised over `backend` itself, or
   using the `postgres` fixture is deselected when its backend is not chosen.
 
-With `--backend=sqlite` nothing starts PostgreSQL. Tests that depend on no backend
+With `--backend=sqlite` nothing starts PostgreSQL. A test parametrised on `citus` is
+marked `citus` (so `-m "not citus"` leaves it out too). Tests that depend on no backend
 always run.
 
 Every test under SLOW_DIRS is marked slow (the collection checks it): with exactly
@@ -24,7 +26,9 @@ from pathlib import Path
 
 import pytest
 
-BACKENDS = ("sqlite", "postgres")
+BACKENDS = ("sqlite", "postgres", "citus")
+# what each --backend value chooses
+CHOICES = {**{b: (b,) for b in BACKENDS}, "both": ("sqlite", "postgres"), "all": BACKENDS}
 TESTS = Path(__file__).parent
 # a real server, a browser, or processes in every test
 SLOW_DIRS = tuple(TESTS / name for name in ("server", "web", "mcp", "recipes"))
@@ -33,15 +37,15 @@ SLOW_DIRS = tuple(TESTS / name for name in ("server", "web", "mcp", "recipes"))
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--backend",
-        choices=[*BACKENDS, "both"],
+        choices=list(CHOICES),
         default="both",
-        help="run the backend-dependent tests on SQLite, on PostgreSQL, or on both (default)",
+        help="run the backend-dependent tests on SQLite, on PostgreSQL, on a Citus cluster, on both"
+        " SQLite and PostgreSQL (default) or on all three",
     )
 
 
 def chosen_backends(config: pytest.Config) -> tuple[str, ...]:
-    choice = config.getoption("backend")
-    return BACKENDS if choice == "both" else (choice,)
+    return CHOICES[config.getoption("backend")]
 
 
 def _quick(config: pytest.Config) -> bool:
@@ -75,9 +79,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def _needed_backends(item: pytest.Item) -> set[str]:
     needed = set()
     callspec = getattr(item, "callspec", None)
-    if callspec is not None and "backend" in callspec.params:
+    if callspec is not None and "backend" in callspec.params:  # it overrides a `backend` mark
         needed.add(callspec.params["backend"])
-    if (mark := item.get_closest_marker("backend")) is not None:
+    elif (mark := item.get_closest_marker("backend")) is not None:
         needed.update(mark.args)
     if "postgres" in getattr(item, "fixturenames", ()):
         needed.add("postgres")
@@ -109,7 +113,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     chosen = set(chosen_backends(config))
     kept, left = [], []
     for item in items:
-        (left if _needed_backends(item) - chosen else kept).append(item)
+        needed = _needed_backends(item)
+        (left if needed - chosen else kept).append(item)
+        if "citus" in needed:
+            item.add_marker(pytest.mark.citus)
     if left:
         config.hook.pytest_deselected(items=left)
         items[:] = kept

@@ -12,14 +12,11 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 from mnemo.batch import export
 from mnemo.batch.transfer import import_file
 from mnemo.domain import Action, ReviewPolicy, Scope, Source, SourceKind, Status, Turn
 from mnemo.memory import Memory
-from mnemo.store.postgres import PostgresStore
-from mnemo.store.sqlite import SQLiteStore
 from mnemo.web.history import source_label
 from mnemo.write import extract_prompt
 from tests.helpers import extraction, into, texts
@@ -192,7 +189,7 @@ def test_the_web_page_says_a_document_was_pasted():
 
 
 async def test_a_document_claim_survives_export_and_import(
-    llm_memory, scripted_llm, alice, backend, request, tmp_path, embedder, settings, clock
+    llm_memory, scripted_llm, alice, other_store, tmp_path, embedder, settings, clock
 ):
     await llm_memory.accounts.set_review_policy(alice.user_id, ReviewPolicy.GUARDED)
     scripted_llm.reply_json(
@@ -205,7 +202,7 @@ async def test_a_document_claim_survives_export_and_import(
     path.write_text("".join([line async for line in export.jsonl(llm_memory, llm_memory.accounts, user)]))
     assert '"kind":"document"' in path.read_text()
 
-    other = await _empty_memory(backend, request, tmp_path, embedder, settings, clock)
+    other = await Memory(other_store, embedder, None, settings=settings, clock=clock).open()
     try:
         report = await import_file(into(other), path, user="alice")
         assert report.audit_ok
@@ -214,14 +211,3 @@ async def test_a_document_claim_survives_export_and_import(
         assert copy.source.kind == SourceKind.DOCUMENT
     finally:
         await other.close()
-
-
-async def _empty_memory(backend, request, tmp_path: Path, embedder, settings, clock) -> Memory:
-    if backend == "sqlite":
-        store = SQLiteStore(tmp_path / "other.db", clock=clock)
-    else:
-        server = request.getfixturevalue("postgres")
-        url = server.acquire()
-        request.addfinalizer(lambda: server.release(url))
-        store = PostgresStore(url, clock=clock, max_size=4)
-    return await Memory(store, embedder, None, settings=settings, clock=clock).open()

@@ -21,24 +21,15 @@ from mnemo.batch.transfer import Format, ImportRefused, import_file
 from mnemo.batch.transfer import restore as restore_module
 from mnemo.domain import Category, InvalidInput, Message, Scope, SourceKind, Status, Turn
 from mnemo.memory import Memory
-from mnemo.store.postgres import PostgresStore
-from mnemo.store.sqlite import SQLiteStore
 from tests.helpers import backfill_for, into, texts
 
 CHATGPT = Path(__file__).parent.parent / "data" / "chatgpt" / "conversations.json"
 
 
 @pytest.fixture
-async def other(backend, request, tmp_path, embedder, settings, clock) -> AsyncIterator[Memory]:
+async def other(other_store, embedder, settings, clock) -> AsyncIterator[Memory]:
     """A second, empty store on the same backend: where an export is imported."""
-    if backend == "sqlite":
-        store = SQLiteStore(tmp_path / "other.db", clock=clock)
-    else:
-        server = request.getfixturevalue("postgres")
-        url = server.acquire()
-        request.addfinalizer(lambda: server.release(url))
-        store = PostgresStore(url, clock=clock, max_size=4)
-    memory = await Memory(store, embedder, None, settings=settings, clock=clock).open()
+    memory = await Memory(other_store, embedder, None, settings=settings, clock=clock).open()
     yield memory
     await memory.close()
 

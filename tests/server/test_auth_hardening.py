@@ -384,7 +384,7 @@ def _database_text(server_settings, backend, request) -> str:
         files = sorted(server_settings.data_dir.glob("mnemo.db*"))
         assert files
         return "".join(f.read_bytes().decode("latin-1") for f in files)
-    with psycopg.connect(request.getfixturevalue("postgres_url")) as conn:
+    with psycopg.connect(request.getfixturevalue("store_url")) as conn:
         tables = conn.execute(
             "SELECT table_schema, table_name FROM information_schema.tables"
             " WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('pg_catalog', 'information_schema')"

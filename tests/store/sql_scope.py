@@ -122,13 +122,14 @@ CROSS_USER_FUNCTIONS = {
     # whose API key an id is: a request names its key before anyone knows the
     # user; answers the owner's id only, and the key is then read as that user
     "mnemo_key_owner": "the owner of an API key, before the user is known",
-    # The job claim: the queue is shared by every user, and a worker takes the
-    # oldest due job whoever's it is, FOR UPDATE SKIP LOCKED, so that no job is
-    # handed out twice and no worker waits on another. It cannot name a user:
-    # it is how the worker learns which user it works for. On Citus it cannot
-    # stay one statement over a table distributed by user_id: it would run per
-    # shard (a claimer per shard, or the claim routed to each shard in turn).
-    "mnemo_claim_job": "claims the oldest due job of any user (SKIP LOCKED), by design",
+    # The job claim until migration 18: the queue is shared by every user, and a
+    # worker took the oldest due job whoever's it was, FOR UPDATE SKIP LOCKED. On
+    # Citus a lock cannot be taken over every shard, so migration 18 replaced it
+    # with mnemo_claim_candidates and the claim pinned to one user, mnemo_claim_job_of.
+    "mnemo_claim_job": "claimed the oldest due job of any user (SKIP LOCKED), until migration 18",
+    # the users whose earliest open job is due, oldest due first, locking nothing: how a
+    # worker learns whom to claim for (ids only); the claim itself is pinned to one of them
+    "mnemo_claim_candidates": "the users whose next turn is due, before any is known",
     # whose job a claim is, while that worker holds it: how a worker that
     # holds only (job id, worker name) enters the job's user to finish it
     "mnemo_claimant": "the owner of a claimed job, before the user is known",
@@ -141,10 +142,14 @@ CROSS_USER_FUNCTIONS = {
     # who has facts at all: `mnemo reindex` without --users walks everyone's; ids
     # only, and each user's facts are then read and re-embedded as that user
     "mnemo_users_with_facts": "the users reindex walks, before any is known",
-    # the words in more than a share of all facts, from the planner's statistics
-    # of `tsv` (which cover every user, as statistics do): the lexical search
-    # drops them. Lexemes only, never a fact, an id or a user
+    # until migration 18: the words in more than a share of all facts, from the planner's
+    # statistics of `tsv` (which cover every user, as statistics do), which the lexical
+    # search dropped. Lexemes only, never a fact, an id or a user. A Citus coordinator has
+    # no such statistics: the search now drops the words common in the user's own facts
     "mnemo_common_words": "the words too common to search by, from the planner's statistics",
+    # how many vectors there are in all, from the counts each commit keeps: the share rule of
+    # the HNSW-or-exact choice (it read pg_class.reltuples until migration 18). A count only
+    "mnemo_vector_total": "the number of everyone's vectors, for the vector search's choice",
     # everyone's ids, in name order: `mnemo users list` and GET /v1/admin/users (run where
     # the database is, or with the admin key); each user is then read as that user
     "mnemo_user_ids": "every user's id, for the operator's list of users",
@@ -529,6 +534,11 @@ def judge(stmt: ast.Node, ctx: Context, arguments: frozenset[str] = frozenset())
         for f in sorted(own - CROSS_USER_FUNCTIONS.keys() - ctx.scoped_functions):
             problems.append(f"calls {f}, whose body is not known to be scoped")
         return Verdict("" if problems else "scoped", problems)
+    if p.kind == "SelectStmt" and not p.tables and own and own <= ctx.scoped_functions:
+        # a call, alone, of functions whose bodies are pinned to one user (an argument, or the
+        # transaction's user): the lexical search and the claim of one user's job. On Citus the
+        # call runs on the coordinator and each statement of its body is routed to one shard
+        return Verdict("scoped", [])
     for rule, (_, allows) in ALLOWED.items():
         # only a cross-user lookup may call mnemo's functions without a per-user table
         if allows(p) and (not own or rule == "cross-user lookups"):

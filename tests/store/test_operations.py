@@ -11,8 +11,7 @@ from mnemo.health import Health
 from mnemo.settings import HealthSettings
 from mnemo.store import postgres as postgres_module
 from mnemo.store import sqlite as sqlite_module
-from mnemo.store.postgres import PostgresStore
-from tests.helpers import raw_sql
+from tests.helpers import unmigrate
 from tests.store.legacy import old_user
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -58,9 +57,8 @@ async def test_a_version_10_database_gains_the_listing_and_the_heartbeats(
     backend, make_store, request, monkeypatch
 ):
     module = sqlite_module if backend == "sqlite" else postgres_module
-    if backend == "postgres":
-        url = request.getfixturevalue("postgres_url")
-        await raw_sql(PostgresStore(url), "DROP SCHEMA public CASCADE; CREATE SCHEMA public")
+    if backend != "sqlite":
+        await unmigrate(make_store())
     monkeypatch.setattr(module, "MIGRATIONS", [m for m in module.MIGRATIONS if m.version <= 10])
     old = make_store()
     await old.open()

@@ -305,6 +305,7 @@ async def test_writing_another_users_rows_is_refused(memory, alice, bob):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("backend", ["postgres", "citus"], indirect=True)
 async def test_concurrent_claims_hand_out_each_job_once_one_per_person_in_order(make_store, clock):
     first, second = make_store(clock=clock, max_size=8), make_store(clock=clock, max_size=8)
     await first.open()

@@ -515,7 +515,7 @@ UNSCOPED = [
     "SELECT * FROM mnemo_unknown(%s) u JOIN facts f ON f.rowid = u.r WHERE f.user_id = %s",
     "SELECT now()",  # no per-user table, but no rule for it either
     "SELECT 1",
-    "SELECT * FROM mnemo_lexical(%s, NULL, 5, %s)",  # a per-user function, without its user's rows
+    "SELECT * FROM mnemo_unknown(%s)",  # a function whose body is not known to be scoped
     "SELECT mnemo_user_named(%s) FROM pg_class",  # a cross-user lookup is allowed alone only
     "SELECT set_config('mnemo.user_id', mnemo_key_owner(%s), true)",
     "TRUNCATE facts",
@@ -532,6 +532,8 @@ SCOPED = [
     "INSERT INTO messages (id, user_id) VALUES (%s, 'u1'), (%s, %s)",
     "UPDATE users SET name = %s WHERE id = %s",
     "SELECT value FROM settings WHERE key = %s",
+    # a function whose body is pinned to the transaction's user, called alone
+    "SELECT fact_rowid, score FROM mnemo_lexical(%s, NULL, 5, %s)",
 ]
 
 

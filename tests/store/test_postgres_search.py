@@ -6,29 +6,36 @@ from __future__ import annotations
 import psycopg
 import pytest
 from pgvector.psycopg import register_vector_async
+from psycopg import sql as sql_text
 
 from mnemo.domain import Scope
 from mnemo.memory import Memory
-from mnemo.store.migrations.postgres import APP_ROLE
+from mnemo.store.migrations.postgres import APP_ROLE, PROPAGATE_SETTINGS
 from mnemo.store.postgres_search import index_name, nearest_sql
 from tests.helpers import bulk_add, raw_sql, texts, unrelated_facts
 
 QUERIES = ["repairing a telescope", "my aunt's bicycle", "a camera I lost", "chess with my coach"]
 
 
-pytestmark = pytest.mark.backend("postgres")
+# on one PostgreSQL and on a Citus cluster (each where --backend chooses it)
+pytestmark = pytest.mark.parametrize("backend", ["postgres", "citus"], indirect=True)
 
 
 async def plan(store, sql: str, params: dict, user_id: str, *settings: tuple[str, str]) -> str:
-    """EXPLAIN of `sql` as the store would run it: application role, user, settings."""
-    async with await psycopg.AsyncConnection.connect(store.url) as conn:
+    """EXPLAIN of `sql` as the store would run it: application role, user, settings (SET LOCAL,
+    which Citus sends on to the workers). The parameters are bound here, as literals: Citus
+    shows the worker's plan of a statement without parameters only."""
+    connect = psycopg.AsyncConnection.connect
+    async with await connect(store.url, cursor_factory=psycopg.AsyncClientCursor) as conn:
         await conn.execute(f"SET ROLE {APP_ROLE}")
         await register_vector_async(conn)
-        await conn.execute("SELECT set_config('mnemo.user_id', %s, true)", (user_id,))
-        for name, value in settings:
-            await conn.execute("SELECT set_config(%s, %s, true)", (name, value))
-        cur = await conn.execute("EXPLAIN " + sql, params)
-        return "\n".join(r[0] for r in await cur.fetchall())
+        async with conn.transaction():
+            await conn.execute(f"SET LOCAL {PROPAGATE_SETTINGS} = 'local'")
+            await conn.execute(sql_text.SQL("SET LOCAL mnemo.user_id = {}").format(sql_text.Literal(user_id)))
+            for name, value in settings:
+                await conn.execute(sql_text.SQL("SET LOCAL {} = {}").format(sql_text.Identifier(name), value))
+            cur = await conn.execute("EXPLAIN " + sql.replace("%(query)b", "%(query)s"), params)
+            return "\n".join(r[0] for r in await cur.fetchall())
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from mnemo.memory import Memory
 from mnemo.store import postgres as postgres_module
 from mnemo.store import sqlite as sqlite_module
 from mnemo.store.sqlite import SQLiteStore
-from tests.helpers import raw_sql
+from tests.helpers import raw_sql, unmigrate
 from tests.store.legacy import old_user
 
 
@@ -21,7 +21,7 @@ async def test_a_version_10_databases_jobs_read_back_and_skipped_ones_are_skippe
     sqlite = isinstance(make_store(), SQLiteStore)
     module = sqlite_module if sqlite else postgres_module
     if not sqlite:  # the test's database is a copy of one migrated to the latest version
-        await raw_sql(make_store(), "DROP SCHEMA public CASCADE; CREATE SCHEMA public")
+        await unmigrate(make_store())
     everything = module.MIGRATIONS
     monkeypatch.setattr(module, "MIGRATIONS", [m for m in everything if m.version <= 10])
     old = Memory(make_store(clock=clock), embedder)

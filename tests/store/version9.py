@@ -83,6 +83,19 @@ async def _write_vector(store, fact: Fact, rowid: int, model: str, vector: np.nd
         )
 
 
+async def _claim(store, worker: str, lease: timedelta) -> str:
+    """Claim the next job as version 9's store did: on PostgreSQL, its mnemo_claim_job (today's
+    store claims through functions that migration 18 made)."""
+    if isinstance(store, SQLiteStore):
+        return (await store.claim_job(worker, datetime.now(UTC), lease)).id
+    seconds = int(lease.total_seconds())
+    [(job_id,)] = await raw_sql(
+        store,
+        f"SELECT job_id FROM mnemo_claim_job('{worker}', now(), now() + interval '{seconds} seconds')",
+    )
+    return job_id
+
+
 async def fill(store, embedder) -> Filled:
     """Fill `store`, open at schema version 9."""
     # the users as version 9 wrote them: today's store reads columns that came later
@@ -106,10 +119,10 @@ async def fill(store, embedder) -> Filled:
     # the queue: bob's first turn learnt from, his second held by a worker, alice's waiting
     lease = timedelta(minutes=5)
     done = await store.enqueue_turn(Scope(bob), "c1", [Message("user", "I like coffee")], AT)
-    assert (await store.claim_job("w9", datetime.now(UTC), lease)).id == done.id
+    assert await _claim(store, "w9", lease) == done.id
     await store.commit(bob, [], AT, finish=(Claim(done.id, "w9"), {}))
     claimed = await store.enqueue_turn(Scope(bob), "c1", [Message("user", "I like tea too")], AT)
-    assert (await store.claim_job("w9", datetime.now(UTC), lease)).id == claimed.id
+    assert await _claim(store, "w9", lease) == claimed.id
     pending = await store.enqueue_turn(Scope(alice), "c1", [Message("user", "I have a cat")], AT)
     return Filled(alice, bob, {f.text: f.id for f in made}, rowids, token, done.id, claimed.id, pending.id)
 

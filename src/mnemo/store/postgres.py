@@ -10,7 +10,7 @@ event chain never forks, however many processes write.
 What is PostgreSQL's own: entering a user and the questions across users
 (`PgTx`), a commit's statements pipelined and the counts that choose the
 vector search (here), the search itself (postgres_search.py) and the job
-claim (mnemo_claim_job, FOR UPDATE SKIP LOCKED).
+claim (mnemo_claim_candidates, then mnemo_claim_job_of: FOR UPDATE SKIP LOCKED).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import psycopg
 from pgvector.psycopg import register_vector_async
+from psycopg import sql
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
@@ -34,13 +35,15 @@ from ..domain import Change, Conflict, Event, Fact, Job, Scope, Status, StorageF
 from .base import ScoredFact, Unembedded
 from .fulltext import query_words
 from .migrate import APPLIED, RECORD, RECORDS, pending
-from .migrations.postgres import APP_ROLE, LOCK_NAMESPACE, MIGRATIONS
+from .migrations.postgres import APP_ROLE, LOCK_NAMESPACE, MIGRATIONS, PROPAGATE_SETTINGS
 from .postgres_search import EXACT_BELOW, MIN_SHARE, Search
 from .sql import facts, jobs
 from .sql.store import P, SQLStore, T, TxFn
 from .sql.transfer import imported_event
 from .sql.tx import Params, Row, as_format
 
+# how many users whose turn is due a claim tries, oldest first, when others claim at once
+CLAIM_CANDIDATES = 8
 Counts = dict[str, int]  # how a commit moved the user's vectors, per model
 
 
@@ -61,6 +64,9 @@ async def _configure(conn: psycopg.AsyncConnection) -> None:
     """
     await conn.execute(f"SET ROLE {APP_ROLE}")
     await conn.execute("SET TIME ZONE 'UTC'")
+    # On a Citus coordinator, a transaction's SET LOCAL (its user, the HNSW walk's settings) is
+    # sent on to the workers that run its statements; elsewhere this is an unused placeholder.
+    await conn.execute(f"SET {PROPAGATE_SETTINGS} = 'local'")
     await register_vector_async(conn)
 
 
@@ -100,7 +106,8 @@ class PgTx:
         self.committed.append(then)
 
     async def enter(self, user_id: str) -> None:
-        await self.cursor.execute("SELECT set_config('mnemo.user_id', %s, true)", (user_id,))
+        # SET LOCAL, not set_config(): Citus sends the former on to the workers (see _configure)
+        await self.cursor.execute(sql.SQL("SET LOCAL mnemo.user_id = {}").format(sql.Literal(user_id)))
 
     async def lock_user(self, user_id: str) -> None:
         await self.cursor.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (LOCK_NAMESPACE, user_id))
@@ -145,14 +152,23 @@ class PgTx:
 
 
 @dataclass
+class _Vector:
+    """The cursors holding how a change moved its fact's vectors, read after the pipeline."""
+
+    removed: psycopg.AsyncCursor | None = None  # the purged fact's models
+    old: psycopg.AsyncCursor | None = None  # the model, if it had a vector of it before
+    gone: psycopg.AsyncCursor | None = None  # the other models' vectors of an edited text
+    written: psycopg.AsyncCursor | None = None  # a row if the vector was written
+
+
+@dataclass
 class _Sent:
     """The cursors holding one change's answers, read after the pipeline."""
 
     change: Change
     fact: psycopg.AsyncCursor
     event: psycopg.AsyncCursor | None
-    vector: psycopg.AsyncCursor | None  # answers (the model, if it had a vector before; the models dropped)
-    vector_delta: int = 0  # -1: the fact's vector was removed
+    vector: _Vector
 
 
 _ROWID = "(SELECT rowid FROM facts WHERE user_id = %(user)s AND id = %(id)s)"
@@ -314,55 +330,67 @@ class PostgresStore(SQLStore[PgTx, Counts]):
         fact_cur = conn.cursor()
         sql, values = facts.write_fact(tx, change)
         await fact_cur.execute(as_format(sql + " RETURNING rowid"), values)
-        vector_cur, delta = await self._send_vector(conn, change)
+        vector = await self._send_vector(conn, change)
         event_cur = None
         if event_sql:
             event_cur = conn.cursor()
             await event_cur.execute(as_format(event_sql), event_row)
-        return _Sent(change, fact_cur, event_cur, vector_cur, delta)
+        return _Sent(change, fact_cur, event_cur, vector)
 
     @staticmethod
-    async def _send_vector(
-        conn: psycopg.AsyncConnection, change: Change
-    ) -> tuple[psycopg.AsyncCursor | None, int]:
-        """Keep the fact's vector row in step with it (the lexical index is a generated column)."""
+    async def _send_vector(conn: psycopg.AsyncConnection, change: Change) -> _Vector:
+        """Keep the fact's vector row in step with it (the lexical index is a generated column).
+
+        Each statement is pinned to the user and reads or writes one table (but the fact's
+        rowid, found by its key), so that on Citus each is routed whole to the user's shard
+        group; they are pipelined, and run in this order: `old` sees the rows as they were."""
         f = change.fact
         model = f.embedding_model or (change.before.embedding_model if change.before else None)
         if model is None:
-            return None, 0
-        cur = conn.cursor()
+            return _Vector()
         params: dict[str, Any] = {
             "id": f.id,
             "user": f.user_id,
             "active": _active(f),
             "agent": f.agent_id or "",
+            "model": model,
         }
         if f.purged:
-            await cur.execute(
+            removed = conn.cursor()
+            await removed.execute(
                 f"DELETE FROM fact_vectors WHERE user_id = %(user)s AND fact_rowid = {_ROWID} RETURNING"
                 " model",
                 params,
             )
-            return cur, -1
+            return _Vector(removed=removed)
         if change.vector is None:
-            await cur.execute(
+            await conn.cursor().execute(
                 "UPDATE fact_vectors SET active = %(active)s, agent_key = %(agent)s"
                 f" WHERE user_id = %(user)s AND fact_rowid = {_ROWID}"
                 " AND (active, agent_key) IS DISTINCT FROM (%(active)s, %(agent)s)",
                 params,
             )
-            return None, 0
+            return _Vector()
         vector = np.asarray(change.vector, dtype=np.float32)
-        # `old` reads the row as it was before this statement: whether the model had one already.
-        # `gone`: when the text changed, other models' vectors (written by `mnemo reindex`)
-        # embed the old text, so they go; reindex embeds the fact again.
-        await cur.execute(
-            "WITH old AS (SELECT model FROM fact_vectors"
-            f" WHERE user_id = %(user)s AND fact_rowid = {_ROWID} AND model = %(model)s),"
-            " gone AS (DELETE FROM fact_vectors"
-            f" WHERE user_id = %(user)s AND fact_rowid = {_ROWID} AND model <> %(model)s AND %(stale)s"
-            " RETURNING model)"
-            " INSERT INTO fact_vectors (fact_rowid, user_id, model, dims, active, agent_key, embedding)"
+        sent = _Vector(old=conn.cursor(), written=conn.cursor())
+        assert sent.old is not None and sent.written is not None
+        await sent.old.execute(
+            "SELECT model FROM fact_vectors"
+            f" WHERE user_id = %(user)s AND fact_rowid = {_ROWID} AND model = %(model)s",
+            params,
+        )
+        if change.before is not None and change.before.text != f.text:
+            # other models' vectors (written by `mnemo reindex`) embed the old text, so they go;
+            # reindex embeds the fact again
+            sent.gone = conn.cursor()
+            await sent.gone.execute(
+                "DELETE FROM fact_vectors"
+                f" WHERE user_id = %(user)s AND fact_rowid = {_ROWID} AND model <> %(model)s"
+                " RETURNING model",
+                params,
+            )
+        await sent.written.execute(
+            "INSERT INTO fact_vectors (fact_rowid, user_id, model, dims, active, agent_key, embedding)"
             " SELECT rowid, %(user)s, %(model)s, %(dims)s, %(active)s, %(agent)s, %(vector)b"
             " FROM facts WHERE user_id = %(user)s AND id = %(id)s"
             # the key is (user_id, fact_rowid, model) since migration 10, (fact_rowid, model) since
@@ -370,16 +398,10 @@ class PostgresStore(SQLStore[PgTx, Counts]):
             " ON CONFLICT ON CONSTRAINT fact_vectors_pkey DO UPDATE SET model = excluded.model,"
             " dims = excluded.dims,"
             " active = excluded.active, agent_key = excluded.agent_key, embedding = excluded.embedding"
-            " RETURNING (SELECT model FROM old), ARRAY(SELECT model FROM gone)",
-            {
-                **params,
-                "model": model,
-                "dims": vector.shape[0],
-                "vector": vector,
-                "stale": change.before is not None and change.before.text != f.text,
-            },
+            " RETURNING model",
+            {**params, "dims": vector.shape[0], "vector": vector},
         )
-        return cur, 0
+        return sent
 
     @staticmethod
     async def _check(sent: _Sent, counts: Counts) -> int | None:
@@ -387,17 +409,16 @@ class PostgresStore(SQLStore[PgTx, Counts]):
         change = sent.change
         if await sent.fact.fetchone() is None:
             raise Conflict(facts.stale(change))
-        if sent.vector is not None:
-            model = change.fact.embedding_model or (change.before.embedding_model if change.before else None)
-            assert model is not None
-            for old, *gone in await sent.vector.fetchall():
-                if sent.vector_delta < 0:
-                    counts[old] = counts.get(old, 0) - 1
-                    continue
-                if old is None:
-                    counts[model] = counts.get(model, 0) + 1
-                for other in gone[0]:
-                    counts[other] = counts.get(other, 0) - 1
+        v = sent.vector
+        for (model,) in await v.removed.fetchall() if v.removed is not None else []:
+            counts[model] = counts.get(model, 0) - 1
+        gone = await v.gone.fetchall() if v.gone is not None else []
+        written = await v.written.fetchone() if v.written is not None else None
+        if v.old is not None and written is not None:
+            if await v.old.fetchone() is None:  # the model's first vector of this fact
+                counts[written[0]] = counts.get(written[0], 0) + 1
+            for (other,) in gone:
+                counts[other] = counts.get(other, 0) - 1
         if sent.event is None:
             return None
         row = await sent.event.fetchone()
@@ -424,18 +445,22 @@ class PostgresStore(SQLStore[PgTx, Counts]):
     # -- the job claim --------------------------------------------------------------------------------
 
     async def claim_job(self, worker: str, now: datetime, lease: timedelta) -> Job | None:
-        """Several processes may claim at once: the claim takes the oldest due row that no other
-        transaction has locked (FOR UPDATE SKIP LOCKED, inside mnemo_claim_job), so no job is
-        handed out twice and no worker waits on another's."""
+        """Several processes may claim at once: the users whose earliest open job is due are
+        found first, without locking (mnemo_claim_candidates), oldest due first; then each in
+        turn is entered and its job claimed, skipping a row another transaction has locked
+        (FOR UPDATE SKIP LOCKED, in mnemo_claim_job_of), so no job is handed out twice, no
+        worker waits on another's, and a user's jobs are claimed one at a time, in order."""
 
         async def claim(tx: PgTx) -> Job | None:
-            row = await tx.one(
-                "SELECT job_id, user_id FROM mnemo_claim_job(?, ?, ?)", (worker, now, now + lease)
-            )
-            if row is None:
-                return None
-            await tx.enter(row[1])
-            return await jobs.job(tx, row[1], row[0])
+            rows = await tx.all("SELECT * FROM mnemo_claim_candidates(?, ?)", (now, CLAIM_CANDIDATES))
+            for user_id in dict.fromkeys(r[0] for r in rows):
+                await tx.enter(user_id)
+                row = await tx.one(
+                    "SELECT mnemo_claim_job_of(?, ?, ?, ?)", (user_id, worker, now, now + lease)
+                )
+                if row is not None and row[0] is not None:
+                    return await jobs.job(tx, user_id, row[0])
+            return None
 
         return await self._write(None, claim)
 

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import psycopg
+from psycopg import sql
 
 from ..domain import Scope
 from .base import ScoredFact
@@ -53,8 +54,8 @@ MAX_INDEXED_DIMS = 2000  # pgvector's HNSW limit for `vector`
 # user's facts: recall@10 against exact search was 0.90-0.95 on 25k real MiniLM
 # embeddings, and 0.97-0.99 at 100, for about +0.5 ms (bench/postgres.py)
 EF_SEARCH_FLOOR = 100
-# how long the lexical search's common-word list is kept before it is read again
-COMMON_WORDS_SECONDS = 300.0
+# how long the count of everyone's vectors is kept before it is read again
+TOTAL_SECONDS = 300.0
 
 # whether the graph of a dimension is built and usable (None: there is none)
 _VALID = "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)"
@@ -78,7 +79,7 @@ class Search:
         self.min_share = min_share
         self._valid_indexes: set[int] = set()  # dimensions whose HNSW index is ready
         self._index_builds: dict[int, asyncio.Task[bool]] = {}
-        self._common: tuple[float | None, list[str]] = (None, [])  # (read at, the lexical common words)
+        self._total: tuple[float | None, int] = (None, 0)  # (read at, how many vectors in all)
 
     async def close(self) -> None:
         for task in list(self._index_builds.values()):
@@ -88,14 +89,13 @@ class Search:
     async def use_index(self, cur: psycopg.AsyncCursor, scope: Scope, model: str, dims: int) -> bool | None:
         """True for HNSW, False for an exact scan, None when the user has no vectors of `model`."""
         await cur.execute(
-            "SELECT n, (SELECT reltuples FROM pg_class WHERE oid = 'fact_vectors'::regclass)"
-            " FROM vector_counts WHERE user_id = %s AND model = %s",
-            (scope.user_id, model),
+            "SELECT n FROM vector_counts WHERE user_id = %s AND model = %s", (scope.user_id, model)
         )
         row = await cur.fetchone()
         if row is None or row[0] <= 0:
             return None
-        mine, total = row[0], max(row[1] or 0, row[0])  # reltuples: -1 until first analysed
+        mine = row[0]
+        total = max(await self._vector_total(cur), mine) if mine >= self.exact_below else mine
         if dims > MAX_INDEXED_DIMS or mine < self.exact_below or mine < self.min_share * total:
             return False
         if dims in self._valid_indexes:
@@ -174,10 +174,12 @@ class Search:
             # relaxed order: the walk may return rows slightly out of order;
             # the outer query sorts them. enable_sort = off keeps the planner
             # off the btree + sort plan that an exact scan would be.
+            # SET LOCAL, which Citus sends on to the worker that walks the shard's graph
             await cur.execute(
-                "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
-                " set_config('hnsw.ef_search', %s, true), set_config('enable_sort', 'off', true)",
-                (str(min(1000, max(EF_SEARCH_FLOOR, 2 * k))),),
+                sql.SQL(
+                    "SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = {};"
+                    " SET LOCAL enable_sort = off"
+                ).format(sql.Literal(min(1000, max(EF_SEARCH_FLOOR, 2 * k))))
             )
         params = {"user": scope.user_id, "agents": keys, "query": query, "model": model, "k": k}
         await cur.execute(nearest_sql(dims, by_index=use_index, all_agents=keys is None), params)
@@ -187,27 +189,36 @@ class Search:
     async def lexical(self, tx: PgTx, scope: Scope, words: list[str], k: int) -> list[ScoredFact]:
         cur = tx.cursor
         agents = await agent_keys(tx, scope)
-        common = await self._common_words(cur)
+        # the search, then its facts: two statements, so that on Citus the function runs on the
+        # coordinator (its own statement is routed to the user's shard), which a join with facts
+        # would send to the worker, where it could not query a distributed table
         await cur.execute(
-            f"SELECT {FACT_COLUMNS}, l.score"
-            " FROM mnemo_lexical(%(words)s, %(agents)s, %(k)s, %(common)s) l"
-            " JOIN facts f ON f.rowid = l.fact_rowid"
-            " WHERE f.user_id = %(user)s ORDER BY l.score DESC, f.rowid",
-            {"words": words, "agents": agents, "k": k, "common": common, "user": scope.user_id},
+            "SELECT fact_rowid, score FROM mnemo_lexical(%(words)s, %(agents)s, %(k)s, %(share)s, %(small)s)",
+            {"words": words, "agents": agents, "k": k, "share": COMMON_TERM_SHARE, "small": SMALL_STORE},
         )
-        rows = await cur.fetchall()
-        return [ScoredFact(f, float(r[-1])) for r, f in readable(rows, fact_from, "memory", 1)]
+        scores: dict[int, float] = {rowid: float(score) for rowid, score in await cur.fetchall()}
+        if not scores:
+            return []
+        await cur.execute(
+            f"SELECT {FACT_COLUMNS} FROM facts f WHERE f.user_id = %(user)s AND f.rowid = ANY (%(rowids)s)",
+            {"user": scope.user_id, "rowids": list(scores)},
+        )
+        found = sorted(
+            readable(await cur.fetchall(), fact_from, "memory", 1),
+            key=lambda rf: (-scores[rf[0][0]], rf[0][0]),
+        )
+        return [ScoredFact(f, scores[r[0]]) for r, f in found]
 
-    async def _common_words(self, cur: psycopg.AsyncCursor) -> list[str]:
-        """The words too common to search by (see fulltext.py), read from the planner's
-        statistics at most every COMMON_WORDS_SECONDS: they change only when ANALYZE runs."""
-        read_at, words = self._common
-        if read_at is None or time.monotonic() - read_at >= COMMON_WORDS_SECONDS:
-            await cur.execute("SELECT mnemo_common_words(%s, %s)", (COMMON_TERM_SHARE, SMALL_STORE))
+    async def _vector_total(self, cur: psycopg.AsyncCursor) -> int:
+        """How many vectors there are in all, whoever's (mnemo_vector_total, from the counts every
+        commit keeps), read at most every TOTAL_SECONDS: the share rule needs its size only."""
+        read_at, total = self._total
+        if read_at is None or time.monotonic() - read_at >= TOTAL_SECONDS:
+            await cur.execute("SELECT mnemo_vector_total()")
             row = await cur.fetchone()
-            words = list(row[0]) if row else []
-            self._common = (time.monotonic(), words)
-        return words
+            total = int(row[0]) if row else 0
+            self._total = (time.monotonic(), total)
+        return total
 
     @staticmethod
     async def vectors(tx: PgTx, scope: Scope, fact_ids: Sequence[str], model: str) -> dict[str, np.ndarray]:

@@ -13,6 +13,7 @@ from psycopg import sql
 from ..migrate import Cursor, Migration
 from ..sql.events import reseal
 from ..sql.tx import SyncTx, run_sync
+from .postgres_citus import PROPAGATE_SETTINGS, distribute
 from .postgres_security import (
     APP_ROLE,
     LOCK_NAMESPACE,
@@ -28,9 +29,10 @@ from .postgres_security import (
     queue_functions,
     reindex_functions,
     requeue_function,
+    routed_functions,
 )
 
-__all__ = ["APP_ROLE", "LOCK_NAMESPACE", "MIGRATIONS"]
+__all__ = ["APP_ROLE", "LOCK_NAMESPACE", "MIGRATIONS", "PROPAGATE_SETTINGS"]
 
 
 def _initial(cur: Cursor) -> None:
@@ -482,6 +484,16 @@ def _sensitive_gate(cur: Cursor) -> None:
     cur.execute("ALTER TABLE users ADD COLUMN sensitive_gate jsonb NOT NULL DEFAULT '{}'")
 
 
+def _citus(cur: Cursor) -> None:
+    """On a Citus coordinator, every per-user table is distributed by user_id and colocated,
+    users, agents and settings are reference tables, and the application role may log in (the
+    workers see it as the coordinator's connections' role): see postgres_citus.py. On plain
+    PostgreSQL the tables stay as they are. On both, the questions across users and the job
+    claim take forms a coordinator can plan (see routed_functions)."""
+    routed_functions(cur)
+    distribute(cur)
+
+
 MIGRATIONS = [
     Migration(1, "initial", _initial),
     Migration(2, "server", _server),
@@ -500,4 +512,5 @@ MIGRATIONS = [
     Migration(15, "recalls", _recalls),
     Migration(16, "sensitive_gate", _sensitive_gate),
     Migration(17, "token_budgets", _token_budgets),
+    Migration(18, "citus", _citus),
 ]

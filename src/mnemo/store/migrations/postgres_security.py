@@ -23,6 +23,17 @@ from psycopg import sql
 from ..migrate import Cursor
 
 APP_ROLE = "mnemo_app"
+# the claim's rules over `jobs d` (since migration 17): a job is due when it is pending (or over
+# budget) and its time has come, or its worker's lease ran out; it is held back while an earlier
+# job of its user is open (`now`: the claim's time)
+CLAIM_DUE = (
+    "(d.status IN ('pending', 'over_budget') AND d.next_attempt_at <= now)"
+    " OR (d.status = 'claimed' AND d.lease_until < now)"
+)
+CLAIM_HELD = (
+    "SELECT FROM jobs e WHERE e.user_id = d.user_id AND e.id < d.id"
+    " AND (e.status IN ('pending', 'claimed') OR (e.status = 'over_budget' AND e.next_attempt_at <= now))"
+)
 LOCK_NAMESPACE = 0x6D6E656D  # 'mnem': the first key of mnemo's two-key advisory locks
 
 
@@ -48,6 +59,26 @@ def definer(cur: Cursor, signature: str) -> None:
     cur.execute(f"GRANT EXECUTE ON FUNCTION {signature} TO {APP_ROLE}")
 
 
+# the lexical search's matches among the user's active facts and their postings, and its
+# BM25 score over them (`p`: the postings scored, `d`: their document frequencies, `s`: N and
+# the average length): written once for every version of mnemo_lexical
+_MATCHES = """hits AS MATERIALIZED (
+                SELECT f.rowid, f.tsv FROM facts f, query
+                WHERE f.user_id = current_setting('mnemo.user_id', true)
+                  AND f.tsv @@ query.q AND f.status = 'active'
+                  AND (agents IS NULL OR COALESCE(f.agent_id, '') = ANY (agents))
+            ), postings AS (
+                SELECT h.rowid, t.lexeme, cardinality(t.positions) AS tf, length(h.tsv) AS len
+                FROM hits h, query, unnest(h.tsv) AS t
+                WHERE t.lexeme = ANY (query.lexemes)
+            ), df AS (
+                SELECT lexeme, count(*) AS n FROM postings GROUP BY lexeme
+            )"""
+_BM25 = """            SELECT p.rowid,
+                   sum(greatest(ln((s.n - d.n + 0.5) / (d.n + 0.5)), 1e-6)
+                       * p.tf * 2.2 / (p.tf + 1.2 * (0.25 + 0.75 * p.len / s.avg_len)))::double precision"""
+
+
 def lexical_function(cur: Cursor) -> None:
     """Full-text search over the transaction's user's active facts, ranked by BM25.
 
@@ -70,7 +101,7 @@ def lexical_function(cur: Cursor) -> None:
     counted in lexemes and averaged over the matches.
     """
     cur.execute(
-        """
+        f"""
         CREATE FUNCTION mnemo_lexical(
             words text[], agents text[], k integer, common_share double precision, small_store bigint
         ) RETURNS TABLE (fact_rowid bigint, score double precision) LANGUAGE sql STABLE AS $$
@@ -94,25 +125,12 @@ def lexical_function(cur: Cursor) -> None:
                 SELECT websearch_to_tsquery('english', string_agg(w, ' or ')) AS q,
                        tsvector_to_array(to_tsvector('english', string_agg(w, ' '))) AS lexemes
                 FROM kept
-            ), hits AS MATERIALIZED (
-                SELECT f.rowid, f.tsv FROM facts f, query
-                WHERE f.user_id = current_setting('mnemo.user_id', true)
-                  AND f.tsv @@ query.q AND f.status = 'active'
-                  AND (agents IS NULL OR COALESCE(f.agent_id, '') = ANY (agents))
-            ), postings AS (
-                SELECT h.rowid, t.lexeme, cardinality(t.positions) AS tf, length(h.tsv) AS len
-                FROM hits h, query, unnest(h.tsv) AS t
-                WHERE t.lexeme = ANY (query.lexemes)
-            ), df AS (
-                SELECT lexeme, count(*) AS n FROM postings GROUP BY lexeme
-            ), sizes AS (
+            ), {_MATCHES}, sizes AS (
                 SELECT (SELECT active FROM fact_counts
                         WHERE user_id = current_setting('mnemo.user_id', true)) AS n,
                        (SELECT avg(length(tsv)) FROM hits) AS avg_len
             )
-            SELECT p.rowid,
-                   sum(greatest(ln((s.n - d.n + 0.5) / (d.n + 0.5)), 1e-6)
-                       * p.tf * 2.2 / (p.tf + 1.2 * (0.25 + 0.75 * p.len / s.avg_len)))::double precision
+{_BM25}
             FROM postings p JOIN df d USING (lexeme), sizes s
             GROUP BY p.rowid
             ORDER BY 2 DESC, p.rowid
@@ -135,10 +153,10 @@ def common_words_functions(cur: Cursor) -> None:
     its body (the search and its BM25 ranking) is lexical_function's.
     """
     cur.execute(
-        """
+        f"""
         CREATE FUNCTION mnemo_common_words(common_share double precision, small_store bigint)
         RETURNS text[] LANGUAGE sql STABLE AS $$
-            SELECT COALESCE(array_agg(e.lexeme ORDER BY e.lexeme), '{}')
+            SELECT COALESCE(array_agg(e.lexeme ORDER BY e.lexeme), '{{}}')
             FROM pg_class c
             JOIN pg_namespace n ON n.oid = c.relnamespace
             JOIN pg_stats s ON s.schemaname = n.nspname AND s.tablename = 'facts' AND s.attname = 'tsv',
@@ -155,25 +173,12 @@ def common_words_functions(cur: Cursor) -> None:
                 SELECT websearch_to_tsquery('english', string_agg(w, ' or ')) AS q,
                        tsvector_to_array(to_tsvector('english', string_agg(w, ' '))) AS lexemes
                 FROM kept
-            ), hits AS MATERIALIZED (
-                SELECT f.rowid, f.tsv FROM facts f, query
-                WHERE f.user_id = current_setting('mnemo.user_id', true)
-                  AND f.tsv @@ query.q AND f.status = 'active'
-                  AND (agents IS NULL OR COALESCE(f.agent_id, '') = ANY (agents))
-            ), postings AS (
-                SELECT h.rowid, t.lexeme, cardinality(t.positions) AS tf, length(h.tsv) AS len
-                FROM hits h, query, unnest(h.tsv) AS t
-                WHERE t.lexeme = ANY (query.lexemes)
-            ), df AS (
-                SELECT lexeme, count(*) AS n FROM postings GROUP BY lexeme
-            ), sizes AS (
+            ), {_MATCHES}, sizes AS (
                 SELECT (SELECT active FROM fact_counts
                         WHERE user_id = current_setting('mnemo.user_id', true)) AS n,
                        (SELECT avg(length(tsv)) FROM hits) AS avg_len
             )
-            SELECT p.rowid,
-                   sum(greatest(ln((s.n - d.n + 0.5) / (d.n + 0.5)), 1e-6)
-                       * p.tf * 2.2 / (p.tf + 1.2 * (0.25 + 0.75 * p.len / s.avg_len)))::double precision
+{_BM25}
             FROM postings p JOIN df d USING (lexeme), sizes s
             GROUP BY p.rowid
             ORDER BY 2 DESC, p.rowid
@@ -366,3 +371,112 @@ def operations_functions(cur: Cursor) -> None:
     )
     definer(cur, "mnemo_user_ids()")
     definer(cur, "mnemo_job_counts()")
+
+
+CLAIM_OF = "mnemo_claim_job_of(text, text, timestamptz, timestamptz)"
+
+
+def routed_functions(cur: Cursor) -> None:
+    """The questions across users, in forms a Citus coordinator can plan (and the same on plain
+    PostgreSQL).
+
+    - Who has facts, or conversations: a semi-join (`IN`) on the users' ids, not a correlated
+      EXISTS, which Citus cannot plan beside a reference table.
+    - The job claim in two steps. `mnemo_claim_candidates` answers, without locking anything,
+      the users whose earliest open job is due, oldest due first (ids only): a lock over every
+      shard is what Citus cannot take (FOR UPDATE on a multi-shard query). The store then
+      claims one of them as that user, in a statement pinned to them (FOR UPDATE SKIP LOCKED,
+      routed to their shard), which applies the same rules again: a job is due only when it
+      is its user's earliest open one, and a job another worker holds is skipped. The
+      one-statement claim of every user, mnemo_claim_job, goes.
+    """
+    cur.execute(
+        f"""
+        CREATE OR REPLACE FUNCTION mnemo_users_with_facts() RETURNS SETOF text LANGUAGE sql STABLE AS $$
+            SELECT u.id FROM users u WHERE u.id IN (SELECT f.user_id FROM facts f) ORDER BY u.name
+        $$;
+        CREATE OR REPLACE FUNCTION mnemo_users_with_conversations() RETURNS SETOF text
+        LANGUAGE sql STABLE AS $$
+            SELECT u.id FROM users u WHERE u.id IN (SELECT c.user_id FROM conversations c) ORDER BY u.name
+        $$;
+        CREATE FUNCTION mnemo_claim_candidates(now timestamptz, n integer) RETURNS SETOF text
+        LANGUAGE sql STABLE AS $$
+            SELECT d.user_id FROM jobs d
+            WHERE ({CLAIM_DUE}) AND NOT EXISTS ({CLAIM_HELD})
+            ORDER BY d.next_attempt_at
+            LIMIT n
+        $$;
+        -- run as the caller (the application role, inside the user it entered), not the owner
+        CREATE FUNCTION mnemo_claim_job_of(who text, worker text, now timestamptz, lease_until timestamptz)
+        RETURNS text LANGUAGE sql VOLATILE AS $$
+            UPDATE jobs j
+            SET status = 'claimed', claimed_by = worker, lease_until = mnemo_claim_job_of.lease_until,
+                attempts = j.attempts + 1
+            WHERE j.user_id = who AND j.id = (
+                SELECT d.id FROM jobs d
+                WHERE d.user_id = who AND ({CLAIM_DUE}) AND NOT EXISTS ({CLAIM_HELD})
+                ORDER BY d.next_attempt_at
+                LIMIT 1
+                FOR UPDATE SKIP LOCKED
+            )
+            RETURNING j.id
+        $$;
+        DROP FUNCTION mnemo_claim_job(text, timestamptz, timestamptz);
+        """
+    )
+    cur.execute(f"REVOKE ALL ON FUNCTION {CLAIM_OF} FROM PUBLIC")
+    cur.execute(f"GRANT EXECUTE ON FUNCTION {CLAIM_OF} TO {APP_ROLE}")
+    definer(cur, "mnemo_users_with_facts()")
+    definer(cur, "mnemo_users_with_conversations()")
+    definer(cur, "mnemo_claim_candidates(timestamptz, integer)")
+    own_statistics_functions(cur)
+
+
+def own_statistics_functions(cur: Cursor) -> None:
+    """The search's choices from mnemo's own counts, not the planner's statistics, which a
+    Citus coordinator does not have (its tables hold no rows: the shards on the workers do).
+
+    - The lexical search drops the words common in the user's own active facts: found in more
+      than `common_share` of them, when the user has at least `small_store` (fact_counts).
+      The document frequencies are those its BM25 counts already, among the matches. Before,
+      the words common in everyone's facts were dropped, read from pg_stats by
+      mnemo_common_words, which goes. A common word's matches are now read before it is
+      dropped: the cost of one user's posting list, not of everyone's.
+    - `mnemo_vector_total` answers how many vectors there are in all (vector_counts, which
+      every commit keeps): the HNSW-or-exact choice compares a user's count with it, where it
+      read pg_class.reltuples of fact_vectors. A count only, of no one in particular.
+    """
+    cur.execute(
+        f"""
+        CREATE FUNCTION mnemo_lexical(
+            words text[], agents text[], k integer, common_share double precision, small_store bigint
+        ) RETURNS TABLE (fact_rowid bigint, score double precision) LANGUAGE sql STABLE AS $$
+            WITH query AS (
+                SELECT websearch_to_tsquery('english', string_agg(w, ' or ')) AS q,
+                       tsvector_to_array(to_tsvector('english', string_agg(w, ' '))) AS lexemes
+                FROM unnest(words) AS w
+            ), {_MATCHES}, facts_n AS (
+                SELECT active AS n FROM fact_counts WHERE user_id = current_setting('mnemo.user_id', true)
+            ), kept AS (
+                SELECT p.* FROM postings p JOIN df d USING (lexeme)
+                WHERE NOT (d.n > common_share * COALESCE((SELECT n FROM facts_n), 0)
+                           AND COALESCE((SELECT n FROM facts_n), 0) >= small_store)
+            ), sizes AS (
+                SELECT (SELECT n FROM facts_n) AS n,
+                       (SELECT avg(len) FROM (SELECT DISTINCT rowid, len FROM kept) AS matched) AS avg_len
+            )
+{_BM25}
+            FROM kept p JOIN df d USING (lexeme), sizes s
+            GROUP BY p.rowid
+            ORDER BY 2 DESC, p.rowid
+            LIMIT k
+        $$;
+        DROP FUNCTION mnemo_lexical(text[], text[], integer, text[]);
+        DROP FUNCTION mnemo_common_words(double precision, bigint);
+        CREATE FUNCTION mnemo_vector_total() RETURNS bigint LANGUAGE sql STABLE AS $$
+            SELECT COALESCE(sum(n), 0)::bigint FROM vector_counts
+        $$;
+        """
+    )
+    definer(cur, "mnemo_lexical(text[], text[], integer, double precision, bigint)")
+    definer(cur, "mnemo_vector_total()")

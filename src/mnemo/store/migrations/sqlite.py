@@ -514,6 +514,11 @@ def _sensitive_gate(cur: Cursor) -> None:
     _script(cur, "ALTER TABLE users ADD COLUMN sensitive_gate TEXT NOT NULL DEFAULT '{}';")
 
 
+def _citus(cur: Cursor) -> None:
+    """PostgreSQL's tables are distributed on a Citus cluster; SQLite has nothing to do. Kept,
+    so that a version names the same change on both stores."""
+
+
 MIGRATIONS = [
     Migration(1, "initial", _initial),
     Migration(2, "server", _server),
@@ -532,4 +537,5 @@ MIGRATIONS = [
     Migration(15, "recalls", _recalls),
     Migration(16, "sensitive_gate", _sensitive_gate),
     Migration(17, "token_budgets", _token_budgets),
+    Migration(18, "citus", _citus),
 ]

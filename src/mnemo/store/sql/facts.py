@@ -37,8 +37,11 @@ _NAMES = [c.strip() for c in WRITE_COLUMNS.split(",")]
 # PostgreSQL answers these with `RETURNING rowid` / `RETURNING seq` (pipelined, it cannot ask
 # again); SQLite reads the cursor's lastrowid, as a RETURNING costs it three times the insert
 INSERT_FACT = f"INSERT INTO facts ({WRITE_COLUMNS}) VALUES ({marks(len(_NAMES))})"
+# an update sets all but the key (id, user_id), which never changes: Citus refuses to set the
+# column a table is distributed by, even to the value it holds
 UPDATE_FACT = (
-    f"UPDATE facts SET {', '.join(f'{c} = ?' for c in _NAMES)} WHERE id = ? AND user_id = ? AND version = ?"
+    f"UPDATE facts SET {', '.join(f'{c} = ?' for c in _NAMES[2:])}"
+    " WHERE id = ? AND user_id = ? AND version = ?"
 )
 INSERT_EVENT = (
     "INSERT INTO fact_events"
@@ -86,7 +89,7 @@ def write_fact(tx: Tx, change: Change) -> tuple[str, tuple[Any, ...]]:
     values = fact_values(tx, change.fact)
     if change.before is None:
         return INSERT_FACT, values
-    return UPDATE_FACT, (*values, change.fact.id, change.fact.user_id, change.before.version)
+    return UPDATE_FACT, (*values[2:], change.fact.id, change.fact.user_id, change.before.version)
 
 
 def stale(change: Change) -> str:

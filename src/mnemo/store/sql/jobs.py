@@ -2,7 +2,7 @@
 
 A turn's messages and its job are written in one transaction; a worker claims
 a job with a lease (the claim is each store's own: see SQLiteStore.claim_job
-and PostgreSQL's mnemo_claim_job); finishing it happens inside the transaction
+and PostgreSQL's mnemo_claim_job_of); finishing it happens inside the transaction
 that applies the facts it produced (see SQLStore.commit), so a crash at any
 point either leaves the job to be claimed again or leaves it done with its
 facts — never facts without a finished job.

@@ -1,0 +1,72 @@
+"""mnemo's schema on a Citus cluster: what is distributed by user, what is a reference table.
+
+Migration 18 calls `distribute`. On plain PostgreSQL (no `citus` extension in the
+database) it does nothing. On a Citus coordinator it makes `users`, `agents` and
+`settings` reference tables (a copy on every node: every shard joins them
+locally) and distributes every per-user table by `user_id`, all colocated with
+`facts`, so that one user's rows of every table live in one shard group, on one
+worker, and every statement pinned to a user is routed there whole. A table
+already distributed is left as it is, so it may run again (a migration that was
+cut short); on an empty database it distributes empty tables.
+
+The application role must be able to log in on a cluster: the coordinator opens
+its connections to the workers as the current role, which is APP_ROLE once a
+pooled connection has SET ROLE to it (docs/scaling.md: the workers must accept
+that role from the coordinator). It is given LOGIN here, and no password: how
+the workers authenticate it (trust from the coordinator's address, a
+certificate, or a password in `pg_dist_authinfo`) is the deployment's choice.
+"""
+
+from __future__ import annotations
+
+from ..migrate import Cursor
+from .postgres_security import APP_ROLE
+
+# Citus's setting that sends a transaction's SET LOCAL on to the workers its statements run
+# on: the policies there read the transaction's user (mnemo.user_id) so
+PROPAGATE_SETTINGS = "citus.propagate_set_commands"
+REFERENCE_TABLES = ("users", "agents", "settings")
+# every table with rows of one user, in an order where each foreign key's target comes first;
+# `facts` is the group the others are colocated with
+DISTRIBUTED_TABLES = (
+    "facts",
+    "fact_vectors",
+    "fact_events",
+    "conversations",
+    "messages",
+    "jobs",
+    "api_keys",
+    "backfill_progress",
+    "vector_counts",
+    "fact_counts",
+    "erased_texts",
+    "receipts",
+    "recalls",
+    "token_usage",
+    "token_budgets",
+)
+# a trigger on a distributed table is created on every shard; Citus asks to be told that
+# this is meant: the event log's append-only trigger only raises, reading nothing
+TRIGGERED = {"fact_events"}
+
+
+def distribute(cur: Cursor) -> None:
+    """Distribute mnemo's tables when the database is a Citus coordinator (see above)."""
+    citus = cur.execute("SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus')").fetchone()[0]
+    if not citus:
+        return
+    cur.execute(f"ALTER ROLE {APP_ROLE} LOGIN")
+    rows = cur.execute("SELECT logicalrelid::regclass::text FROM pg_dist_partition").fetchall()
+    done = {name for (name,) in rows}
+    for table in REFERENCE_TABLES:
+        if table not in done:
+            cur.execute("SELECT create_reference_table(%s)", (table,))
+    for table in DISTRIBUTED_TABLES:
+        if table in done:
+            continue
+        if table in TRIGGERED:
+            cur.execute("SET LOCAL citus.enable_unsafe_triggers = on")
+        colocate = "none" if table == DISTRIBUTED_TABLES[0] else DISTRIBUTED_TABLES[0]
+        cur.execute("SELECT create_distributed_table(%s, 'user_id', colocate_with => %s)", (table, colocate))
+        if table in TRIGGERED:
+            cur.execute("SET LOCAL citus.enable_unsafe_triggers = off")
