@@ -128,10 +128,24 @@ class SessionCitus:
     def _on_every_node(self, sql: str, database: str = "postgres") -> list[tuple | None]:
         return self._on_nodes(self.node_urls(database), sql)
 
-    def _set_up_template(self, template: str, migrated: bool = False) -> None:
-        self._on_every_node(f'CREATE DATABASE "{template}"')
-        coordinator, *workers = self.node_urls(template)
+    def _create_on_nodes(self, name: str) -> tuple[str, list[str]]:
+        """A database of this name on every node, with Citus on the workers only; returns the
+        coordinator's connection string and the workers'."""
+        self._on_every_node(f'CREATE DATABASE "{name}"')
+        coordinator, *workers = self.node_urls(name)
         self._on_nodes(workers, "CREATE EXTENSION citus")
+        return coordinator, workers
+
+    def create_plain_database(self) -> str:
+        """A database that is plain PostgreSQL on the coordinator's server (no `citus` in it, no
+        workers known), and is ready on the workers: what a deployment moving onto the cluster
+        starts from. Returns the coordinator's connection string; drop_database drops it."""
+        name = f"{self._prefix}_{next(self._names)}"
+        self._made.add(name)
+        return self._create_on_nodes(name)[0]
+
+    def _set_up_template(self, template: str, migrated: bool = False) -> None:
+        coordinator, _ = self._create_on_nodes(template)
         with psycopg.connect(coordinator, autocommit=True) as conn:
             conn.execute("CREATE EXTENSION citus")
             conn.execute("CREATE EXTENSION vector")  # Citus creates it on the workers too

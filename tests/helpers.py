@@ -276,3 +276,61 @@ def _take_the_last_pages(store) -> None:
                 store._conn.execute(f"CREATE TABLE test_disk_filler_{n} (b BLOB)")
         except sqlean.OperationalError as exc:
             assert "full" in str(exc), exc
+
+
+# a Citus setting: a worker's catalog shows its shards (facts_102008, …) to every client
+SHOW_SHARDS = "citus.show_shards_for_app_name_prefixes"
+
+
+def node_urls(url: str) -> list[str]:
+    """The connections to this database on every node that holds its rows: the server alone,
+    or a Citus coordinator then its workers (as pg_dist_node knows them, with the same
+    credentials)."""
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        if conn.execute("SELECT to_regclass('pg_dist_node')").fetchone() == (None,):
+            return [url]
+        workers = conn.execute(
+            "SELECT nodename, nodeport FROM pg_dist_node"
+            " WHERE groupid <> 0 AND noderole = 'primary' AND isactive ORDER BY groupid"
+        ).fetchall()
+    return [url, *(make_conninfo(url, host=host, port=port) for host, port in workers)]
+
+
+def on_node(url: str, *statements: str) -> list[tuple]:
+    """Run `statements` on one node with the URL's powers, a worker's shards in sight; the last
+    one's rows."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        cur = conn.execute(f"SET {SHOW_SHARDS} = '*'")
+        for statement in statements:
+            cur = conn.execute(statement)
+        return cur.fetchall() if cur.description else []
+
+
+_RELATION_FILES = (
+    "SELECT c.relname, pg_read_binary_file(pg_relation_filepath(c.oid)) FROM pg_class c"
+    " WHERE pg_relation_filepath(c.oid) IS NOT NULL AND c.relkind IN ('r', 'i', 't')"
+    " AND c.relnamespace IN (current_schema()::regnamespace, 'pg_toast'::regnamespace)"
+)
+
+
+def files_holding(urls: list[str], needle: bytes, *maintenance: str) -> list[str]:
+    """The tables and indexes whose files hold `needle` on these nodes (node_urls: a Citus
+    cluster's workers hold the shards, facts_102008 named facts here), after `maintenance` on
+    the first (which a coordinator sends on to the shards) and a checkpoint on each."""
+    import re
+
+    first, *others = urls
+    on_node(first, *maintenance, "CHECKPOINT")
+    for url in others:
+        on_node(url, "CHECKPOINT")
+    return sorted(
+        re.sub(r"_[0-9]+$", "", name)
+        for url in urls
+        for name, data in on_node(url, _RELATION_FILES)
+        if needle in bytes(data)
+    )

@@ -214,4 +214,7 @@ def test_every_recipe_of_the_page_is_run_here():
         "ollama", "vllm", "llama.cpp", "two-models", "open-webui", "librechat",
         "claude-desktop", "claude-code", "claude-code-project", "cursor", "claude-code-http", "cursor-http",
     ]  # fmt: skip
-    assert [name for name, _, _ in snippets(DOCS / "scaling.md")] == ["sqlite-to-postgres"]
+    assert [name for name, _, _ in snippets(DOCS / "scaling.md")] == [
+        "sqlite-to-postgres",
+        "postgres-to-citus",  # tests/store/test_citus_store.py
+    ]

@@ -11,13 +11,16 @@ judges each one here (judge_sql):
   - SELECT, UPDATE, DELETE, at every query level (subqueries and CTEs too):
     a top-level AND condition of the WHERE (or of a JOIN's ON) of the query
     level that reads the table is `<table or alias>.<owner> = <value>`, where
-    the value is a parameter, a literal, `current_setting('mnemo.user_id')`,
-    a function's argument, or the owner column of another table of the same
-    query already pinned (a join through `a.user_id = b.user_id`; outer query
-    levels count for correlated subqueries). `user_id = ANY (…)` and
-    `user_id IN (…)` do not count: they may name several users, so a
-    distributed database could not send the statement to one shard; mnemo
-    never needs them.
+    the value is a parameter, a literal, a function's argument, or the owner
+    column of another table of the same query already pinned (a join through
+    `a.user_id = b.user_id`; outer query levels count for correlated
+    subqueries). `user_id = ANY (…)` and `user_id IN (…)` do not count: they
+    may name several users, so a distributed database could not send the
+    statement to one shard; mnemo never needs them. Nor does
+    `current_setting('mnemo.user_id')`, the transaction's user that the
+    policies compare with: the planner sees a function call, not a value, so
+    Citus sends such a statement to every shard (the policy then hides the
+    other users' rows, but every shard is asked).
   - INSERT: the owner column is written, with such a value, in every row.
 
 - the bodies of the functions the migrations create are checked the same way,
@@ -338,14 +341,16 @@ def _strip(expr: Any) -> Any:
     return expr
 
 
-def _is_value(expr: Any, arguments: frozenset[str]) -> bool:
-    """A value that names one user: a parameter, a literal, the transaction's user, an argument."""
+def _is_value(expr: Any, arguments: frozenset[str], setting: bool = False) -> bool:
+    """A value that names one user: a parameter, a literal, an argument; with `setting`, the
+    transaction's user too (`current_setting('mnemo.user_id')`, what the policies compare with:
+    the planner sees a function call there, not a value, so Citus cannot route by it)."""
     expr = _strip(expr)
     if isinstance(expr, ast.ParamRef):
         return True
     if isinstance(expr, ast.A_Const):
         return not expr.isnull
-    if isinstance(expr, ast.FuncCall) and _func_name(expr) == "current_setting" and expr.args:
+    if setting and isinstance(expr, ast.FuncCall) and _func_name(expr) == "current_setting" and expr.args:
         first = _strip(expr.args[0])
         return isinstance(first, ast.A_Const) and getattr(first.val, "sval", None) == "mnemo.user_id"
     if isinstance(expr, ast.ColumnRef):

@@ -2,7 +2,9 @@
 
 The behaviour every store shares is tested on both backends in tests/core;
 these are the PostgreSQL twins of tests/store/test_sqlite.py, plus what only
-a shared server has to get right.
+a shared server has to get right. Those marked ON_CLUSTER_TOO run on a Citus
+cluster as well (`--backend=citus` or `all`), where the rows are on the
+workers: their checks reach every node.
 """
 
 from __future__ import annotations
@@ -13,26 +15,32 @@ from datetime import timedelta
 
 import psycopg
 import pytest
+from psycopg import sql
 
 from mnemo.domain import Claim, Message, Scope
 from mnemo.memory import Memory
 from mnemo.store import postgres as postgres_module
 from mnemo.store.migrate import Migration
-from mnemo.store.migrations.postgres import APP_ROLE, MIGRATIONS
+from mnemo.store.migrations.postgres import APP_ROLE, MIGRATIONS, PROPAGATE_SETTINGS
 from mnemo.store.postgres import PostgresStore
-from tests.helpers import raw_sql, texts
+from tests.helpers import files_holding, node_urls, on_node, raw_sql, texts
 from tests.store import legacy, version9
 
 pytestmark = pytest.mark.backend("postgres")
+# a test that holds on a Citus cluster too (its tables distributed by migration 18)
+ON_CLUSTER_TOO = pytest.mark.parametrize("backend", ["postgres", "citus"], indirect=True)
 
 
-async def as_app(store: PostgresStore, sql: str, user_id: str | None = None) -> list[tuple]:
-    """Run `sql` as the application role, in a transaction that names `user_id` (or no one)."""
-    async with await psycopg.AsyncConnection.connect(store.url) as conn:
+async def as_app(store: PostgresStore, query: str, user_id: str | None = None, url: str = "") -> list[tuple]:
+    """Run `query` as the application role, in a transaction that names `user_id` (or no one)
+    as the store names it: SET LOCAL, which a Citus coordinator sends on to its workers. On the
+    store's database, or on `url` (the same database on another node)."""
+    async with await psycopg.AsyncConnection.connect(url or store.url) as conn:
         await conn.execute(f"SET ROLE {APP_ROLE}")
+        await conn.execute(f"SET {PROPAGATE_SETTINGS} = 'local'")
         if user_id is not None:
-            await conn.execute("SELECT set_config('mnemo.user_id', %s, true)", (user_id,))
-        cur = await conn.execute(sql)
+            await conn.execute(sql.SQL("SET LOCAL mnemo.user_id = {}").format(sql.Literal(user_id)))
+        cur = await conn.execute(query)
         return await cur.fetchall()
 
 
@@ -55,11 +63,12 @@ async def schema(store: PostgresStore) -> list[tuple]:
         f" WHERE grantee = '{APP_ROLE}' AND table_schema = current_schema()",
     ]
     out = []
-    for sql in parts:
-        out += sorted((await raw_sql(store, sql)), key=repr)
+    for part in parts:
+        out += sorted((await raw_sql(store, part)), key=repr)
     return out
 
 
+@ON_CLUSTER_TOO
 async def test_a_fresh_database_records_its_migrations(store):
     assert await store.schema_versions() == [m.version for m in MIGRATIONS]
 
@@ -156,6 +165,7 @@ async def test_a_version_9_database_upgrades_to_keys_that_hold_the_user(
 REFERENCE_TABLES = {"users", "agents"}
 
 
+@ON_CLUSTER_TOO
 async def test_every_per_user_table_is_keyed_by_its_user(store):
     """What distributing the per-user tables by user_id needs (Citus): the owner column (the one
     a table's row-level policy matches with the transaction's user) is in every primary key and
@@ -231,6 +241,7 @@ async def test_a_failing_migration_leaves_the_database_as_it_was(make_store, mon
 
 
 @pytest.mark.slow
+@ON_CLUSTER_TOO
 async def test_a_second_store_on_the_same_database_sees_every_write(make_store, embedder):
     server = await Memory(make_store(), embedder).open()
     worker = await Memory(make_store(), embedder).open()
@@ -251,6 +262,7 @@ async def test_a_second_store_on_the_same_database_sees_every_write(make_store, 
 # -- row-level security ------------------------------------------------------------
 
 
+@ON_CLUSTER_TOO
 async def test_a_query_that_forgot_its_user_sees_no_rows(memory, alice, bob):
     await memory.add(alice, "My bank PIN is 9182")
     await memory.add(bob, "I like coffee")
@@ -276,19 +288,24 @@ async def test_a_query_that_forgot_its_user_sees_no_rows(memory, alice, bob):
     assert await as_app(memory.store, "SELECT text FROM facts", alice.user_id) == [("My bank PIN is 9182",)]
 
 
+@ON_CLUSTER_TOO
 async def test_every_table_of_user_rows_is_behind_the_wall(store):
-    unguarded = await raw_sql(
-        store,
-        "SELECT c.relname FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid"
-        " WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'"
-        " AND a.attname = 'user_id' AND NOT c.relrowsecurity",
-    )
-    assert unguarded == []
-    assert await raw_sql(store, "SELECT relrowsecurity FROM pg_class WHERE oid = 'users'::regclass") == [
-        (True,)
-    ]
+    """On every node: on a Citus cluster the workers' shards (facts_102008, …) hold the rows."""
+    for url in node_urls(store.url):
+        guarded = dict(
+            on_node(
+                url,
+                "SELECT c.relname, c.relrowsecurity FROM pg_class c"
+                " WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'"
+                " AND (c.relname ~ '^users(_[0-9]+)?$' OR EXISTS"
+                "      (SELECT FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'user_id'))",
+            )
+        )
+        assert {n.rsplit("_", 1)[0] for n in guarded} >= {"users", "facts", "messages"}, (url, guarded)
+        assert [n for n, on in guarded.items() if not on] == [], url
 
 
+@ON_CLUSTER_TOO
 async def test_writing_another_users_rows_is_refused(memory, alice, bob):
     await memory.add(alice, "I like tea")
     with pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"):
@@ -301,11 +318,37 @@ async def test_writing_another_users_rows_is_refused(memory, alice, bob):
         await as_app(memory.store, "DELETE FROM fact_events RETURNING seq", alice.user_id)
 
 
+@pytest.mark.backend("citus")
+async def test_a_worker_reached_directly_shows_each_user_only_their_own_rows(memory, alice, bob):
+    """On Citus the application role may log in (the coordinator connects to the workers as
+    that role): whoever reaches a worker with it meets the same wall there, on the
+    distributed table (a worker can plan queries too) and on each shard by its own name."""
+    await memory.add(alice, "My bank PIN is 9182")
+    await memory.add(bob, "I like coffee")
+    _, *workers = node_urls(memory.store.url)
+    shards = await raw_sql(
+        memory.store,
+        "SELECT shard_name('facts'::regclass, shardid) FROM pg_dist_shard"
+        " WHERE logicalrelid = 'facts'::regclass",
+    )
+    seen: dict[str | None, set[str]] = {None: set(), alice.user_id: set(), bob.user_id: set()}
+    asked = 0
+    for url in workers:
+        here = [s for (s,) in shards if on_node(url, f"SELECT to_regclass('{s}')") != [(None,)]]
+        for table in ["facts", *here]:
+            for who, found in seen.items():
+                rows = await as_app(memory.store, f"SELECT text FROM {table}", who, url)
+                found.update(text for (text,) in rows)
+                asked += 1
+    assert asked >= 3 * (len(workers) + len(shards))  # every shard is on some worker
+    assert seen == {None: set(), alice.user_id: {"My bank PIN is 9182"}, bob.user_id: {"I like coffee"}}
+
+
 # -- several processes -----------------------------------------------------------------
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ["postgres", "citus"], indirect=True)
+@ON_CLUSTER_TOO
 async def test_concurrent_claims_hand_out_each_job_once_one_per_person_in_order(make_store, clock):
     first, second = make_store(clock=clock, max_size=8), make_store(clock=clock, max_size=8)
     await first.open()
@@ -343,6 +386,7 @@ async def test_concurrent_claims_hand_out_each_job_once_one_per_person_in_order(
 
 
 @pytest.mark.slow
+@ON_CLUSTER_TOO
 async def test_concurrent_writers_for_one_user_keep_one_chain(make_store, embedder):
     one = await Memory(make_store(), embedder).open()
     two = await Memory(make_store(), embedder).open()
@@ -355,6 +399,7 @@ async def test_concurrent_writers_for_one_user_keep_one_chain(make_store, embedd
     await two.close()
 
 
+@ON_CLUSTER_TOO
 async def test_the_counts_searches_rely_on_follow_every_change(memory, alice, bob):
     kept = await memory.add(alice, "I like tea")
     gone = await memory.add(alice, "I own a red kayak")
@@ -378,20 +423,14 @@ async def test_the_counts_searches_rely_on_follow_every_change(memory, alice, bo
     )
     mirrored = await raw_sql(
         memory.store,
-        "SELECT count(*) FROM fact_vectors v JOIN facts f ON f.rowid = v.fact_rowid"
+        "SELECT count(*) FROM fact_vectors v JOIN facts f ON f.user_id = v.user_id AND f.rowid = v.fact_rowid"
         " WHERE v.active <> (f.status = 'active' AND NOT f.purged)"
         " OR v.agent_key <> COALESCE(f.agent_id, '')",
     )
     assert mirrored == [(0,)]
 
 
-_RELATION_FILES = (
-    "SELECT c.relname, pg_read_binary_file(pg_relation_filepath(c.oid)) FROM pg_class c"
-    " WHERE pg_relation_filepath(c.oid) IS NOT NULL AND c.relkind IN ('r', 'i', 't')"
-    " AND c.relnamespace IN (current_schema()::regnamespace, 'pg_toast'::regnamespace)"
-)
-
-
+@ON_CLUSTER_TOO
 async def test_a_purged_text_leaves_the_table_files_after_vacuum_full(memory, alice):
     """What docs/reliability.md says of PostgreSQL: a purge makes the text unreadable by any
     query at once, but its old row versions stay in the table and index files, even after a
@@ -401,17 +440,13 @@ async def test_a_purged_text_leaves_the_table_files_after_vacuum_full(memory, al
     await memory.edit(alice, pin.id, "My bank PIN is 442618, the blue card")
     await memory.purge(alice, pin.id)
 
-    def files_holding(needle: bytes, *maintenance: str) -> list[str]:
-        with psycopg.connect(memory.store.url, autocommit=True) as conn:
-            for statement in (*maintenance, "CHECKPOINT"):
-                conn.execute(statement)
-            return sorted(name for name, data in conn.execute(_RELATION_FILES) if needle in bytes(data))
-
-    assert "facts" in files_holding(b"442618", "VACUUM facts, fact_events, fact_vectors")
-    assert files_holding(b"442618", "VACUUM FULL facts, fact_events, fact_vectors") == []
+    nodes = node_urls(memory.store.url)
+    assert "facts" in files_holding(nodes, b"442618", "VACUUM facts, fact_events, fact_vectors")
+    assert files_holding(nodes, b"442618", "VACUUM FULL facts, fact_events, fact_vectors") == []
     assert (await memory.verify_audit(alice.user_id)).ok
 
 
+@ON_CLUSTER_TOO
 async def test_each_kind_of_erasure_leaves_the_table_files_after_vacuum_full(memory, alice):
     """Each kind of erasure (a memory with its message, a conversation, what was ticked,
     everything), as docs/reliability.md says of PostgreSQL: once VACUUM FULL has rewritten the
@@ -428,19 +463,14 @@ async def test_each_kind_of_erasure_leaves_the_table_files_after_vacuum_full(mem
     pin = await memory.add(alice, "My bank PIN is 442618")
     locker = await memory.add(alice, "My locker code is 771305")
 
-    def files_holding(needle: bytes, *maintenance: str) -> list[str]:
-        with psycopg.connect(memory.store.url, autocommit=True) as conn:
-            for statement in (*maintenance, "CHECKPOINT"):
-                conn.execute(statement)
-            return sorted(name for name, data in conn.execute(_RELATION_FILES) if needle in bytes(data))
-
-    assert "messages" in files_holding(b"Reykjavik")  # the check can see it while it is there
+    nodes = node_urls(memory.store.url)
+    assert "messages" in files_holding(nodes, b"Reykjavik")  # the check can see it while it is there
     await memory.purge(alice, pin.id)
     await memory.erase_conversation(alice.user_id, "c2")
     _, messages = await memory.about(alice.user_id, "locker code")
     await memory.erase_selection(alice.user_id, [locker.id], [m for _, m, _ in messages])
     await memory.erase_everything(alice.user_id)
     tables = "facts, fact_events, fact_vectors, messages, conversations, jobs, api_keys"
-    files_holding(b"", f"VACUUM FULL {tables}")
+    files_holding(nodes, b"", f"VACUUM FULL {tables}")
     for needle in (b"442618", b"Reykjavik", b"771305", b"X5519027"):
-        assert files_holding(needle) == [], needle
+        assert files_holding(nodes, needle) == [], needle

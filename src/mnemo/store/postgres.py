@@ -36,6 +36,7 @@ from .base import ScoredFact, Unembedded
 from .fulltext import query_words
 from .migrate import APPLIED, RECORD, RECORDS, pending
 from .migrations.postgres import APP_ROLE, LOCK_NAMESPACE, MIGRATIONS, PROPAGATE_SETTINGS
+from .migrations.postgres_citus import CITUS_MIGRATION, distribute
 from .postgres_search import EXACT_BELOW, MIN_SHARE, Search
 from .sql import facts, jobs
 from .sql.store import P, SQLStore, T, TxFn
@@ -230,6 +231,10 @@ class PostgresStore(SQLStore[PgTx, Counts]):
                 with conn.transaction(), conn.cursor() as cur:
                     migration.apply(cur)
                     cur.execute(as_format(RECORD), (migration.version, migration.name, utcnow()))
+                applied.add(migration.version)
+            if CITUS_MIGRATION in applied:  # a database made a Citus coordinator since: distributed now
+                with conn.transaction(), conn.cursor() as cur:
+                    distribute(cur)
             conn.execute("SELECT pg_advisory_unlock(%s, 0)", (LOCK_NAMESPACE,))
 
     async def close(self) -> None:

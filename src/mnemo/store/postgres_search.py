@@ -193,8 +193,16 @@ class Search:
         # coordinator (its own statement is routed to the user's shard), which a join with facts
         # would send to the worker, where it could not query a distributed table
         await cur.execute(
-            "SELECT fact_rowid, score FROM mnemo_lexical(%(words)s, %(agents)s, %(k)s, %(share)s, %(small)s)",
-            {"words": words, "agents": agents, "k": k, "share": COMMON_TERM_SHARE, "small": SMALL_STORE},
+            "SELECT fact_rowid, score"
+            " FROM mnemo_lexical(%(user)s, %(words)s, %(agents)s, %(k)s, %(share)s, %(small)s)",
+            {
+                "user": scope.user_id,
+                "words": words,
+                "agents": agents,
+                "k": k,
+                "share": COMMON_TERM_SHARE,
+                "small": SMALL_STORE,
+            },
         )
         scores: dict[int, float] = {rowid: float(score) for rowid, score in await cur.fetchall()}
         if not scores:

@@ -13,7 +13,7 @@ from psycopg import sql
 from ..migrate import Cursor, Migration
 from ..sql.events import reseal
 from ..sql.tx import SyncTx, run_sync
-from .postgres_citus import PROPAGATE_SETTINGS, distribute
+from .postgres_citus import CITUS_MIGRATION, PROPAGATE_SETTINGS, distribute
 from .postgres_security import (
     APP_ROLE,
     LOCK_NAMESPACE,
@@ -30,6 +30,7 @@ from .postgres_security import (
     reindex_functions,
     requeue_function,
     routed_functions,
+    routed_lexical_function,
 )
 
 __all__ = ["APP_ROLE", "LOCK_NAMESPACE", "MIGRATIONS", "PROPAGATE_SETTINGS"]
@@ -512,5 +513,6 @@ MIGRATIONS = [
     Migration(15, "recalls", _recalls),
     Migration(16, "sensitive_gate", _sensitive_gate),
     Migration(17, "token_budgets", _token_budgets),
-    Migration(18, "citus", _citus),
+    Migration(CITUS_MIGRATION, "citus", _citus),
+    Migration(19, "routed_lexical", routed_lexical_function),
 ]

@@ -1,13 +1,16 @@
 """mnemo's schema on a Citus cluster: what is distributed by user, what is a reference table.
 
-Migration 18 calls `distribute`. On plain PostgreSQL (no `citus` extension in the
-database) it does nothing. On a Citus coordinator it makes `users`, `agents` and
-`settings` reference tables (a copy on every node: every shard joins them
-locally) and distributes every per-user table by `user_id`, all colocated with
-`facts`, so that one user's rows of every table live in one shard group, on one
-worker, and every statement pinned to a user is routed there whole. A table
-already distributed is left as it is, so it may run again (a migration that was
-cut short); on an empty database it distributes empty tables.
+Migration 18 calls `distribute`, and so does every start of the store after the
+migrations: a PostgreSQL database that became a Citus coordinator after migration
+18 (docs/scaling.md, "Moving onto Citus") is distributed, rows and all, when mnemo
+next starts. On plain PostgreSQL (no `citus` extension in the database) it does
+nothing. On a Citus coordinator it makes `users`, `agents` and `settings`
+reference tables (a copy on every node: every shard joins them locally) and
+distributes every per-user table by `user_id`, all colocated with `facts`, so
+that one user's rows of every table live in one shard group, on one worker, and
+every statement pinned to a user is routed there whole. A table already
+distributed is left as it is, so it may run again (a migration that was cut
+short); on an empty database it distributes empty tables.
 
 The application role must be able to log in on a cluster: the coordinator opens
 its connections to the workers as the current role, which is APP_ROLE once a
@@ -25,6 +28,9 @@ from .postgres_security import APP_ROLE
 # Citus's setting that sends a transaction's SET LOCAL on to the workers its statements run
 # on: the policies there read the transaction's user (mnemo.user_id) so
 PROPAGATE_SETTINGS = "citus.propagate_set_commands"
+# the migration that distributes the tables (the schema they are distributed in is complete
+# from it on); every later start distributes them again where they are not yet
+CITUS_MIGRATION = 18
 REFERENCE_TABLES = ("users", "agents", "settings")
 # every table with rows of one user, in an order where each foreign key's target comes first;
 # `facts` is the group the others are colocated with
@@ -51,22 +57,49 @@ TRIGGERED = {"fact_events"}
 
 
 def distribute(cur: Cursor) -> None:
-    """Distribute mnemo's tables when the database is a Citus coordinator (see above)."""
+    """Distribute mnemo's tables when the database is a Citus coordinator (see above).
+
+    A table that holds rows is copied to its shards, and Citus keeps the coordinator's own
+    copy on disk (no longer read) until it is truncated: it is truncated at once, or a text
+    purged later would stay in the coordinator's files for good. So is any such copy an
+    earlier distribution left (migration 18 did, before this was known)."""
     citus = cur.execute("SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus')").fetchone()[0]
     if not citus:
         return
-    cur.execute(f"ALTER ROLE {APP_ROLE} LOGIN")
+    tables = (*REFERENCE_TABLES, *DISTRIBUTED_TABLES)
     rows = cur.execute("SELECT logicalrelid::regclass::text FROM pg_dist_partition").fetchall()
     done = {name for (name,) in rows}
-    for table in REFERENCE_TABLES:
-        if table not in done:
-            cur.execute("SELECT create_reference_table(%s)", (table,))
-    for table in DISTRIBUTED_TABLES:
+    # the coordinator's own copy of a table: empty (no file pages) once distributed and truncated
+    rows = cur.execute(
+        "SELECT relname FROM pg_class WHERE relnamespace = current_schema()::regnamespace"
+        " AND relname = ANY (%s) AND pg_relation_size(oid) > 0",
+        (list(tables),),
+    ).fetchall()
+    left = {name for (name,) in rows}
+    if done >= set(tables) and not left:
+        return
+    cur.execute(f"ALTER ROLE {APP_ROLE} LOGIN")
+    for table in tables:
         if table in done:
             continue
         if table in TRIGGERED:
             cur.execute("SET LOCAL citus.enable_unsafe_triggers = on")
-        colocate = "none" if table == DISTRIBUTED_TABLES[0] else DISTRIBUTED_TABLES[0]
-        cur.execute("SELECT create_distributed_table(%s, 'user_id', colocate_with => %s)", (table, colocate))
+        if table in REFERENCE_TABLES:
+            cur.execute("SELECT create_reference_table(%s)", (table,))
+        else:
+            colocate = "none" if table == DISTRIBUTED_TABLES[0] else DISTRIBUTED_TABLES[0]
+            cur.execute(
+                "SELECT create_distributed_table(%s, 'user_id', colocate_with => %s)", (table, colocate)
+            )
         if table in TRIGGERED:
+            cur.execute("SET LOCAL citus.enable_unsafe_triggers = off")
+    for table in tables:
+        if table in done and table not in left:
+            continue
+        if table in TRIGGERED:  # its trigger refuses a TRUNCATE: off for this one, in this transaction
+            cur.execute("SET LOCAL citus.enable_unsafe_triggers = on")
+            cur.execute(f"ALTER TABLE {table} DISABLE TRIGGER USER")
+        cur.execute("SELECT truncate_local_data_after_distributing_table(%s)", (table,))
+        if table in TRIGGERED:
+            cur.execute(f"ALTER TABLE {table} ENABLE TRIGGER USER")
             cur.execute("SET LOCAL citus.enable_unsafe_triggers = off")

@@ -59,12 +59,21 @@ def definer(cur: Cursor, signature: str) -> None:
     cur.execute(f"GRANT EXECUTE ON FUNCTION {signature} TO {APP_ROLE}")
 
 
+# the transaction's user, as the row-level policies read it
+_SETTING = "current_setting('mnemo.user_id', true)"
+
+
 # the lexical search's matches among the user's active facts and their postings, and its
 # BM25 score over them (`p`: the postings scored, `d`: their document frequencies, `s`: N and
 # the average length): written once for every version of mnemo_lexical
+def _matches(user: str) -> str:
+    """The matches among the facts of `user`: what follows `f.user_id =` in their condition."""
+    return _MATCHES.replace("{user}", user)
+
+
 _MATCHES = """hits AS MATERIALIZED (
                 SELECT f.rowid, f.tsv FROM facts f, query
-                WHERE f.user_id = current_setting('mnemo.user_id', true)
+                WHERE f.user_id = {user}
                   AND f.tsv @@ query.q AND f.status = 'active'
                   AND (agents IS NULL OR COALESCE(f.agent_id, '') = ANY (agents))
             ), postings AS (
@@ -125,7 +134,7 @@ def lexical_function(cur: Cursor) -> None:
                 SELECT websearch_to_tsquery('english', string_agg(w, ' or ')) AS q,
                        tsvector_to_array(to_tsvector('english', string_agg(w, ' '))) AS lexemes
                 FROM kept
-            ), {_MATCHES}, sizes AS (
+            ), {_matches(_SETTING)}, sizes AS (
                 SELECT (SELECT active FROM fact_counts
                         WHERE user_id = current_setting('mnemo.user_id', true)) AS n,
                        (SELECT avg(length(tsv)) FROM hits) AS avg_len
@@ -173,7 +182,7 @@ def common_words_functions(cur: Cursor) -> None:
                 SELECT websearch_to_tsquery('english', string_agg(w, ' or ')) AS q,
                        tsvector_to_array(to_tsvector('english', string_agg(w, ' '))) AS lexemes
                 FROM kept
-            ), {_MATCHES}, sizes AS (
+            ), {_matches(_SETTING)}, sizes AS (
                 SELECT (SELECT active FROM fact_counts
                         WHERE user_id = current_setting('mnemo.user_id', true)) AS n,
                        (SELECT avg(length(tsv)) FROM hits) AS avg_len
@@ -432,6 +441,32 @@ def routed_functions(cur: Cursor) -> None:
     own_statistics_functions(cur)
 
 
+def _own_counts_lexical(user: str) -> str:
+    """mnemo_lexical's body since migration 18, over the facts of `user` (what follows
+    `user_id =` in the conditions on facts and fact_counts): the common words are those of
+    that user's own facts (fact_counts)."""
+    return f"""
+            WITH query AS (
+                SELECT websearch_to_tsquery('english', string_agg(w, ' or ')) AS q,
+                       tsvector_to_array(to_tsvector('english', string_agg(w, ' '))) AS lexemes
+                FROM unnest(words) AS w
+            ), {_matches(user)}, facts_n AS (
+                SELECT active AS n FROM fact_counts WHERE user_id = {user}
+            ), kept AS (
+                SELECT p.* FROM postings p JOIN df d USING (lexeme)
+                WHERE NOT (d.n > common_share * COALESCE((SELECT n FROM facts_n), 0)
+                           AND COALESCE((SELECT n FROM facts_n), 0) >= small_store)
+            ), sizes AS (
+                SELECT (SELECT n FROM facts_n) AS n,
+                       (SELECT avg(len) FROM (SELECT DISTINCT rowid, len FROM kept) AS matched) AS avg_len
+            )
+{_BM25}
+            FROM kept p JOIN df d USING (lexeme), sizes s
+            GROUP BY p.rowid
+            ORDER BY 2 DESC, p.rowid
+            LIMIT k"""
+
+
 def own_statistics_functions(cur: Cursor) -> None:
     """The search's choices from mnemo's own counts, not the planner's statistics, which a
     Citus coordinator does not have (its tables hold no rows: the shards on the workers do).
@@ -451,25 +486,7 @@ def own_statistics_functions(cur: Cursor) -> None:
         CREATE FUNCTION mnemo_lexical(
             words text[], agents text[], k integer, common_share double precision, small_store bigint
         ) RETURNS TABLE (fact_rowid bigint, score double precision) LANGUAGE sql STABLE AS $$
-            WITH query AS (
-                SELECT websearch_to_tsquery('english', string_agg(w, ' or ')) AS q,
-                       tsvector_to_array(to_tsvector('english', string_agg(w, ' '))) AS lexemes
-                FROM unnest(words) AS w
-            ), {_MATCHES}, facts_n AS (
-                SELECT active AS n FROM fact_counts WHERE user_id = current_setting('mnemo.user_id', true)
-            ), kept AS (
-                SELECT p.* FROM postings p JOIN df d USING (lexeme)
-                WHERE NOT (d.n > common_share * COALESCE((SELECT n FROM facts_n), 0)
-                           AND COALESCE((SELECT n FROM facts_n), 0) >= small_store)
-            ), sizes AS (
-                SELECT (SELECT n FROM facts_n) AS n,
-                       (SELECT avg(len) FROM (SELECT DISTINCT rowid, len FROM kept) AS matched) AS avg_len
-            )
-{_BM25}
-            FROM kept p JOIN df d USING (lexeme), sizes s
-            GROUP BY p.rowid
-            ORDER BY 2 DESC, p.rowid
-            LIMIT k
+{_own_counts_lexical(_SETTING)}
         $$;
         DROP FUNCTION mnemo_lexical(text[], text[], integer, text[]);
         DROP FUNCTION mnemo_common_words(double precision, bigint);
@@ -480,3 +497,31 @@ def own_statistics_functions(cur: Cursor) -> None:
     )
     definer(cur, "mnemo_lexical(text[], text[], integer, double precision, bigint)")
     definer(cur, "mnemo_vector_total()")
+
+
+LEXICAL = "mnemo_lexical(text, text[], text[], integer, double precision, bigint)"
+
+
+def routed_lexical_function(cur: Cursor) -> None:
+    """The lexical search names its user as an argument, as every other statement on a
+    per-user table names it.
+
+    Citus sends a statement to one shard only when it compares the distribution column with
+    a value it sees when it plans: a literal or a parameter. `current_setting('mnemo.user_id')`
+    is a function call, so on Citus migration 18's search ran on every shard of `facts` (each
+    found the user's rows, or none, under the policy). The user is now the first argument, and
+    it must be the transaction's user: the function is a definer's, which the row-level
+    policies do not hold, so a call that names anyone else finds nothing.
+    """
+    cur.execute(
+        f"""
+        CREATE FUNCTION mnemo_lexical(
+            who text, words text[], agents text[], k integer, common_share double precision,
+            small_store bigint
+        ) RETURNS TABLE (fact_rowid bigint, score double precision) LANGUAGE sql STABLE AS $$
+{_own_counts_lexical(f"who AND who = {_SETTING}")}
+        $$;
+        DROP FUNCTION mnemo_lexical(text[], text[], integer, double precision, bigint);
+        """
+    )
+    definer(cur, LEXICAL)
