@@ -33,6 +33,8 @@ from tests.citus_build import ensure_citus, postgres_bin
 HOST = "127.0.0.1"
 _PREFIX = "mnemo-citus-"
 _OWNER = "owner"  # "<pid> <start time>" of the test process that made the cluster
+# `wal_level = logical`: Citus moves a shard by logical replication while it is written to
+# (tests/store/test_citus_rebalance.py)
 _SETTINGS = """
 listen_addresses = '127.0.0.1'
 unix_socket_directories = ''
@@ -43,6 +45,7 @@ full_page_writes = off
 max_connections = 300
 shared_buffers = '64MB'
 max_wal_size = '256MB'
+wal_level = logical
 """
 
 
