@@ -5,6 +5,9 @@ when that backend is chosen (default `both`: SQLite and PostgreSQL; `all` adds
 Citus, `citus` is Citus alone):
 
 - a test using the `backend` fixture is parametrised over the chosen backends;
+- one marked `@pytest.mark.backend(name, …)` with several names (say `"postgres",
+  "citus"`: any PostgreSQL) and using the `backend` fixture is parametrised over
+  those, and runs on each that is chosen;
 - one marked `@pytest.mark.backend(name)`, parametrised over `backend` itself, or
   using the `postgres` fixture is deselected when its backend is not chosen.
 
@@ -27,6 +30,8 @@ from pathlib import Path
 import pytest
 
 BACKENDS = ("sqlite", "postgres", "citus")
+# the mark of a test about PostgreSQL alone, that runs on one server and on a Citus cluster alike
+ANY_POSTGRESQL = pytest.mark.backend("postgres", "citus")
 # what each --backend value chooses
 CHOICES = {**{b: (b,) for b in BACKENDS}, "both": ("sqlite", "postgres"), "all": BACKENDS}
 TESTS = Path(__file__).parent
@@ -65,15 +70,17 @@ def _parametrizes_backend(definition: pytest.Function) -> bool:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """A test using the `backend` fixture runs once on each chosen backend, unless its
-    `backend` mark or its own parametrisation fixes one."""
+    """A test using the `backend` fixture runs once on each chosen backend, or on each backend
+    its `backend` mark names when it names several, unless its own parametrisation or a mark
+    naming one backend fixes it (those not chosen are deselected below)."""
     definition = metafunc.definition
-    if (
-        "backend" in metafunc.fixturenames
-        and definition.get_closest_marker("backend") is None
-        and not _parametrizes_backend(definition)
-    ):
+    if "backend" not in metafunc.fixturenames or _parametrizes_backend(definition):
+        return
+    mark = definition.get_closest_marker("backend")
+    if mark is None:
         metafunc.parametrize("backend", chosen_backends(metafunc.config), indirect=True)
+    elif len(mark.args) > 1:
+        metafunc.parametrize("backend", mark.args, indirect=True)
 
 
 def _needed_backends(item: pytest.Item) -> set[str]:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.openai_server import ScriptedOpenAI
+from tests.selection import ANY_POSTGRESQL
 from tests.server.processes import MNEMO, free_port
 
 pytestmark = pytest.mark.slow  # each starts the installed script
@@ -143,7 +144,7 @@ def test_every_command_refuses_an_unknown_setting(tmp_path: Path, command: list[
     assert not (tmp_path / "data").exists()
 
 
-@pytest.mark.backend("postgres")
+@ANY_POSTGRESQL
 def test_doctor_opens_postgresql_and_names_a_database_it_cannot_reach(tmp_path: Path, database_url: str):
     data = tmp_path / "data"
     result = mnemo("doctor", "--json", env={"MNEMO_DATABASE_URL": database_url}, data_dir=data)

@@ -16,6 +16,7 @@ def token_of(client: httpx2.Client) -> str:
     return client.headers["Authorization"].removeprefix("Bearer ")
 
 
+@pytest.mark.citus_ci
 async def test_remember_recall_list_forget_and_history(server, client):
     async with over_http(server.base_url, server.token) as mcp:
         assert [t.name for t in (await mcp.list_tools()).tools] == TOOLS
@@ -104,6 +105,7 @@ async def test_a_remembered_secret_is_refused_by_category_and_a_card_is_kept_mas
     ]
 
 
+@pytest.mark.citus_ci
 async def test_another_users_memory_cannot_be_forgotten_or_read(server, client, other):
     theirs = other.post("/v1/memories", json={"text": "My locker code is 4711"}).json()
     unknown = "01a0d3e4-0000-7000-8000-000000000000"

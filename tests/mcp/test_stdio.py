@@ -26,6 +26,7 @@ async def stored(data_dir, database_url, embedder, work):
         await memory.store.close()
 
 
+@pytest.mark.citus_ci
 async def test_the_tools_over_stdio_for_the_configured_user(tmp_path, database_url, embedder):
     async with over_stdio(tmp_path, "--user", "alice", database_url=database_url) as mcp:
         listed = {t.name: t for t in (await mcp.list_tools()).tools}

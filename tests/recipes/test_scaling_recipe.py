@@ -1,5 +1,6 @@
 """docs/scaling.md's move from SQLite to PostgreSQL, run as documented with the installed CLI:
-every person of a SQLite data directory arrives whole in a PostgreSQL database."""
+every person of a SQLite data directory arrives whole in a PostgreSQL database (on one server,
+or on a Citus cluster)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from tests.mcp.conftest import SCRIPT
-from tests.postgres_server import SessionPostgres
 from tests.recipes.snippets import DOCS, recipe
+from tests.selection import ANY_POSTGRESQL
 
-pytestmark = [pytest.mark.slow, pytest.mark.backend("postgres")]  # the CLI, many times
+pytestmark = [pytest.mark.slow, ANY_POSTGRESQL]  # the CLI, many times
 
 PEOPLE = ("local", "Zoë van Dijk")  # a space and a non-ASCII letter in a name survive the loop
 
@@ -25,10 +26,10 @@ def mnemo(env: dict[str, str], *args: str) -> str:
     return done.stdout
 
 
-def test_every_person_moves_from_sqlite_to_postgresql(tmp_path: Path, postgres_url: str) -> None:
+def test_every_person_moves_from_sqlite_to_postgresql(tmp_path: Path, database_url: str) -> None:
     language, text = recipe("sqlite-to-postgres", DOCS / "scaling.md")
     assert language == "bash"
-    old, new = tmp_path / "old", SessionPostgres.as_url(postgres_url)
+    old, new = tmp_path / "old", database_url
     env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
     env["PATH"] = f"{SCRIPT.parent}:{env['PATH']}"
     sqlite = {**env, "MNEMO_DATA_DIR": str(old)}

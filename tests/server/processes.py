@@ -18,6 +18,7 @@ import httpx2
 
 MNEMO = str(Path(sys.executable).with_name("mnemo"))
 ADMIN = "process-test-admin-key-0123"
+START_SECONDS = 60  # how long `mnemo serve` may take to answer /healthz
 
 
 def free_port() -> int:
@@ -66,7 +67,9 @@ class Serve:
             self.process = subprocess.Popen(
                 [mnemo, "serve", "--port", str(self.port)], env=env, stdout=out, stderr=subprocess.STDOUT
             )
-        deadline = time.monotonic() + 20
+        # a few seconds on an idle machine; on a loaded 2-core one that also runs a Citus
+        # cluster's three nodes, importing and starting it once took over 20 s
+        deadline = time.monotonic() + START_SECONDS
         try:
             while not self._healthy():
                 assert self.process.poll() is None, log.read_text()

@@ -78,6 +78,7 @@ def test_the_body_is_the_upstreams_byte_for_byte(server, scripted_llm, view):  #
     view.settled_jobs(1)
 
 
+@pytest.mark.citus_ci
 def test_a_streamed_turn_is_relayed_and_its_text_assembled(ai, view, scripted_llm):  # noqa: F811
     scripted_llm.reply("Streaming works in three pieces")
     scripted_llm.reply_json(extraction())
@@ -93,6 +94,7 @@ def test_a_streamed_turn_is_relayed_and_its_text_assembled(ai, view, scripted_ll
     assert view.messages(job)[1].content == "Streaming works in three pieces"
 
 
+@pytest.mark.citus_ci
 def test_a_fact_said_in_turn_one_is_injected_in_turn_three(ai, view, scripted_llm):  # noqa: F811
     history: list = []
     turns = [

@@ -13,6 +13,7 @@ from tests.server.test_chat_support import DripUpstream, StoreView, chat_client,
 pytestmark = pytest.mark.slow  # each test runs a real server (or `mnemo serve` processes)
 
 
+@pytest.mark.citus_ci
 def test_a_client_leaving_mid_stream_still_has_its_turn_stored_once(server_settings, embedder, scripted_llm):
     drip = DripUpstream(first="The first half, ", rest="and the second half.")
     scripted_llm.reply_json(extraction())  # the extractor is still the scripted server

@@ -29,6 +29,7 @@ def jobs(client) -> list[dict]:
     return ok(client.get("/v1/jobs", params={"limit": 200}))["items"]
 
 
+@pytest.mark.citus_ci
 def test_killing_the_server_mid_job_loses_no_turn_and_doubles_no_fact(
     tmp_path, scripted_llm, database_url, processes
 ):

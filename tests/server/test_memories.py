@@ -26,6 +26,7 @@ def test_restating_a_memory_reinforces_it(client):
     assert texts(ok(client.get("/v1/memories"))) == ["I live in Lisbon"]
 
 
+@pytest.mark.citus_ci
 def test_an_edit_keeps_id_and_created_date_and_history_shows_the_old_text(client):
     fact = add(client, "I live in Lisbon")
     edited = ok(client.patch(f"/v1/memories/{fact['id']}", json={"version": 1, "text": "I live in Porto"}))
@@ -85,6 +86,7 @@ def test_delete_leaves_a_tombstone_and_restore_brings_it_back(client):
     assert [e["action"] for e in history] == ["create", "retract", "restore"]
 
 
+@pytest.mark.citus_ci
 def test_purge_erases_the_text_everywhere_and_the_chain_still_verifies(client):
     fact = add(client, "My bank PIN is 432187")
     ok(client.patch(f"/v1/memories/{fact['id']}", json={"version": 1, "text": "My bank PIN is 987654"}))

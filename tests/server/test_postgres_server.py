@@ -1,5 +1,6 @@
-"""Several `mnemo serve` processes on one PostgreSQL, each with its worker: they share the queue
-without handing out a job twice, and learn each person's turns one at a time, in order."""
+"""Several `mnemo serve` processes on one PostgreSQL (a server, or a Citus cluster's coordinator),
+each with its worker: they share the queue without handing out a job twice, and learn each
+person's turns one at a time, in order."""
 
 from __future__ import annotations
 
@@ -15,11 +16,12 @@ import pytest
 from mnemo.domain import JobStatus, Scope
 from mnemo.memory import Memory
 from tests.helpers import extraction, in_store
+from tests.selection import ANY_POSTGRESQL
 from tests.server.api import client_for, ok, submit
 from tests.server.processes import ADMIN, Serve, environment, wait_until
 
-# `mnemo serve` processes on PostgreSQL alone
-pytestmark = [pytest.mark.backend("postgres"), pytest.mark.slow]
+# `mnemo serve` processes sharing a database: PostgreSQL's, on one server or on Citus
+pytestmark = [ANY_POSTGRESQL, pytest.mark.slow]
 
 # per person: what they say, in order; restating an earlier fact must not store it twice
 SAID = [
@@ -51,6 +53,7 @@ def answer(body: dict) -> str | None:
     return None if said is None else json.dumps(extraction(said.group(1)))
 
 
+@pytest.mark.citus_ci
 def test_two_servers_on_one_database_learn_every_turn_once(
     tmp_path, scripted_llm, embedder, database_url, processes
 ):

@@ -17,6 +17,7 @@ def server_settings(server_settings):
     return server_settings.model_copy(update={"jobs": jobs})
 
 
+@pytest.mark.citus_ci
 def test_a_turn_is_queued_then_learnt_with_its_provenance(client, scripted_llm):
     scripted_llm.reply_json(extraction("I have a cat named Miso"))
     reply = client.post(
