@@ -246,7 +246,7 @@ class Seeded:
     users: dict[str, list[str]]  # backend -> user ids, in the same order
     facts: int
     commit_s: dict[str, float] = field(default_factory=dict)
-    vacuum_s: float = 0.0
+    vacuum_s: dict[str, float] = field(default_factory=dict)  # backend -> VACUUM ANALYZE seconds
 
 
 async def open_stores(server: Server, name: str, tmp: Path, backends=BACKENDS, **pg) -> dict:
@@ -260,8 +260,12 @@ async def open_stores(server: Server, name: str, tmp: Path, backends=BACKENDS, *
     return stores
 
 
-async def seed(name: str, stores: dict, users: int, per_user: int, vectors, model: str, rng) -> Seeded:
-    """Commit the same batches (facts, times, vectors) to every backend, one user at a time."""
+async def seed(
+    name: str, stores: dict, users: int, per_user: int, vectors, model: str, rng, vacuum=None
+) -> Seeded:
+    """Commit the same batches (facts, times, vectors) to every backend, one user at a time; then
+    `vacuum` (backend -> a function of the store returning seconds; default: VACUUM ANALYZE of
+    the PostgreSQL store's database)."""
     out = Seeded(name, stores, {b: [] for b in stores}, users * per_user, dict.fromkeys(stores, 0.0))
     taken: set[str] = set()
     t0 = time.perf_counter()
@@ -282,9 +286,11 @@ async def seed(name: str, stores: dict, users: int, per_user: int, vectors, mode
             log(f"{name}: {u + 1} of {users} users seeded ({time.perf_counter() - t0:.0f}s)")
     rates = ", ".join(f"{b} {out.facts / s:.0f}/s" for b, s in out.commit_s.items())
     log(f"seeded {name}: {out.facts} facts in {time.perf_counter() - t0:.0f}s (commit: {rates})")
-    if "postgres" in stores:
-        out.vacuum_s = vacuum_analyze(stores["postgres"].url)
-        log(f"{name}: VACUUM ANALYZE {out.vacuum_s:.1f}s")
+    vacuum = {"postgres": lambda store: vacuum_analyze(store.url)} if vacuum is None else vacuum
+    for backend, run in vacuum.items():
+        if backend in stores:
+            out.vacuum_s[backend] = run(stores[backend])
+            log(f"{name}: VACUUM ANALYZE {out.vacuum_s[backend]:.1f}s on {backend}")
     return out
 
 
@@ -312,6 +318,19 @@ async def await_index(store: PostgresStore, scope: Scope, vector: np.ndarray, mo
     await store.nearest(scope, vector, model, 20)  # through the index from now on
     log(f"HNSW index ready {build_s:.1f}s after the first search (which took {first_ms:.0f} ms)")
     return {"build_s": build_s, "first_search_ms": first_ms}
+
+
+async def await_indexes(s: Seeded, backends, per_user: int, embedder: LocalEmbedder) -> dict:
+    """backend -> await_index's figures, for each of these PostgreSQL stores whose users are big
+    enough for the HNSW index; {} below exact_below."""
+    out = {}
+    probe = embedder.embed_sync(["where does my sister live?"])[0]
+    for backend in backends:
+        store = s.stores[backend]
+        if per_user >= store.exact_below:
+            scope = Scope(s.users[backend][0])
+            out[backend] = await await_index(store, scope, probe, embedder.model_name)
+    return out
 
 
 # -- recall latency -------------------------------------------------------------
@@ -469,11 +488,7 @@ async def bench_store(spec, plan: Plan, server: Server, vectors, embedder, tmp: 
     stores = await open_stores(server, name, tmp)
     try:
         s = await seed(name, stores, users, per_user, vectors, embedder.model_name, rng)
-        index = None
-        if per_user >= stores["postgres"].exact_below:
-            probe = embedder.embed_sync(["where does my sister live?"])[0]
-            scope = Scope(s.users["postgres"][0])
-            index = await await_index(stores["postgres"], scope, probe, embedder.model_name)
+        index = await await_indexes(s, ("postgres",), per_user, embedder)
         timings = await latency(s, plan, embedder, rng)
         sizes = {"postgres": database_size(stores["postgres"].url), "sqlite": sqlite_size(tmp / f"{name}.db")}
     finally:
@@ -482,8 +497,13 @@ async def bench_store(spec, plan: Plan, server: Server, vectors, embedder, tmp: 
         server.drop(stores["postgres"].url)
         for suffix in ("", "-wal", "-shm"):
             Path(f"{tmp / name}.db{suffix}").unlink(missing_ok=True)
+    return measured(s, users, index, sizes, timings)
+
+
+def measured(s: Seeded, users: int, index: dict, sizes: dict, timings: dict) -> dict:
+    """One store's figures, as summarise() and build_rows() read them."""
     return {
-        "store": name,
+        "store": s.name,
         "users": users,
         "facts": s.facts,
         "commit_s": s.commit_s,
@@ -497,20 +517,20 @@ async def bench_store(spec, plan: Plan, server: Server, vectors, embedder, tmp: 
 # -- output ---------------------------------------------------------------------
 
 
-def summarise(stores: list[dict], real: dict, plan: Plan) -> dict:
-    """Flat numbers for --json and the tables."""
-    recall_rows, build_rows = [], []
+def recall_rows(stores: list[dict], base: str) -> list[dict]:
+    """One row per store, backend and pass: p50, p99, and their ratios to `base`'s."""
+    out = []
     for r in stores:
         for (backend, run), t in r["rows"].items():
-            base = r["rows"][("sqlite", run)]
+            b = r["rows"][(base, run)]
             row = {
                 "store": r["store"],
                 "backend": backend,
                 "pass": run,
                 "p50_ms": t.p(50),
                 "p99_ms": t.p(99),
-                "x_sqlite_p50": t.p(50) / base.p(50),
-                "x_sqlite_p99": t.p(99) / base.p(99),
+                "x_p50": t.p(50) / b.p(50),
+                "x_p99": t.p(99) / b.p(99),
                 "mean_hits": float(np.mean(t.hits)),
                 "n": len(t.ms),
             }
@@ -518,42 +538,56 @@ def summarise(stores: list[dict], real: dict, plan: Plan) -> dict:
                 row.update(
                     cold_share=float(np.mean(t.cold)), cold_p50_ms=t.p(50, True), warm_p50_ms=t.p(50, False)
                 )
-            recall_rows.append(row)
-        for backend in BACKENDS:
+            out.append(row)
+    return out
+
+
+def build_rows(stores: list[dict], backends, base: str) -> list[dict]:
+    """One row per store and backend: commit facts/s, VACUUM, HNSW build, size; ratios to `base`."""
+    out = []
+    for r in stores:
+        for backend in backends:
             per_s = r["facts"] / r["commit_s"][backend]
-            build_rows.append(
+            index = r["index"].get(backend)
+            out.append(
                 {
                     "store": r["store"],
                     "backend": backend,
                     "facts": r["facts"],
                     "commit_per_s": per_s,
-                    "x_sqlite_commit": per_s / (r["facts"] / r["commit_s"]["sqlite"]),
-                    "vacuum_s": r["vacuum_s"] if backend == "postgres" else None,
-                    "index_s": r["index"]["build_s"] if backend == "postgres" and r["index"] else None,
+                    "x_commit": per_s / (r["facts"] / r["commit_s"][base]),
+                    "vacuum_s": r["vacuum_s"].get(backend),
+                    "index_s": index["build_s"] if index else None,
                     "db_bytes": r["sizes"][backend],
-                    "x_sqlite_size": r["sizes"][backend] / r["sizes"]["sqlite"],
+                    "x_size": r["sizes"][backend] / r["sizes"][base],
                     "first_recall_ms": r["first_ms"][backend],
                 }
             )
-    build_rows.append(
+    return out
+
+
+def summarise(stores: list[dict], real: dict, plan: Plan) -> dict:
+    """Flat numbers for --json and the tables."""
+    build = build_rows(stores, BACKENDS, "sqlite")
+    build.append(
         {
             "store": real["store"],
             "backend": "postgres",
             "facts": real["facts"],
             "commit_per_s": real["commit_per_s"],
-            "x_sqlite_commit": None,
+            "x_commit": None,
             "vacuum_s": real["vacuum_s"],
             "index_s": real["index"]["build_s"],
             "db_bytes": real["db_bytes"],
-            "x_sqlite_size": None,
+            "x_size": None,
             "first_recall_ms": None,
         }
     )
     arms = [{"store": r["store"], "backend": b, **ms} for r in stores for b, ms in r["arms"].items()]
     return {
-        "recall": recall_rows,
+        "recall": recall_rows(stores, "sqlite"),
         "arms": arms,
-        "build": build_rows,
+        "build": build,
         "hnsw": real,
         "targets": targets(stores[0], real, plan.stores[0][1] * plan.stores[0][2]),
     }
@@ -581,7 +615,6 @@ def ratio(x: float | None) -> str:
 
 
 def render(summary: dict, plan: Plan, info: dict, pg: dict, vectors_note: str) -> None:
-    from rich.table import Table
 
     console = make_console()
     console.print(
@@ -591,13 +624,29 @@ def render(summary: dict, plan: Plan, info: dict, pg: dict, vectors_note: str) -
     settings = ", ".join(f"{k} {v}" for k, v in pg["settings"].items())
     console.print(f"PostgreSQL {pg['version']}, pgvector {pg['pgvector']}, {pg['server']}: {settings}")
     console.print(f"Vectors: {vectors_note}")
-    table = Table(
-        title=f"Recall latency, query embedding excluded ({plan.queries} random (user, question) pairs "
+    title = (
+        f"Recall latency, query embedding excluded ({plan.queries} random (user, question) pairs "
         f"after {plan.warmup} warm-up; x = PostgreSQL / SQLite)"
     )
+    console.print(recall_table(summary["recall"], title, "sqlite"))
+    console.print(arms_table(summary["arms"]))
+    real = summary["hnsw"]
+    title = (
+        "Build: seeding through commit (vectors precomputed; embedding excluded: "
+        f"LocalEmbedder ran at {real['embed_per_s']:.0f} sentences/s on the real store)"
+    )
+    console.print(build_table(summary["build"], title, "sqlite"))
+    console.print(hnsw_table(summary["hnsw"]))
+    console.print(targets_line(summary["targets"]))
+
+
+def recall_table(rows: list[dict], title: str, base: str):
+    from rich.table import Table
+
+    table = Table(title=title)
     for col in ("store", "backend", "pass", "p50 ms", "p99 ms", "x p50", "x p99", "hits", "note"):
         table.add_column(col, justify="right" if "ms" in col or col[:2] in ("x ", "hi") else "left")
-    for r in summary["recall"]:
+    for r in rows:
         note = "same pairs again" if r["pass"] == "again" else ""
         if "cold_share" in r:
             note = (
@@ -610,16 +659,12 @@ def render(summary: dict, plan: Plan, info: dict, pg: dict, vectors_note: str) -
             r["pass"],
             f"{r['p50_ms']:.2f}",
             f"{r['p99_ms']:.2f}",
-            ratio(r["x_sqlite_p50"]) if r["backend"] != "sqlite" else "",
-            ratio(r["x_sqlite_p99"]) if r["backend"] != "sqlite" else "",
+            ratio(r["x_p50"]) if r["backend"] != base else "",
+            ratio(r["x_p99"]) if r["backend"] != base else "",
             f"{r['mean_hits']:.1f}",
             note,
         )
-    console.print(table)
-    console.print(arms_table(summary["arms"]))
-    console.print(build_table(summary))
-    console.print(hnsw_table(summary["hnsw"]))
-    console.print(targets_line(summary["targets"]))
+    return table
 
 
 def arms_table(arms: list[dict]):
@@ -637,14 +682,10 @@ def arms_table(arms: list[dict]):
     return table
 
 
-def build_table(summary: dict):
+def build_table(rows: list[dict], title: str, base: str):
     from rich.table import Table
 
-    real = summary["hnsw"]
-    table = Table(
-        title="Build: seeding through commit (vectors precomputed; embedding excluded: "
-        f"LocalEmbedder ran at {real['embed_per_s']:.0f} sentences/s on the real store)"
-    )
+    table = Table(title=title)
     cols = (
         "store",
         "backend",
@@ -658,17 +699,17 @@ def build_table(summary: dict):
     )
     for col in (*cols, "first recall ms"):
         table.add_column(col, justify="left" if col in ("store", "backend") else "right")
-    for r in summary["build"]:
+    for r in rows:
         table.add_row(
             r["store"],
             r["backend"],
             f"{r['facts']:,}",
             f"{r['commit_per_s']:,.0f}",
-            ratio(r["x_sqlite_commit"]) if r["backend"] != "sqlite" else "",
+            ratio(r["x_commit"]) if r["backend"] != base else "",
             "" if r["vacuum_s"] is None else f"{r['vacuum_s']:.1f}",
             "" if r["index_s"] is None else f"{r['index_s']:.1f}",
             mb(r["db_bytes"]),
-            ratio(r["x_sqlite_size"]) if r["backend"] != "sqlite" else "",
+            ratio(r["x_size"]) if r["backend"] != base else "",
             "" if r["first_recall_ms"] is None else f"{r['first_recall_ms']:.0f}",
         )
     return table

@@ -21,7 +21,7 @@ from bench.facts import make_facts
 from mnemo.domain import Scope, Source, SourceKind
 from mnemo.memory import Memory
 from mnemo.providers.embed import LocalEmbedder
-from mnemo.store.sqlite import SQLiteStore
+from mnemo.store.base import Store
 from mnemo.write import changes
 
 MODEL = "scripted-model"
@@ -79,10 +79,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-async def seed(data_dir: Path, n: int, rng: random.Random) -> tuple[str, str]:
+def open_store(data_dir: Path, database_url: str | None) -> Store:
+    """The store the server will use: the SQLite file in `data_dir`, or the PostgreSQL database
+    at `database_url` (a `postgresql://` URL)."""
+    from mnemo.build import build_store
+    from mnemo.settings import Settings
+
+    return build_store(Settings(data_dir=data_dir, database_url=database_url))
+
+
+async def seed(data_dir: Path, database_url: str | None, n: int, rng: random.Random) -> tuple[str, str]:
     """The user, its API key, and n facts, written before the server starts: (user id, key)."""
     now = datetime.now(UTC)
-    store = SQLiteStore(data_dir / "mnemo.db")
+    store = open_store(data_dir, database_url)
     embedder = LocalEmbedder()
     memory = await Memory(store, embedder).open()
     user = await memory.accounts.user("local")
@@ -108,9 +117,9 @@ async def seed(data_dir: Path, n: int, rng: random.Random) -> tuple[str, str]:
     return user.id, token
 
 
-async def switch_memory_off(data_dir: Path, user_id: str) -> None:
+async def switch_memory_off(data_dir: Path, database_url: str | None, user_id: str) -> None:
     """Through the database, beside the running server (which reads the switch on every request)."""
-    store = SQLiteStore(data_dir / "mnemo.db")
+    store = open_store(data_dir, database_url)
     await store.open()
     await store.update_user(user_id, memory_enabled=False)
     await store.close()
