@@ -3,14 +3,16 @@ erasure; nobody else's rows."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+from datetime import timedelta
 
 import pytest
 
 from mnemo.batch import export
 from mnemo.batch.transfer.restore import read_export
-from mnemo.domain import NotFound, RecallVia, Scope
+from mnemo.domain import NotFound, RecallRecord, RecallVia, Scope
 from tests.helpers import every_row, raw_sql
 
 
@@ -80,6 +82,27 @@ async def test_the_switch_off_records_nothing_and_deletes_what_was_recorded(memo
     await memory.accounts.set_record_recalls(alice.user_id, True)
     await memory.recall("allergic peanuts", alice, via=RecallVia.PROXY)
     assert (await memory.recalls(alice, fact.id)).count == 1
+
+
+async def test_recalls_logged_at_once_all_land_while_one_person_turns_the_log_off(store, clock):
+    """Recalls of twelve people logged at once, three times over, while one of them turns the
+    log off: every write answers, each person's rows are there once, the one who turned it off
+    has none. On Citus the write once locked the person's row of `users` (FOR SHARE), which
+    Citus takes as a lock on the whole reference table, and such writes deadlocked each other
+    whoever they were for; now the person's own lock orders the write and the switch."""
+    people = [await store.ensure_user(f"person {i}") for i in range(12)]
+    keep_after = clock.now - timedelta(days=7)
+
+    async def log(person, n: int) -> int:
+        said = [RecallRecord(f"fact-{n}", None, clock.now, RecallVia.PROXY)]
+        return await store.record_recalls(person.id, f"recall-{n}", said, keep_after)
+
+    for n in range(3):
+        off = [store.update_user(people[0].id, record_recalls=False)] if n == 1 else []
+        done = await asyncio.gather(*(log(p, n) for p in people), *off)
+        assert done[1 : len(people)] == [1] * (len(people) - 1)
+    rows = await raw_sql(store, "SELECT user_id, fact_id FROM recalls ORDER BY user_id, fact_id")
+    assert sorted(rows) == sorted((p.id, f"fact-{n}") for p in people[1:] for n in range(3))
 
 
 async def test_rows_past_keeping_are_never_shown_and_go_with_the_next_recall(memory, alice, clock):

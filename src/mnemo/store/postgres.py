@@ -75,7 +75,6 @@ class PgTx:
     """A transaction on a pooled connection, acting for the user it entered last."""
 
     true = "true"
-    share = " FOR SHARE"
 
     def __init__(self, cursor: psycopg.AsyncCursor) -> None:
         self.cursor = cursor

@@ -49,7 +49,6 @@ class SQLiteTx(SyncTx):
     """A transaction on the store's one connection: one writer at a time, nobody to enter."""
 
     true = "1"
-    share = ""  # a write transaction holds the whole file (BEGIN IMMEDIATE)
 
     def json(self, value: Any) -> Any:
         return json.dumps(value)

@@ -83,6 +83,7 @@ async def update_user(
         )
     if record_recalls is not UNSET:
         on = bool(record_recalls)
+        await tx.lock_user(user_id)  # a recall's log waits, or is written and deleted (sql/recalls.py)
         await tx.execute("UPDATE users SET record_recalls = ? WHERE id = ?", (on, user_id))
         if not on:  # off: what was recorded goes with it
             await recalls.forget_all(tx, user_id)

@@ -3,9 +3,10 @@
 A row per fact per recall (a recall's rows share its id), written in one
 transaction per recall, which also deletes the user's rows past keeping (an
 index probe when there are none). Whether to write is read in that transaction
-from the person's switch, with the user's row locked against a switch turned off
-meanwhile (PostgreSQL; SQLite's writers take turns anyway): the switch turned off
-deletes the rows in its own transaction, so none outlives it.
+from the person's switch, under the user's own lock (`Tx.lock_user`), which the
+switch turned off holds too while it deletes the rows: so none outlives it. Not
+a row lock on `users`: on Citus, a reference table, a row lock there locks the
+whole table, and two recalls' writes, whoever's, deadlocked on it.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ async def record(
 ) -> int:
     """Write the rows of one recall (unless the person's switch is off) and delete the user's
     rows at or before `keep_after`; how many rows were written."""
-    switch = await tx.one(f"SELECT record_recalls FROM users WHERE id = ?{tx.share}", (user_id,))
+    await tx.lock_user(user_id)
+    switch = await tx.one("SELECT record_recalls FROM users WHERE id = ?", (user_id,))
     await tx.execute("DELETE FROM recalls WHERE user_id = ? AND at <= ?", (user_id, keep_after))
     kept = [r for r in found if r.at > keep_after]
     if switch is None or not switch[0] or not kept:

@@ -44,7 +44,6 @@ class Tx(Statements, Protocol):
 
     # -- what the two databases say differently ------------------------------------
     true: str  # the literal true, as a partial index's condition names it ("1", "true")
-    share: str  # after a SELECT: lock its rows against writers until the end (" FOR SHARE", or "")
 
     def json(self, value: Any) -> Any:
         """A parameter for a JSON column."""
