@@ -95,6 +95,17 @@ def _needed_backends(item: pytest.Item) -> set[str]:
     return needed
 
 
+def _refuse(config: pytest.Config, items: list[pytest.Item], message: str) -> None:
+    """Stop the run before any test with `message`: a usage error, or, in a pytest-xdist worker
+    (whose usage error the controller never shows), a collection error that the controller
+    reports, with no test left to run."""
+    if not hasattr(config, "workerinput"):
+        raise pytest.UsageError(message)
+    report = pytest.CollectReport("tests/selection.py", "failed", message, [])
+    config.hook.pytest_collectreport(report=report)
+    items.clear()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Deselect the tests that need a backend not chosen; refuse a quick test in SLOW_DIRS and a
     test on the Citus cluster not marked `citus`."""
@@ -104,9 +115,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if item.get_closest_marker("slow") is None and any(d in item.path.parents for d in SLOW_DIRS)
     ]
     if quick_in_slow_dir:
-        raise pytest.UsageError(
+        return _refuse(
+            config,
+            items,
             "not marked slow, but in a directory that -m 'not slow' does not collect"
-            f" (tests/selection.py): {', '.join(quick_in_slow_dir)}"
+            f" (tests/selection.py): {', '.join(quick_in_slow_dir)}",
         )
     unmarked_citus = [
         item.nodeid
@@ -114,8 +127,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if "citus" in getattr(item, "fixturenames", ()) and item.get_closest_marker("citus") is None
     ]
     if unmarked_citus:
-        raise pytest.UsageError(
-            f"uses the Citus cluster but is not marked citus: {', '.join(unmarked_citus)}"
+        return _refuse(
+            config, items, f"uses the Citus cluster but is not marked citus: {', '.join(unmarked_citus)}"
         )
     chosen = set(chosen_backends(config))
     kept, left = [], []

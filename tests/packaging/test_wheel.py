@@ -126,7 +126,7 @@ def test_the_installed_server_remembers_and_finds_offline(venv: Path, tmp_path: 
     env = clean_environment()
     # no hub to download from: the tokenizer must come from the wheel
     env.update(MNEMO_DATA_DIR=str(tmp_path / "data"), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    server = Serve(env, tmp_path / "serve.log", mnemo=str(venv / "bin" / "mnemo"))
+    server = Serve(env, tmp_path / "serve.log", command=(str(venv / "bin" / "mnemo"), "serve"))
     try:
         assert server.token, server.log.read_text()
         headers = {"Authorization": f"Bearer {server.token}"}

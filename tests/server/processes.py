@@ -10,11 +10,12 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import httpx2
+import psutil
 
 MNEMO = str(Path(sys.executable).with_name("mnemo"))
 ADMIN = "process-test-admin-key-0123"
@@ -56,31 +57,63 @@ def environment(data_dir: Path, scripted_llm, database_url: str | None = None) -
 
 
 class Serve:
-    """`mnemo serve` on a free port; `token` is the key it printed, if it printed one."""
+    """`mnemo serve` on a free port; `token` is the key it printed, if it printed one.
 
-    def __init__(self, env: dict[str, str], log: Path, mnemo: str = MNEMO) -> None:
-        """`mnemo`: the script to start (another install's, for one)."""
-        self.port = free_port()
-        self.base_url = f"http://127.0.0.1:{self.port}"
+    The port is free when chosen, but another process may take it before the server binds it (a
+    server of another test process, with pytest-xdist): then the server exits, and it is started
+    again on another port. It counts as started once this very process listens on its port and
+    answers there, never on another's answer from that port."""
+
+    def __init__(
+        self, env: dict[str, str], log: Path, command: Sequence[str] = (MNEMO, "serve"), attempts: int = 3
+    ) -> None:
+        """`command`: what starts the server, given `--port N` (another install's `mnemo serve`,
+        for one)."""
         self.log = log
-        with log.open("wb") as out:
+        log.write_bytes(b"")
+        for _ in range(attempts):
+            self.port = free_port()
+            self.base_url = f"http://127.0.0.1:{self.port}"
+            if self._start(command, env):
+                break
+        else:
+            raise AssertionError(f"the server found its port taken {attempts} times:\n{log.read_text()}")
+        # a first start prints the key once: in the first attempt's output, if that one lost its port
+        found = re.search(r"mnemo_[0-9a-f]{16}_[A-Za-z0-9_-]+", log.read_text())
+        self.token = found.group(0) if found else None
+
+    def _start(self, command: Sequence[str], env: dict[str, str]) -> bool:
+        """Start the server on `self.port` and wait until it serves there; False if it exited because
+        the port was taken."""
+        before = self.log.stat().st_size
+        with self.log.open("ab") as out:
             self.process = subprocess.Popen(
-                [mnemo, "serve", "--port", str(self.port)], env=env, stdout=out, stderr=subprocess.STDOUT
+                [*command, "--port", str(self.port)], env=env, stdout=out, stderr=subprocess.STDOUT
             )
         # a few seconds on an idle machine; on a loaded 2-core one that also runs a Citus
         # cluster's three nodes, importing and starting it once took over 20 s
         deadline = time.monotonic() + START_SECONDS
         try:
-            while not self._healthy():
-                assert self.process.poll() is None, log.read_text()
-                assert time.monotonic() < deadline, f"mnemo serve did not start:\n{log.read_text()}"
+            while not (self._listening() and self._healthy()):
+                if self.process.poll() is not None:
+                    said = self.log.read_bytes()[before:].decode(errors="replace")
+                    if "address already in use" in said:
+                        return False
+                    raise AssertionError(self.log.read_text())
+                assert time.monotonic() < deadline, f"the server did not start:\n{self.log.read_text()}"
                 time.sleep(0.05)
         except BaseException:  # no test holds it yet: do not leave it running
             self.process.kill()
             self.process.wait(timeout=10)
             raise
-        found = re.search(r"mnemo_[0-9a-f]{16}_[A-Za-z0-9_-]+", log.read_text())
-        self.token = found.group(0) if found else None
+        return True
+
+    def _listening(self) -> bool:
+        try:
+            connections = psutil.Process(self.process.pid).net_connections("tcp")
+        except psutil.Error:
+            return False
+        return any(c.status == psutil.CONN_LISTEN and c.laddr.port == self.port for c in connections)
 
     def _healthy(self) -> bool:
         try:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import re
 import signal
 import subprocess
 import sys
@@ -20,7 +19,7 @@ from mnemo.settings import AuthLimitSettings, Settings
 from tests.fakes.live_server import LiveServer
 from tests.server.api import client_for, ok
 from tests.server.conftest import ADMIN_KEY
-from tests.server.processes import ADMIN, Serve, environment, free_port, wait_until
+from tests.server.processes import ADMIN, Serve, environment
 
 pytestmark = pytest.mark.slow  # each test runs a real server (or `mnemo serve` processes)
 
@@ -454,7 +453,7 @@ import uvicorn
 from mnemo.app import create_app
 from mnemo.settings import Settings
 logging.basicConfig(level=logging.DEBUG, stream=sys.stderr)
-uvicorn.run(create_app(Settings.load()), host="127.0.0.1", port=int(sys.argv[1]), log_level="debug")
+uvicorn.run(create_app(Settings.load()), host="127.0.0.1", port=int(sys.argv[-1]), log_level="debug")
 """
 
 
@@ -462,37 +461,14 @@ uvicorn.run(create_app(Settings.load()), host="127.0.0.1", port=int(sys.argv[1])
 def debug_server(tmp_path, scripted_llm, database_url) -> Iterator[tuple[str, str, subprocess.Popen]]:
     """A server process with every logger at DEBUG; (its URL, its first key, the process)."""
     scripted_llm.default_reply = "Hi!"
-    port = free_port()
-    log = tmp_path / "server.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-c", SERVE, str(port)],
-            env=environment(tmp_path / "data", scripted_llm, database_url),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
+    env = environment(tmp_path / "data", scripted_llm, database_url)
+    served = Serve(env, tmp_path / "server.log", command=(sys.executable, "-c", SERVE))
     try:
-        found = wait_until(
-            lambda: (
-                process.poll() is None and re.search(r"mnemo_[0-9a-f]{16}_[A-Za-z0-9_-]+", log.read_text())
-            ),
-            timeout=60,
-            what="the server's first key",
-        )
-        wait_until(lambda: _up(url), timeout=30, what="the server")
-        yield url, found.group(0), process
+        assert served.token, served.log.read_text()
+        yield served.base_url, served.token, served.process
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(timeout=10)
-
-
-def _up(url: str) -> bool:
-    try:
-        return httpx2.get(f"{url}/healthz", timeout=1).status_code == 200
-    except httpx2.TransportError:
-        return False
+        if served.process.poll() is None:
+            served.kill()
 
 
 def test_no_key_reaches_the_logs(debug_server, tmp_path):

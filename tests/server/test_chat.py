@@ -240,9 +240,9 @@ def test_the_proxy_needs_a_mnemo_key(server):
 
 
 def test_a_body_that_is_not_a_chat_request_is_a_400(server):
-    headers = {"Authorization": f"Bearer {server.token}"}
+    url, headers = f"{server.base_url}/v1/chat/completions", {"Authorization": f"Bearer {server.token}"}
     for body in (b"{not json", b"[]", b'{"model": "m", "messages": []}'):
-        reply = httpx2.post(f"{server.base_url}/v1/chat/completions", content=body, headers=headers)
+        reply = httpx2.post(url, content=body, headers=headers, timeout=30)
         assert reply.status_code == 400
         assert reply.json()["error"]["type"] == "invalid_request_error"
 
