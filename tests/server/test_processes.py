@@ -24,7 +24,7 @@ class _AnswersEverything(BaseHTTPRequestHandler):
         self.end_headers()
 
     def log_message(self, *args: object) -> None:
-        pass
+        """Nothing: a request to it is expected, not news."""
 
 
 def test_a_port_another_server_takes_first_is_chosen_again(tmp_path, scripted_llm, monkeypatch):
