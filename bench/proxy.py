@@ -19,7 +19,11 @@ Overhead is proxied minus direct, per percentile; turns/s is the timed
 requests over the time from the first one's start to the last one's end.
 Last, the user's memory is switched off and the non-streamed rows run again:
 what is left is the cost of the extra hop alone (auth, parsing, forwarding),
-without recall or storing. `--modes` picks the rows. Nothing is asserted.
+without recall or storing. `--modes` picks the rows. Each row also reports
+the CPU time mnemo's server process spent per proxied request (all of its
+threads, user + system, over every request of the row, warm-up included): the
+cost of a turn, which unlike latency does not depend on what else the two
+cores are doing. Nothing is asserted.
 """
 
 from __future__ import annotations
@@ -74,7 +78,7 @@ async def load(url: str, token: str, clients: int, stream: bool, args, rng: rand
     ms: list[float] = []
     recalled: list[int] = []
     span = [float("inf"), 0.0]  # the first timed request's start, the last one's end
-    errors = [0]
+    errors, sent = [0], [0]
     deadline = time.monotonic() + args.seconds
     budget = {"left": WARMUP + args.requests}
 
@@ -83,6 +87,7 @@ async def load(url: str, token: str, clients: int, stream: bool, args, rng: rand
             budget["left"] -= 1
             warm = budget["left"] >= args.requests
             start = time.perf_counter()
+            sent[0] += 1
             result = await one(client, url, rng.choice(questions), stream)
             if result is None:
                 errors[0] += 1
@@ -97,6 +102,7 @@ async def load(url: str, token: str, clients: int, stream: bool, args, rng: rand
     return {
         "n": len(ms),
         "errors": errors[0],
+        "sent": sent[0],
         "p50": float(np.percentile(ms, 50)) if ms else float("nan"),
         "p99": float(np.percentile(ms, 99)) if ms else float("nan"),
         "recalled": float(np.mean(recalled)) if recalled else 0.0,
@@ -104,7 +110,13 @@ async def load(url: str, token: str, clients: int, stream: bool, args, rng: rand
     }
 
 
-async def measure(upstream: str, mnemo: str, token: str, args, memory_off) -> list[dict]:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far, all threads (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def measure(upstream: str, mnemo: str, token: str, args, memory_off, server_pid: int) -> list[dict]:
     rng = random.Random(args.seed)
     rows = []
     for mode in args.modes:
@@ -113,7 +125,9 @@ async def measure(upstream: str, mnemo: str, token: str, args, memory_off) -> li
         for clients in args.clients:
             stream = mode == "stream"
             direct = await load(f"{upstream}/chat/completions", "unused", clients, stream, args, rng)
+            cpu = cpu_seconds(server_pid)
             proxied = await load(f"{mnemo}/v1/chat/completions", token, clients, stream, args, rng)
+            proxied["cpu_ms"] = (cpu_seconds(server_pid) - cpu) * 1000 / max(proxied["sent"], 1)
             rows.append(
                 {
                     "mode": mode,
@@ -124,14 +138,15 @@ async def measure(upstream: str, mnemo: str, token: str, args, memory_off) -> li
                     "overhead_p99": proxied["p99"] - direct["p99"],
                 }
             )
-            log(f"{mode} x{clients}: overhead p50 {rows[-1]['overhead_p50']:.1f} ms")
+            overhead, cpu_ms = rows[-1]["overhead_p50"], proxied["cpu_ms"]
+            log(f"{mode} x{clients}: overhead p50 {overhead:.1f} ms, {cpu_ms:.1f} ms CPU per request")
     return rows
 
 
 def table(rows: list[dict]) -> str:
     head = (
         f"{'mode':<7}{'clients':>8}{'n':>6}{'direct p50':>12}{'p99':>8}{'proxied p50':>13}{'p99':>8}"
-        f"{'turns/s':>9}{'overhead p50':>14}{'p99':>8}{'recalled':>10}{'errors':>8}"
+        f"{'turns/s':>9}{'overhead p50':>14}{'p99':>8}{'CPU ms':>8}{'recalled':>10}{'errors':>8}"
     )
     lines = [head, "-" * len(head)]
     for r in rows:
@@ -139,10 +154,12 @@ def table(rows: list[dict]) -> str:
         lines.append(
             f"{r['mode']:<7}{r['clients']:>8}{p['n']:>6}{d['p50']:>12.1f}{d['p99']:>8.1f}"
             f"{p['p50']:>13.1f}{p['p99']:>8.1f}{p['per_s']:>9.1f}{r['overhead_p50']:>14.1f}{r['overhead_p99']:>8.1f}"
+            f"{p['cpu_ms']:>8.1f}"
             f"{p['recalled']:>10.1f}{d['errors'] + p['errors']:>8}"
         )
     return "\n".join(lines) + (
-        "\n(milliseconds; overhead = proxied - direct at the same percentile;"
+        "\n(milliseconds; overhead = proxied - direct at the same percentile; CPU ms = mnemo's server"
+        " process per proxied request;"
         " no-mem: the user's memory switched off, so no recall and no stored turn)"
     )
 
@@ -190,7 +207,7 @@ def run(args: argparse.Namespace) -> list[dict]:
                         raise
                 time.sleep(0.1)
             memory_off = functools.partial(switch_memory_off, Path(tmp), url, user_id)
-            return asyncio.run(measure(upstream, mnemo, token, args, memory_off))
+            return asyncio.run(measure(upstream, mnemo, token, args, memory_off, mnemo_proc.pid))
         finally:
             for proc in (mnemo_proc, upstream_proc):
                 proc.terminate()

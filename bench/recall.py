@@ -30,7 +30,9 @@ With 1,000 users each query goes to a random user. mnemo keeps each user's
 vectors in an in-memory matrix loaded on that user's first search, so these
 "mixed" rows hold cold (first search: load from SQLite) and warm users; the
 share of cold ones is printed, and a "warm" row repeats the same queries once
-every user involved is loaded. Nothing is asserted: this prints numbers.
+every user involved is loaded. On the one-user stores, last, --adds single
+`Memory.add` calls (100; dedupe lookup, embedding, commit) are timed, each
+beside embedding the same text alone. Nothing is asserted: this prints numbers.
 """
 
 from __future__ import annotations
@@ -239,7 +241,30 @@ async def recall_bench(b: Built, plan: Plan, embedder: LocalEmbedder, rng: rando
         if len(b.users) > 1:
             rows[f"mnemo/{embed}/warm"] = await mnemo_pass(m_call, work)  # every user now cached
         log(f"{b.name}: timed {embed}. embedding")
-    return {"first_recall_ms": first.ms[0], "rows": rows}
+    out: dict = {"first_recall_ms": first.ms[0], "rows": rows}
+    if len(b.users) == 1:
+        out["adds"] = await add_bench(b, plan, embedder, rng)
+    return out
+
+
+async def add_bench(b: Built, plan: Plan, embedder: LocalEmbedder, rng: random.Random) -> dict:
+    """Single `Memory.add` calls for the store's one (cached) user, each beside embedding its text."""
+    texts = [f"{f.text} (added {i})" for i, f in enumerate(make_facts(rng, plan.adds, set(), 1))]
+    scope = Scope(b.users[0])
+    embed_ms, add_ms = [], []
+    for text in texts:
+        t = time.perf_counter()
+        await embedder.embed([text])
+        embed_ms.append((time.perf_counter() - t) * 1000)
+        t = time.perf_counter()
+        await b.memory.add(scope, text)
+        add_ms.append((time.perf_counter() - t) * 1000)
+    log(f"{b.name}: {len(texts)} single adds")
+    return {
+        "n": len(texts),
+        "add_p50_ms": float(np.median(add_ms)),
+        "embed_p50_ms": float(np.median(embed_ms)),
+    }
 
 
 async def ingest_bench(plan: Plan, embedder: LocalEmbedder, tmp: Path, rng: random.Random) -> dict:
@@ -351,7 +376,8 @@ def summarise(results: dict, ingest: dict, builds: list[Built]) -> dict:
         for b in builds
     ]
     first = {s: r["first_recall_ms"] for s, r in results.items()}
-    return {"recall": rows, "ingest": ingest_rows, "first_recall_ms": first}
+    adds = {s: r["adds"] for s, r in results.items() if "adds" in r}
+    return {"recall": rows, "ingest": ingest_rows, "first_recall_ms": first, "adds": adds}
 
 
 def make_console():
@@ -400,6 +426,12 @@ def render(summary: dict, plan: Plan, info: dict, vectors_note: str) -> None:
     console.print(table)
     first = ", ".join(f"{s} {ms:.0f} ms" for s, ms in summary["first_recall_ms"].items())
     console.print(f"mnemo's first recall on each store (loads that user's vectors): {first}")
+    for store, a in summary["adds"].items():
+        console.print(
+            f"single Memory.add on the {store} store: p50 {a['add_p50_ms']:.1f} ms; embedding the same text"
+            f" alone {a['embed_p50_ms']:.1f} ms ({a['add_p50_ms'] / a['embed_p50_ms']:.1f}x; {a['n']} adds,"
+            " interleaved)"
+        )
     ingest = Table(title="Ingest throughput (real embedding where stated)")
     for col in ("path", "facts", "facts/s", "note"):
         ingest.add_column(col, justify="right" if col in ("facts", "facts/s") else "left")

@@ -191,10 +191,13 @@ class Accounts:
         parsed = keys.parse(token)
         if parsed is None:
             return None
-        key = await self._store.get_api_key(parsed[0])
-        if key is None or key.revoked_at is not None or not keys.matches(key, parsed[1]):
+        found = await self._store.key_holder(parsed[0])
+        if found is None:
             return None
-        return await self._store.get_user(key.user_id)
+        key, user = found
+        if key.revoked_at is not None or not keys.matches(key, parsed[1]):
+            return None
+        return user
 
     # -- settings and switches ----------------------------------------------------
 

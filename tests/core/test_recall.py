@@ -148,3 +148,39 @@ async def test_the_block_can_go_just_before_the_latest_user_message(memory, alic
     assert out[:3] == messages[:3]
     assert out[3] == {"role": "user", "content": block} and out[4] == messages[3]
     assert inject(messages, render([]), "before_user") == messages
+
+
+async def test_the_arms_asked_together_answer_as_each_search_alone(memory, alice, clock):
+    """SearchStore.arms: one read of all of a recall's searches (one trip on SQLite, a
+    connection each on PostgreSQL) answers each as the method it names answers alone."""
+    from datetime import timedelta
+
+    from mnemo.store.base import Ask
+
+    await bulk_add(memory, alice, unrelated_facts(80))
+    pin = await memory.add(alice, "My niece is called Zephyrine")
+    await memory.pin(alice, pin.id)
+    store, model = memory.store, memory.embedder.model_name
+    now = clock()
+    vector = (await memory.embedder.embed_queries(["a telescope for Zephyrine"]))[0]
+    asks = {
+        "pinned": Ask("pinned"),
+        "recency": Ask("recent", (now - timedelta(days=7), 10)),
+        "semantic": Ask("nearest", (vector, model, 15)),
+        "lexical": Ask("lexical", ("a telescope for Zephyrine", 15)),
+        "time": Ask("during", (now - timedelta(days=1), now + timedelta(days=1), 10)),
+    }
+    timed: dict[str, float] = {}
+    together = await store.arms(alice, asks, timed.__setitem__)
+
+    assert together == {
+        "pinned": await store.pinned(alice),
+        "recency": await store.recent(alice, now - timedelta(days=7), 10),
+        "semantic": await store.nearest(alice, vector, model, 15),
+        "lexical": await store.lexical(alice, "a telescope for Zephyrine", 15),
+        "time": await store.during(alice, now - timedelta(days=1), now + timedelta(days=1), 10),
+    }
+    assert [f.text for f in together["pinned"]] == ["My niece is called Zephyrine"]
+    assert len(together["semantic"]) == 15
+    assert together["lexical"][0].fact.text == "My niece is called Zephyrine"
+    assert set(timed) == set(asks) and all(seconds >= 0 for seconds in timed.values())

@@ -89,22 +89,26 @@ def test_local_truncates_long_text(local: LocalEmbedder) -> None:
 
 @pytest.mark.slow
 async def test_local_concurrent_first_use_loads_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One session per thread count, each loaded once: one text runs on one thread, a batch on two."""
     loads = []
     load_session = LocalEmbedder._load_session
 
-    def slow_counted_load(self: LocalEmbedder) -> object:
-        loads.append(self)
+    def slow_counted_load(self: LocalEmbedder, threads: int) -> object:
+        loads.append(threads)
         time.sleep(0.05)  # widen the window in which other threads could also load
-        return load_session(self)
+        return load_session(self, threads)
 
     monkeypatch.setattr(LocalEmbedder, "_load_session", slow_counted_load)
     fresh = LocalEmbedder()
 
-    results = await asyncio.gather(*(fresh.embed(["same text"]) for _ in range(4)))
+    results = await asyncio.gather(
+        *(fresh.embed(["same text"]) for _ in range(4)),
+        *(fresh.embed(["same text", "other"]) for _ in range(4)),
+    )
 
-    assert len(loads) == 1
+    assert sorted(loads) == [1, 2]
     for result in results[1:]:
-        np.testing.assert_array_equal(result, results[0])
+        np.testing.assert_allclose(result[:1], results[0], atol=1e-4)
 
 
 def test_shipped_tokenizer_is_the_registry_packages_file_byte_for_byte() -> None:

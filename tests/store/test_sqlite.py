@@ -175,6 +175,24 @@ async def test_common_words_are_left_out_of_full_text_search_on_a_large_store(me
     assert await memory.store.lexical(alice, "telescope", 20) == []
 
 
+@pytest.mark.slow
+async def test_a_words_document_count_is_kept_a_minute_then_read_again(memory, alice, monkeypatch):
+    """The lexical arm keeps each word's stem and document count for TTL_SECONDS: a word that has
+    since become common is still searched until then, and left out after."""
+    from mnemo.store.sqlite_terms import TTL_SECONDS
+
+    await bulk_add(memory, alice, unrelated_facts(2100))
+    assert await memory.store.lexical(alice, "quokka", 20) == []  # rare: searched, and read into the cache
+    await bulk_add(memory, alice, [f"I saw quokka number {i} on the island" for i in range(300)])
+
+    found = await memory.store.lexical(alice, "quokka", 20)
+    assert len(found) == 20 and all("quokka" in f.fact.text for f in found)  # still the minute-old count
+    terms = memory.store._terms
+    later = terms.clock() + TTL_SECONDS + 1
+    monkeypatch.setattr(terms, "clock", lambda: later)
+    assert await memory.store.lexical(alice, "quokka", 20) == []  # 300 of 2,400 facts: common now
+
+
 async def test_a_small_store_searches_every_word(memory, alice):
     await bulk_add(memory, alice, unrelated_facts(200))
     found = await memory.store.lexical(alice, "telescope", 50)
@@ -240,3 +258,24 @@ async def test_each_kind_of_erasure_leaves_nothing_in_the_database_files(tmp_pat
     assert files_holding(b"X5519027") == []
     await memory.close()
     assert not any(files_holding(n) for n in needles)
+
+
+async def test_a_recall_is_one_trip_to_the_store_thread(memory, alice, monkeypatch):
+    """Every arm's search of a recall runs in one call of the store's executor: on one connection
+    they run one after another anyway, and each call is a thread hand-off."""
+    await bulk_add(memory, alice, unrelated_facts(30))
+    await memory.add(alice, "My niece is called Zephyrine")
+    vector = (await memory.embedder.embed_queries(["what is my niece called, Zephyrine?"]))[0]
+    store = memory.store
+    trips = []
+    run = store._run
+
+    async def counted(fn, *args):
+        trips.append(fn)
+        return await run(fn, *args)
+
+    monkeypatch.setattr(store, "_run", counted)
+    hits = await memory.recaller.recall(alice, "what is my niece called, Zephyrine?", vector=vector)
+
+    assert texts(hits)[0] == "My niece is called Zephyrine"
+    assert len(trips) == 1

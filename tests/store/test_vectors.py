@@ -6,6 +6,7 @@ import numpy as np
 
 from mnemo.domain import Scope
 from mnemo.memory import Memory
+from mnemo.store import vectors
 from mnemo.store.sqlite import SQLiteStore
 from mnemo.store.vectors import Columns, Row, VectorCache
 from tests.helpers import texts
@@ -70,3 +71,48 @@ async def test_a_second_store_on_the_same_file_sees_new_and_retracted_facts(tmp_
     assert texts(await server.recall("boat", alice, arms=("semantic",))) == ["I own a blue canoe"]
     await server.close()
     await worker.close()
+
+
+def test_a_commit_patches_the_arrays_in_place_and_holes_are_packed_away():
+    """Appends fill preallocated slots (doubling when full); retractions and drops touch only their row;
+    the search answers exactly as a fresh load of the same rows would, before and after packing."""
+    rng = np.random.default_rng(3)
+    by_rowid = {rid: unit(*rng.normal(size=8)) for rid in range(1, 201)}
+    live = {rid: Row(rid, v, True, "chef" if rid % 3 == 0 else "") for rid, v in list(by_rowid.items())[:20]}
+    cache = VectorCache()
+    cache.search(("u", "m"), 1, lambda: Columns.of(live.values()), unit(*[1] * 8), 1, None)
+    entry = cache._entries[("u", "m")]
+    matrix = entry.matrix
+    cache.apply(("u", "m"), 1, 2, [Row(5, None, False, "")])  # a retraction: same arrays
+    assert entry.matrix is matrix
+    live[5] = Row(5, by_rowid[5], False, "")
+    generation = 2
+    for rid in range(21, 201):  # appends grow the arrays by doubling
+        live[rid] = Row(rid, by_rowid[rid], True, "")
+        cache.apply(("u", "m"), generation, generation + 1, [live[rid]])
+        generation += 1
+    assert entry.matrix.shape[0] == 20 * 2**4 and entry.used == 200  # 20 loaded, doubled 4 times
+    dropped = [rid for rid in range(1, 201) if rid % 4 != 0]
+    for rid in dropped:
+        cache.apply(("u", "m"), generation, generation + 1, [Row(rid, None, False, "", drop=True)])
+        del live[rid]
+        generation += 1
+    assert entry.used < 200 and entry.size == len(live) == 50  # the holes were packed away
+    for query in (unit(*rng.normal(size=8)) for _ in range(20)):
+        for agents in (None, [""], ["", "chef"]):
+            patched = cache.search(("u", "m"), generation, lambda: Columns(), query, 30, agents)
+            fresh = VectorCache().search(("u", "m"), 0, lambda: Columns.of(live.values()), query, 30, agents)
+            assert patched == fresh and all(rid not in dropped for rid, _ in patched)
+
+
+def test_a_scan_runs_on_one_blas_thread_and_leaves_the_process_setting_alone():
+    from threadpoolctl import threadpool_info
+
+    def blas_threads() -> list[int]:
+        return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+    before = blas_threads()
+    assert before, "numpy's BLAS is not visible to threadpoolctl"
+    with vectors._one_blas_thread():
+        assert set(blas_threads()) == {1}
+    assert blas_threads() == before

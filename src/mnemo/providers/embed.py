@@ -61,7 +61,9 @@ class LocalEmbedder:
         self._threads = intra_op_num_threads
         self._batch_size = batch_size
         self._load_lock = threading.Lock()
-        self._session: onnxruntime.InferenceSession | None = None
+        # One text (a query, a single add) runs on one thread: a second one costs more to
+        # hand work to than it saves on so short an input. Batches use `intra_op_num_threads`.
+        self._sessions: dict[int, onnxruntime.InferenceSession] = {}
         self._tokenizer: tokenizers.Tokenizer | None = None
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -78,7 +80,7 @@ class LocalEmbedder:
         out = np.empty((len(texts), self.dimensions), dtype=np.float32)
         if not texts:
             return out
-        session, tokenizer = self._loaded()
+        session, tokenizer = self._loaded(1 if len(texts) == 1 else self._threads)
         # Texts of similar length share a batch, so little compute goes on padding.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(order), self._batch_size):
@@ -86,20 +88,24 @@ class LocalEmbedder:
             out[batch] = self._embed_batch(session, tokenizer, [texts[i] for i in batch])
         return out
 
-    def _loaded(self) -> tuple[onnxruntime.InferenceSession, tokenizers.Tokenizer]:
-        """The session and tokenizer, loaded once even when several threads ask at once."""
-        if self._session is None or self._tokenizer is None:
+    def _loaded(self, threads: int) -> tuple[onnxruntime.InferenceSession, tokenizers.Tokenizer]:
+        """The session on `threads` threads and the tokenizer, each loaded once even when several
+        threads ask at once."""
+        session = self._sessions.get(threads)
+        if session is None or self._tokenizer is None:
             with self._load_lock:
-                if self._session is None or self._tokenizer is None:
+                if self._tokenizer is None:
                     self._tokenizer = self._load_tokenizer()
-                    self._session = self._load_session()
-        return self._session, self._tokenizer
+                session = self._sessions.get(threads)
+                if session is None:
+                    session = self._sessions[threads] = self._load_session(threads)
+        return session, self._tokenizer
 
-    def _load_session(self) -> onnxruntime.InferenceSession:
+    def _load_session(self, threads: int) -> onnxruntime.InferenceSession:
         import onnxruntime
 
         options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = self._threads
+        options.intra_op_num_threads = threads
         # Idle ORT workers otherwise spin for a while after each call, taking the
         # cores from the database work that follows a query embedding.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import math
 import re
-import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Protocol, TypeVar
+from typing import Protocol
 
 import numpy as np
 
@@ -19,11 +17,10 @@ from ..language import NOUNS_CAPITALISED, foreign
 from ..observe import QUIET, Observer
 from ..providers.base import Embedder
 from ..settings import RecallSettings
-from ..store.base import AccountStore, AuditLog, ScoredFact, SearchStore
+from ..store.base import AccountStore, Ask, AuditLog, ScoredFact, SearchStore
 from .fuse import Hit, rrf, within_budget
 from .when import Window, window
 
-T = TypeVar("T")
 ARMS = ("pinned", "recency", "semantic", "topic", "lexical", "time")
 _WORD = re.compile(r"\w+")
 # A capitalised word that does not open a sentence (with its possessive): a name.
@@ -126,29 +123,27 @@ class Recaller:
         arms: Sequence[str],
         span: Window | None,
     ) -> dict[str, list[tuple[Fact, float]]]:
-        """The arms run at once: on PostgreSQL each is a query of its own on a pooled
-        connection, so a recall waits for the slowest arm rather than for their sum."""
+        """The arms' searches go to the store together (SearchStore.arms): on PostgreSQL each is
+        a query of its own on a pooled connection, so a recall waits for the slowest arm rather
+        than for their sum; on SQLite all take one trip to the store's thread."""
         s = self.settings
         model = self.embedder.model_name
-        listing: dict[str, Awaitable[list[Fact]]] = {}  # the arms that list facts
-        scoring: dict[str, Awaitable[list[ScoredFact]]] = {}  # the arms that score them
+        asks: dict[str, Ask] = {}
         if "pinned" in arms:
-            listing["pinned"] = self.store.pinned(scope)
+            asks["pinned"] = Ask("pinned")
         if "recency" in arms:
-            since = shift(now, -timedelta(days=s.recency_days))
-            listing["recency"] = self.store.recent(scope, since, s.recency_k)
+            asks["recency"] = Ask("recent", (shift(now, -timedelta(days=s.recency_days)), s.recency_k))
         for arm, vector in _searched(vectors, arms):
-            scoring[arm] = self.store.nearest(scope, vector, model, s.semantic_k)
+            asks[arm] = Ask("nearest", (vector, model, s.semantic_k))
         if "lexical" in arms:
-            scoring["lexical"] = self.store.lexical(scope, query, s.lexical_k)
+            asks["lexical"] = Ask("lexical", (query, s.lexical_k))
         if span is not None:
-            listing["time"] = self.store.during(scope, span.start, span.end, s.time_k)
-        listed, scored = await asyncio.gather(
-            asyncio.gather(*(self._timed(arm, aw) for arm, aw in listing.items())),
-            asyncio.gather(*(self._timed(arm, aw) for arm, aw in scoring.items())),
-        )
-        found = dict(zip(listing, listed, strict=True))
-        hits = dict(zip(scoring, scored, strict=True))
+            asks["time"] = Ask("during", (span.start, span.end, s.time_k))
+        answers = await self.store.arms(scope, asks, self.observer.recall_arm)
+        found: dict[str, list[Fact]] = {a: answers[a] for a in ("pinned", "recency", "time") if a in answers}
+        hits: dict[str, list[ScoredFact]] = {
+            a: answers[a] for a in ("semantic", "topic", "lexical") if a in answers
+        }
         out: dict[str, list[tuple[Fact, float]]] = {}
         if "pinned" in found:
             out["pinned"] = [(f, 1.0) for f in found["pinned"] if f.is_valid_at(now)]
@@ -183,13 +178,6 @@ class Recaller:
         s = self.settings
         scored = [(f, float(np.dot(stored[f.id], vector))) for f in facts if f.id in stored]
         return sorted((x for x in scored if x[1] >= s.semantic_floor), key=lambda x: -x[1])[: s.semantic_k]
-
-    async def _timed(self, arm: str, work: Awaitable[T]) -> T:
-        started = time.perf_counter()
-        try:
-            return await work
-        finally:
-            self.observer.recall_arm(arm, time.perf_counter() - started)
 
     async def _past(
         self,

@@ -9,10 +9,10 @@ job, who has facts or conversations at all).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -103,7 +103,9 @@ class AccountStore(Protocol):
     async def list_agents(self, user_id: str) -> list[Agent]: ...
 
     async def add_api_key(self, key: ApiKey) -> ApiKey: ...
-    async def get_api_key(self, key_id: str) -> ApiKey | None: ...
+    async def key_holder(self, key_id: str) -> tuple[ApiKey, User | None] | None:
+        """The key of that id and the user it belongs to, read together (None: no such key)."""
+
     async def list_api_keys(self, user_id: str) -> list[ApiKey]: ...
     async def revoke_api_key(self, user_id: str, key_id: str) -> ApiKey: ...
     async def get_setting(self, key: str) -> str | None: ...
@@ -198,8 +200,24 @@ class FactStore(Protocol):
         """
 
 
+@dataclass(frozen=True)
+class Ask:
+    """One arm's search, as `SearchStore.arms` takes it: the SearchStore method it names
+    (nearest, lexical, recent, during, pinned) and that method's arguments after the scope."""
+
+    method: Literal["nearest", "lexical", "recent", "during", "pinned"]
+    args: tuple[Any, ...] = ()
+
+
 class SearchStore(Protocol):
     """The recall arms: the scope's active facts by meaning, words, recency, time and pin."""
+
+    async def arms(
+        self, scope: Scope, asks: Mapping[str, Ask], timed: Callable[[str, float], None]
+    ) -> dict[str, list[Any]]:
+        """Each ask's answer by its arm's name, as the method it names answers alone, read
+        together: one trip to SQLite's thread for all, one pooled connection each on PostgreSQL
+        (at once). `timed(arm, seconds)` hears how long each took."""
 
     async def nearest(self, scope: Scope, vector: np.ndarray, model: str, k: int) -> list[ScoredFact]:
         """Active facts by cosine similarity (highest first)."""

@@ -273,16 +273,14 @@ class PostgresStore(SQLStore[PgTx, Counts]):
 
     # -- search ----------------------------------------------------------------------------------
 
-    async def nearest(self, scope: Scope, vector: np.ndarray, model: str, k: int) -> list[ScoredFact]:
-        if k <= 0:
-            return []
-        return await self._read(scope.user_id, self.search.nearest, scope, vector, model, k)
+    async def _nearest(
+        self, tx: PgTx, scope: Scope, vector: np.ndarray, model: str, k: int
+    ) -> list[ScoredFact]:
+        return await self.search.nearest(tx, scope, vector, model, k) if k > 0 else []
 
-    async def lexical(self, scope: Scope, query: str, k: int) -> list[ScoredFact]:
+    async def _lexical(self, tx: PgTx, scope: Scope, query: str, k: int) -> list[ScoredFact]:
         words = query_words(query)
-        if not words or k <= 0:
-            return []
-        return await self._read(scope.user_id, self.search.lexical, scope, words, k)
+        return await self.search.lexical(tx, scope, words, k) if words and k > 0 else []
 
     async def vectors(self, scope: Scope, fact_ids: Sequence[str], model: str) -> dict[str, np.ndarray]:
         if not fact_ids:

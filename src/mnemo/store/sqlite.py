@@ -14,7 +14,8 @@ import dataclasses
 import json
 import logging
 import threading
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ import sqlean
 from .. import audit
 from ..domain import Change, Conflict, Event, Job, Scope, Status, StorageFull, utcnow
 from .base import ScoredFact, Unembedded
-from .fulltext import COMMON_TERM_SHARE, SMALL_STORE, owner_token, query_words
+from .fulltext import owner_token, query_words
 from .migrate import APPLIED, RECORD, RECORDS, Migration, pending
 from .migrations.sqlite import MIGRATIONS
 from .private_files import private_database
@@ -34,6 +35,7 @@ from .sql import facts, jobs
 from .sql.store import P, SQLStore, T, TxFn
 from .sql.transfer import imported_event
 from .sql.tx import SyncTx, marks, run_sync
+from .sqlite_terms import SCRATCH, TermStats
 from .vectors import Columns, Row, VectorCache
 
 log = logging.getLogger(__name__)
@@ -105,6 +107,7 @@ class SQLiteStore(SQLStore[SQLiteTx, Pending]):
         self._lock = threading.Lock()
         self._conn: Any = None
         self._cache = vector_cache or VectorCache()
+        self._terms = TermStats()
 
     # -- the executor --------------------------------------------------------------------------
 
@@ -175,11 +178,8 @@ class SQLiteStore(SQLStore[SQLiteTx, Pending]):
         conn.execute("PRAGMA busy_timeout = 5000")
         # erased text must not linger in free pages or in the full-text index's old segments
         conn.execute("PRAGMA secure_delete = ON")
-        # a scratch index that tokenizes query words exactly as facts_fts does
-        conn.execute("CREATE VIRTUAL TABLE temp.query_terms USING fts5 (text, tokenize = 'porter unicode61')")
-        conn.execute(
-            "CREATE VIRTUAL TABLE temp.query_terms_vocab USING fts5vocab (temp, query_terms, instance)"
-        )
+        for statement in SCRATCH:  # a scratch index that tokenizes query words as facts_fts does
+            conn.execute(statement)
         return conn
 
     async def close(self) -> None:
@@ -213,70 +213,60 @@ class SQLiteStore(SQLStore[SQLiteTx, Pending]):
         rowids, vectors, active, agents = (list(c) for c in zip(*rows, strict=True))
         return Columns(rowids, vectors, [bool(a) for a in active], agents)
 
-    async def nearest(self, scope: Scope, vector: np.ndarray, model: str, k: int) -> list[ScoredFact]:
-        async def search(tx: SQLiteTx) -> list[ScoredFact]:
-            found = self._cache.search(
-                (scope.user_id, model),
-                self._generation(scope.user_id),
-                lambda: self._load_vectors(scope.user_id, model),
-                vector,
-                k,
-                await facts.agent_keys(tx, scope),
-            )
-            if not found:
-                return []
-            where = f"f.rowid IN ({marks(len(found))})"
-            rows = await facts.fact_rows(tx, scope, where, [rid for rid, _ in found])
-            by_rowid = {r[0]: fact for r, fact in rows}
-            return [ScoredFact(by_rowid[rid], sim) for rid, sim in found if rid in by_rowid]
-
-        return await self._read(scope.user_id, search)
-
-    def _discriminative(self, words: list[str]) -> list[str]:
-        """The query words worth a full-text search: common ones dropped on a large store.
-
-        Document frequencies come from the index's own vocabulary, so the query
-        words are first put through the same (Porter) tokenizer.
-        """
-        total = self._conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM facts").fetchone()[0]
-        if total < SMALL_STORE or not words:
-            return words
-        self._conn.executemany(
-            "INSERT INTO temp.query_terms (rowid, text) VALUES (?, ?)", list(enumerate(words))
+    async def _nearest(
+        self, tx: SQLiteTx, scope: Scope, vector: np.ndarray, model: str, k: int
+    ) -> list[ScoredFact]:
+        found = self._cache.search(
+            (scope.user_id, model),
+            self._generation(scope.user_id),
+            lambda: self._load_vectors(scope.user_id, model),
+            vector,
+            k,
+            await facts.agent_keys(tx, scope),
         )
-        stems: dict[str, list[str]] = {}
-        for term, row in self._conn.execute("SELECT term, doc FROM temp.query_terms_vocab"):
-            stems.setdefault(term, []).append(words[row])
-        self._conn.execute("DELETE FROM temp.query_terms")
-        df = dict(
-            self._conn.execute(
-                f"SELECT term, doc FROM facts_fts_vocab WHERE term IN ({marks(len(stems))})", list(stems)
-            ).fetchall()
-        )
-        limit = COMMON_TERM_SHARE * total
-        return [w for term, ws in stems.items() if df.get(term, 0) <= limit for w in ws]
-
-    async def lexical(self, scope: Scope, query: str, k: int) -> list[ScoredFact]:
-        words = query_words(query)
-        if not words or k <= 0:
+        if not found:
             return []
+        where = f"f.rowid IN ({marks(len(found))})"
+        rows = await facts.fact_rows(tx, scope, where, [rid for rid, _ in found])
+        by_rowid = {r[0]: fact for r, fact in rows}
+        return [ScoredFact(by_rowid[rid], sim) for rid, sim in found if rid in by_rowid]
 
-        async def search(tx: SQLiteTx) -> list[ScoredFact]:
-            kept = self._discriminative(words)
-            if not kept:
-                return []
-            match = " OR ".join(f'"{w}"' for w in kept)
-            rule, params = await facts.visible(tx, scope)
-            rows = await tx.all(
-                f"SELECT {FACT_COLUMNS}, bm25(facts_fts, 0.0, 1.0) AS rank"
-                " FROM facts_fts JOIN facts f ON f.rowid = facts_fts.rowid"
-                f" WHERE facts_fts MATCH ? AND {rule} AND f.status = 'active' ORDER BY rank LIMIT ?",
-                (f"owner:{owner_token(scope.user_id)} AND text:({match})", *params, k),
-            )
-            # bm25() is lower-is-better and negative; report a positive score
-            return [ScoredFact(fact, -r[-1]) for r, fact in readable(rows, fact_from, "memory", 1)]
+    async def _lexical(self, tx: SQLiteTx, scope: Scope, query: str, k: int) -> list[ScoredFact]:
+        words = query_words(query)
+        kept = self._terms.discriminative(self._conn, words) if words and k > 0 else []
+        if not kept:
+            return []
+        match = " OR ".join(f'"{w}"' for w in kept)
+        rule, params = await facts.visible(tx, scope)
+        rows = await tx.all(
+            f"SELECT {FACT_COLUMNS}, bm25(facts_fts, 0.0, 1.0) AS rank"
+            " FROM facts_fts JOIN facts f ON f.rowid = facts_fts.rowid"
+            f" WHERE facts_fts MATCH ? AND {rule} AND f.status = 'active' ORDER BY rank LIMIT ?",
+            (f"owner:{owner_token(scope.user_id)} AND text:({match})", *params, k),
+        )
+        # bm25() is lower-is-better and negative; report a positive score
+        return [ScoredFact(fact, -r[-1]) for r, fact in readable(rows, fact_from, "memory", 1)]
 
-        return await self._read(scope.user_id, search)
+    async def _reads(
+        self,
+        user_id: str,
+        reads: Mapping[str, Callable[[SQLiteTx], Coroutine[Any, Any, T]]],
+        timed: Callable[[str, float], None],
+    ) -> dict[str, T]:
+        """All in one trip to the store's thread: on one connection they would run one after
+        another anyway, and each trip costs a thread hand-off."""
+
+        def run_all() -> dict[str, T]:
+            out = {}
+            for name, read in reads.items():
+                started = time.perf_counter()
+                try:
+                    out[name] = run_sync(read(SQLiteTx(self._conn)))
+                finally:
+                    timed(name, time.perf_counter() - started)
+            return out
+
+        return await self._run(run_all)
 
     async def vectors(self, scope: Scope, fact_ids: Sequence[str], model: str) -> dict[str, np.ndarray]:
         async def select(tx: SQLiteTx) -> dict[str, np.ndarray]:
@@ -329,6 +319,7 @@ class SQLiteStore(SQLStore[SQLiteTx, Pending]):
             )
 
     def _committed(self, user_id: str, changes: list[Change], pending: Pending, erased: bool) -> None:
+        super()._committed(user_id, changes, pending, erased)
         cache_rows, generation = pending
         for model, rows in cache_rows.items():
             self._cache.apply((user_id, model), generation, generation + 1, rows)

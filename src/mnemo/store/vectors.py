@@ -14,12 +14,15 @@ process wrote in between; this process's own commits patch the cache in place.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 
 @dataclass
@@ -65,56 +68,102 @@ class Columns:
         return out
 
 
-@dataclass
 class _Entry:
-    generation: int
-    rowids: np.ndarray  # int64
-    matrix: np.ndarray  # float32, one row per fact
-    active: np.ndarray  # bool
-    agents: np.ndarray  # int32 codes into agent_names
-    agent_names: list[str]
-    position: dict[int, int]
+    """One user's vectors in preallocated arrays, patched in place.
 
-    def agent_mask(self, agents: Sequence[str]) -> np.ndarray:
-        allowed = np.zeros(len(self.agent_names), bool)
-        for i, name in enumerate(self.agent_names):
-            allowed[i] = name in agents
-        mask: np.ndarray = allowed[self.agents]
-        return mask
+    Slots `[0, used)` hold rows; a new row takes the next slot (the arrays double
+    when full), a dropped row leaves a hole that no search can find (inactive,
+    and gone from `position`). So a commit costs in proportion to the rows it
+    changed, not to the user's size; the holes are packed away once they
+    outnumber the rows.
+    """
+
+    def __init__(self, generation: int, dims: int, capacity: int) -> None:
+        self.generation = generation
+        self.used = 0
+        self.holes = 0
+        self.matrix = np.zeros((capacity, dims), np.float32)
+        self.rowids = np.zeros(capacity, np.int64)
+        self.active = np.zeros(capacity, bool)
+        self.agents = np.zeros(capacity, np.int32)  # codes into agent_names
+        self.agent_names: list[str] = []
+        self.code: dict[str, int] = {}
+        self.position: dict[int, int] = {}  # rowid -> slot
+
+    @property
+    def size(self) -> int:
+        """Rows held, holes excluded."""
+        return self.used - self.holes
 
     @classmethod
     def build(cls, generation: int, columns: Columns, dims: int) -> _Entry:
         n = len(columns.rowids)
-        matrix = (
-            np.frombuffer(b"".join(columns.vectors), np.float32).reshape(n, dims)
-            if n
-            else np.zeros((0, dims), np.float32)
-        )
-        rowids = np.asarray(columns.rowids, np.int64)
-        names = sorted(set(columns.agents))
-        code = {name: i for i, name in enumerate(names)}
-        return cls(
-            generation,
-            rowids,
-            matrix,
-            np.asarray(columns.active, bool),
-            np.fromiter((code[a] for a in columns.agents), np.int32, n),
-            names,
-            {rid: i for i, rid in enumerate(columns.rowids)},
-        )
+        entry = cls(generation, dims, max(n, 16))
+        if n:
+            entry.matrix[:n] = np.frombuffer(b"".join(columns.vectors), np.float32).reshape(n, dims)
+            entry.rowids[:n] = columns.rowids
+            entry.active[:n] = columns.active
+            entry.agents[:n] = [entry._agent_code(a) for a in columns.agents]
+            entry.position = {rid: i for i, rid in enumerate(columns.rowids)}
+            entry.used = n
+        return entry
 
-    def patched(self, rows: Sequence[Row], generation: int) -> _Entry:
-        changed = merge(rows)
-        kept = [
-            Row(rid, self.matrix[i], bool(self.active[i]), self.agent_names[self.agents[i]])
-            for rid, i in self.position.items()
-            if rid not in changed
-        ]
-        for r in changed.values():
-            if r.vector is None and r.rowid in self.position:
-                r = Row(r.rowid, self.matrix[self.position[r.rowid]], r.active, r.agent, r.drop)
-            kept.append(r)
-        return _Entry.build(generation, Columns.of(kept), self.matrix.shape[1])
+    def agent_mask(self, agents: Sequence[str]) -> np.ndarray:
+        allowed = np.array([name in agents for name in self.agent_names] or [False], bool)
+        mask: np.ndarray = allowed[self.agents[: self.used]]
+        return mask
+
+    def patch(self, rows: Sequence[Row], generation: int) -> None:
+        for r in merge(rows).values():
+            slot = self.position.get(r.rowid)
+            if r.drop:
+                if slot is not None:
+                    del self.position[r.rowid]
+                    self.active[slot] = False
+                    self.holes += 1
+                continue
+            if slot is None:
+                if r.vector is None:  # nothing to search with: the row stays out, as on a reload
+                    continue
+                slot = self._append(r.rowid)
+            if r.vector is not None:
+                self.matrix[slot] = r.vector
+            self.active[slot] = r.active
+            self.agents[slot] = self._agent_code(r.agent)
+        self.generation = generation
+        if self.holes > max(self.size, 64):
+            self._pack()
+
+    def _agent_code(self, agent: str) -> int:
+        code = self.code.get(agent)
+        if code is None:
+            code = self.code[agent] = len(self.agent_names)
+            self.agent_names.append(agent)
+        return code
+
+    def _append(self, rowid: int) -> int:
+        if self.used == self.matrix.shape[0]:
+            self._resize(2 * self.used)
+        slot = self.used
+        self.used += 1
+        self.rowids[slot] = rowid
+        self.position[rowid] = slot
+        return slot
+
+    def _resize(self, capacity: int, keep: np.ndarray | None = None) -> None:
+        """New arrays of `capacity` slots holding the rows at `keep` (default: every used slot)."""
+        keep = np.arange(self.used) if keep is None else keep
+        for name in ("matrix", "rowids", "active", "agents"):
+            old = getattr(self, name)
+            new = np.zeros((capacity, *old.shape[1:]), old.dtype)
+            new[: len(keep)] = old[keep]
+            setattr(self, name, new)
+        self.used, self.holes = len(keep), 0
+        self.position = {int(rid): i for i, rid in enumerate(self.rowids[: self.used])}
+
+    def _pack(self) -> None:
+        keep = np.fromiter(sorted(self.position.values()), np.int64, len(self.position))
+        self._resize(max(2 * len(keep), 16), keep)
 
 
 class VectorCache:
@@ -135,20 +184,22 @@ class VectorCache:
         agents: Sequence[str] | None,
     ) -> list[tuple[int, float]]:
         """(rowid, cosine) of the k best active vectors whose agent is in `agents` (None: any)."""
-        entry = self._get(key, generation, load, query.shape[0])
-        if entry.matrix.shape[0] == 0 or k <= 0:
-            return []
-        scores = entry.matrix @ np.asarray(query, np.float32)
-        allowed = entry.active.copy()
-        if agents is not None:
-            allowed &= entry.agent_mask(agents)
-        scores = np.where(allowed, scores, -np.inf)
-        k = min(k, int(allowed.sum()))
-        if k == 0:
-            return []
-        top = np.argpartition(-scores, k - 1)[:k]
-        top = top[np.argsort(-scores[top], kind="stable")]
-        return [(int(entry.rowids[i]), float(scores[i])) for i in top]
+        with self._lock:  # a commit patches the arrays in place: not while they are read
+            entry = self._get(key, generation, load, query.shape[0])
+            if entry.size == 0 or k <= 0:
+                return []
+            with _one_blas_thread():
+                scores = entry.matrix[: entry.used] @ np.asarray(query, np.float32)
+            allowed = entry.active[: entry.used].copy()
+            if agents is not None:
+                allowed &= entry.agent_mask(agents)
+            k = min(k, int(allowed.sum()))
+            if k == 0:
+                return []
+            scores[~allowed] = -np.inf
+            top = np.argpartition(-scores, k - 1)[:k]
+            top = top[np.argsort(-scores[top], kind="stable")]
+            return [(int(entry.rowids[i]), float(scores[i])) for i in top]
 
     def apply(self, key: tuple[str, str], before: int, after: int, rows: Sequence[Row]) -> None:
         """Patch a cached entry after this process committed `rows` (generation before → after)."""
@@ -159,24 +210,32 @@ class VectorCache:
             if entry.generation != before:
                 del self._entries[key]  # someone else wrote in between: reload next time
                 return
-            self._entries[key] = entry.patched(rows, after)
+            entry.patch(rows, after)
 
     def forget(self, key: tuple[str, str]) -> None:
         with self._lock:
             self._entries.pop(key, None)
 
     def _get(self, key: tuple[str, str], generation: int, load: Callable[[], Columns], dims: int) -> _Entry:
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is not None and entry.generation == generation:
-                self._entries.move_to_end(key)
-                return entry
-        entry = _Entry.build(generation, load(), dims)
-        with self._lock:
-            self._entries[key] = entry
+        """The entry at `generation`, loaded when missing or stale (the caller holds the lock)."""
+        entry = self._entries.get(key)
+        if entry is not None and entry.generation == generation:
             self._entries.move_to_end(key)
-            total = sum(e.matrix.shape[0] for e in self._entries.values())
-            while total > self.max_vectors and len(self._entries) > 1:
-                _, evicted = self._entries.popitem(last=False)
-                total -= evicted.matrix.shape[0]
+            return entry
+        entry = self._entries[key] = _Entry.build(generation, load(), dims)
+        total = sum(e.size for e in self._entries.values())
+        while total > self.max_vectors and len(self._entries) > 1:
+            _, evicted = self._entries.popitem(last=False)
+            total -= evicted.size
         return entry
+
+
+@functools.cache
+def _blas() -> ThreadpoolController:
+    return ThreadpoolController().select(user_api="blas")
+
+
+def _one_blas_thread() -> Any:
+    """A scan is memory-bound: a second BLAS thread barely speeds it up alone, and under load
+    it busy-waits for work (5-8 ms to wake it on the 2-core machine). Scans run on one."""
+    return _blas().limit(limits=1)

@@ -9,8 +9,11 @@ user (row-level security) and the migrations.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from datetime import date, datetime, timedelta
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
 
@@ -48,7 +51,8 @@ from ...domain import (
     utcnow,
 )
 from .. import batch
-from ..base import UNSET, ScoredFact, Unembedded
+from ..base import UNSET, Ask, ScoredFact, Unembedded
+from ..rows import PARSED_FACTS
 from . import backfill, erasure, facts, jobs, people, recalls, reindex, transfer, usage
 from .events import redact_events
 from .tx import Tx
@@ -91,6 +95,8 @@ class SQLStore(ABC, Generic[X, Pending]):
 
     def _committed(self, user_id: str, changes: list[Change], pending: Pending, erased: bool) -> None:
         """Once a commit's transaction committed (in-process caches; `erased`: text was erased)."""
+        if erased:
+            PARSED_FACTS.forget()
 
     @abstractmethod
     async def open(self) -> None:
@@ -157,8 +163,12 @@ class SQLStore(ABC, Generic[X, Pending]):
     async def add_api_key(self, key: ApiKey) -> ApiKey:
         return await self._write(key.user_id, people.add_api_key, key)
 
-    async def get_api_key(self, key_id: str) -> ApiKey | None:
-        return await self._read(None, people.get_api_key, key_id)
+    async def key_holder(self, key_id: str) -> tuple[ApiKey, User | None] | None:
+        async def read(tx: X) -> tuple[ApiKey, User | None] | None:
+            key = await people.get_api_key(tx, key_id)
+            return None if key is None else (key, await people.user_row(tx, key.user_id))
+
+        return await self._read(None, read)
 
     async def list_api_keys(self, user_id: str) -> list[ApiKey]:
         return await self._read(user_id, people.list_api_keys, user_id)
@@ -273,11 +283,66 @@ class SQLStore(ABC, Generic[X, Pending]):
     async def pinned(self, scope: Scope) -> list[Fact]:
         return await self._read(scope.user_id, facts.pinned, scope)
 
-    @abstractmethod
-    async def nearest(self, scope: Scope, vector: np.ndarray, model: str, k: int) -> list[ScoredFact]: ...
+    async def nearest(self, scope: Scope, vector: np.ndarray, model: str, k: int) -> list[ScoredFact]:
+        return await self._read(scope.user_id, self._nearest, scope, vector, model, k)
+
+    async def lexical(self, scope: Scope, query: str, k: int) -> list[ScoredFact]:
+        return await self._read(scope.user_id, self._lexical, scope, query, k)
+
+    async def arms(
+        self, scope: Scope, asks: Mapping[str, Ask], timed: Callable[[str, float], None]
+    ) -> dict[str, list[Any]]:
+        searches: dict[str, Callable[..., Coroutine[Any, Any, list[Any]]]] = {
+            "nearest": self._nearest,
+            "lexical": self._lexical,
+            "recent": facts.recent,
+            "during": facts.during,
+            "pinned": facts.pinned,
+        }
+        settled: list[Scope] = []
+
+        async def decided(tx: X) -> Scope:
+            """The scope with its agent rule decided, read once: on SQLite, where the reads run
+            one after another, the first read's agents serve the others."""
+            if not settled:
+                keys = await facts.agent_keys(tx, scope)
+                settled.append(scope if keys is None else dataclasses.replace(scope, readable=tuple(keys)))
+            return settled[0]
+
+        def read(ask: Ask) -> Callable[[X], Coroutine[Any, Any, list[Any]]]:
+            search = searches[ask.method]
+
+            async def run(tx: X) -> list[Any]:
+                return await search(tx, await decided(tx), *ask.args)
+
+            return run
+
+        return await self._reads(scope.user_id, {arm: read(ask) for arm, ask in asks.items()}, timed)
+
+    async def _reads(
+        self,
+        user_id: str,
+        reads: Mapping[str, Callable[[X], Coroutine[Any, Any, T]]],
+        timed: Callable[[str, float], None],
+    ) -> dict[str, T]:
+        """`reads[name](tx)` for each name, each in a transaction of its own, all at once."""
+
+        async def one(name: str) -> T:
+            started = time.perf_counter()
+            try:
+                return await self._read(user_id, reads[name])
+            finally:
+                timed(name, time.perf_counter() - started)
+
+        return dict(zip(reads, await asyncio.gather(*(one(name) for name in reads)), strict=True))
 
     @abstractmethod
-    async def lexical(self, scope: Scope, query: str, k: int) -> list[ScoredFact]: ...
+    async def _nearest(self, tx: X, scope: Scope, vector: np.ndarray, model: str, k: int) -> list[ScoredFact]:
+        """SearchStore.nearest, in `tx`."""
+
+    @abstractmethod
+    async def _lexical(self, tx: X, scope: Scope, query: str, k: int) -> list[ScoredFact]:
+        """SearchStore.lexical, in `tx`."""
 
     @abstractmethod
     async def vectors(self, scope: Scope, fact_ids: Sequence[str], model: str) -> dict[str, np.ndarray]: ...
