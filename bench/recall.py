@@ -30,9 +30,12 @@ With 1,000 users each query goes to a random user. mnemo keeps each user's
 vectors in an in-memory matrix loaded on that user's first search, so these
 "mixed" rows hold cold (first search: load from SQLite) and warm users; the
 share of cold ones is printed, and a "warm" row repeats the same queries once
-every user involved is loaded. On the one-user stores, last, --adds single
-`Memory.add` calls (100; dedupe lookup, embedding, commit) are timed, each
-beside embedding the same text alone. Nothing is asserted: this prints numbers.
+every user involved is loaded. On the 100k store it also reports the share of
+an exact scan's top 20 that the vector search (8-bit codes first past
+COARSE_FROM vectors, see store/vectors.py) returns, for the same questions.
+On the one-user stores, last, single `Memory.add` calls (100; dedupe lookup,
+embedding, commit) are timed, each beside embedding the same text alone.
+Nothing is asserted: this prints numbers.
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ from mnemo.domain import Change, Scope, Source, SourceKind
 from mnemo.memory import Memory
 from mnemo.providers.embed import LocalEmbedder
 from mnemo.store.sqlite import SQLiteStore
+from mnemo.store.vectors import COARSE_FROM, VectorCache
 from mnemo.write import changes
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
@@ -243,8 +247,26 @@ async def recall_bench(b: Built, plan: Plan, embedder: LocalEmbedder, rng: rando
         log(f"{b.name}: timed {embed}. embedding")
     out: dict = {"first_recall_ms": first.ms[0], "rows": rows}
     if len(b.users) == 1:
+        if b.facts >= COARSE_FROM:
+            out["exact_top20_found"] = top20_found(b, list(qvec.values()), embedder.model_name)
         out["adds"] = await add_bench(b, plan, embedder, rng)
     return out
+
+
+def top20_found(b: Built, queries: list[np.ndarray], model: str) -> float:
+    """The share of the exact scan's top 20 that the store's vector search (8-bit codes first,
+    past COARSE_FROM vectors) returns, over the questions."""
+    columns = b.store._load_vectors(b.users[0], model)
+    fast, exact = VectorCache(), VectorCache(coarse_from=10**12)
+    key = (b.users[0], model)
+    found = []
+    for v in queries:
+        got = fast.search(key, 0, lambda: columns, v, 20, None)
+        want = exact.search(key, 0, lambda: columns, v, 20, None)
+        found.append(len({r for r, _ in got} & {r for r, _ in want}) / len(want))
+    share = float(np.mean(found))
+    log(f"{b.name}: the vector search found {share:.4f} of the exact top 20")
+    return share
 
 
 async def add_bench(b: Built, plan: Plan, embedder: LocalEmbedder, rng: random.Random) -> dict:
@@ -377,7 +399,14 @@ def summarise(results: dict, ingest: dict, builds: list[Built]) -> dict:
     ]
     first = {s: r["first_recall_ms"] for s, r in results.items()}
     adds = {s: r["adds"] for s, r in results.items() if "adds" in r}
-    return {"recall": rows, "ingest": ingest_rows, "first_recall_ms": first, "adds": adds}
+    found = {s: r["exact_top20_found"] for s, r in results.items() if "exact_top20_found" in r}
+    return {
+        "recall": rows,
+        "ingest": ingest_rows,
+        "first_recall_ms": first,
+        "adds": adds,
+        "exact_top20_found": found,
+    }
 
 
 def make_console():
@@ -426,6 +455,11 @@ def render(summary: dict, plan: Plan, info: dict, vectors_note: str) -> None:
     console.print(table)
     first = ", ".join(f"{s} {ms:.0f} ms" for s, ms in summary["first_recall_ms"].items())
     console.print(f"mnemo's first recall on each store (loads that user's vectors): {first}")
+    for store, share in summary["exact_top20_found"].items():
+        console.print(
+            f"{store} store: the vector search (8-bit codes first, then exact) found {share:.2%} of an"
+            " exact scan's top 20"
+        )
     for store, a in summary["adds"].items():
         console.print(
             f"single Memory.add on the {store} store: p50 {a['add_p50_ms']:.1f} ms; embedding the same text"

@@ -116,3 +116,52 @@ def test_a_scan_runs_on_one_blas_thread_and_leaves_the_process_setting_alone():
     with vectors._one_blas_thread():
         assert set(blas_threads()) == {1}
     assert blas_threads() == before
+
+
+def clustered(rng: np.random.Generator, n: int, dims: int = 64) -> np.ndarray:
+    """Unit vectors in 60 clusters, closer to embeddings than uniform noise."""
+    centres = rng.normal(size=(60, dims))
+    points = centres[rng.integers(0, 60, n)] + 0.4 * rng.normal(size=(n, dims))
+    return (points / np.linalg.norm(points, axis=1, keepdims=True)).astype(np.float32)
+
+
+def test_past_the_coarse_size_the_codes_best_are_scored_exactly_and_match_the_exact_scan():
+    rng = np.random.default_rng(5)
+    vectors = clustered(rng, 6000)
+    rows = [Row(i + 1, v, i % 7 != 0, "chef" if i % 5 == 0 else "") for i, v in enumerate(vectors)]
+    coarse, exact = VectorCache(coarse_from=1000), VectorCache(coarse_from=10**9)
+    found_share = []
+    for query in clustered(rng, 40):
+        for agents in (None, [""]):
+            got = coarse.search(("u", "m"), 1, lambda: Columns.of(rows), query, 20, agents)
+            want = exact.search(("u", "m"), 1, lambda: Columns.of(rows), query, 20, agents)
+            assert len(got) == 20
+            for rowid, score in got:  # exact cosines of rows the search may return
+                row = rows[rowid - 1]
+                assert row.active and (agents is None or row.agent == "")
+                assert abs(score - float(vectors[rowid - 1] @ query)) < 1e-5
+            assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
+            found_share.append(len({r for r, _ in got} & {r for r, _ in want}) / 20)
+    assert coarse._entries[("u", "m")].coarse is not None
+    assert np.mean(found_share) >= 0.99
+
+
+def test_the_codes_follow_appends_and_changed_vectors():
+    rng = np.random.default_rng(6)
+    vectors = clustered(rng, 3000)
+    rows = [Row(i + 1, v, True, "") for i, v in enumerate(vectors)]
+    cache = VectorCache(coarse_from=1000)
+    cache.search(("u", "m"), 1, lambda: Columns.of(rows), vectors[0], 5, None)
+    entry = cache._entries[("u", "m")]
+    assert entry.coarse is not None and entry.coarse.rows == 3000
+
+    codes = entry.coarse
+    new, moved = clustered(rng, 2)
+    cache.apply(("u", "m"), 1, 2, [Row(5000, new, True, "")])
+    assert cache.search(("u", "m"), 2, lambda: Columns(), new, 1, None)[0][0] == 5000
+    assert entry.coarse is codes and codes.rows == 3001  # the new vector appended to the codes
+
+    cache.apply(("u", "m"), 2, 3, [Row(7, moved, True, "")])
+    assert cache.search(("u", "m"), 3, lambda: Columns(), moved, 1, None)[0][0] == 7
+    assert entry.coarse is not codes and entry.coarse is not None  # encoded again
+    assert 7 not in [rid for rid, _ in cache.search(("u", "m"), 3, lambda: Columns(), vectors[6], 3, None)]

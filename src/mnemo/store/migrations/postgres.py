@@ -495,6 +495,18 @@ def _citus(cur: Cursor) -> None:
     distribute(cur)
 
 
+def _time_indexes(cur: Cursor) -> None:
+    """The time arm's two searches each walk an index of their own: facts said in a window
+    (created_at) and facts that became true in it (valid_from). Without them, one search of
+    a window read every active fact of the person (250 ms at 100k facts)."""
+    cur.execute(
+        """
+        CREATE INDEX facts_said ON facts (user_id, status, created_at);
+        CREATE INDEX facts_valid ON facts (user_id, status, valid_from);
+        """
+    )
+
+
 MIGRATIONS = [
     Migration(1, "initial", _initial),
     Migration(2, "server", _server),
@@ -515,4 +527,5 @@ MIGRATIONS = [
     Migration(17, "token_budgets", _token_budgets),
     Migration(CITUS_MIGRATION, "citus", _citus),
     Migration(19, "routed_lexical", routed_lexical_function),
+    Migration(20, "time_indexes", _time_indexes),
 ]

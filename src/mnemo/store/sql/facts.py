@@ -200,17 +200,27 @@ async def recent(tx: Tx, scope: Scope, since: datetime, k: int) -> list[Fact]:
 
 
 async def during(tx: Tx, scope: Scope, start: datetime, end: datetime, k: int) -> list[Fact]:
-    where = (
-        "f.status = 'active' AND ((f.valid_from >= ? AND f.valid_from < ?)"
-        " OR (f.created_at >= ? AND f.created_at < ?))"
-    )
+    """Two searches, each down an index of its own (migration 20), merged: one statement with
+    an OR walked every active fact of the person for a window that held none."""
     tail = f"ORDER BY f.created_at DESC, f.rowid DESC LIMIT {int(k)}"
-    return await facts(tx, scope, where, (start, end, start, end), tail)
+    found = {
+        row[0]: (row, fact)
+        for column in ("created_at", "valid_from")  # said then, or became true then
+        for row, fact in await fact_rows(
+            tx, scope, f"f.status = 'active' AND f.{column} >= ? AND f.{column} < ?", (start, end), tail
+        )
+    }
+    newest = sorted(found.values(), key=lambda rf: (rf[1].created_at, rf[0][0]), reverse=True)
+    return [fact for _, fact in newest[:k]]
 
 
 async def pinned(tx: Tx, scope: Scope) -> list[Fact]:
-    where = f"f.pinned = {tx.true} AND f.status = 'active'"  # the partial index facts_pinned
-    return await facts(tx, scope, where, (), "ORDER BY f.created_at, f.rowid")
+    """Oldest first. Sorted here, not by the statement: asked to order by created_at, SQLite
+    would rather walk facts_said through every active fact than sort the few pinned ones
+    that the partial index facts_pinned finds at once."""
+    where = f"f.pinned = {tx.true} AND f.status = 'active'"
+    found = await fact_rows(tx, scope, where, ())
+    return [fact for _, fact in sorted(found, key=lambda rf: (rf[1].created_at, rf[0][0]))]
 
 
 # -- events ------------------------------------------------------------------------------------
