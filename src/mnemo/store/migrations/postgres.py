@@ -499,12 +499,9 @@ def _time_indexes(cur: Cursor) -> None:
     """The time arm's two searches each walk an index of their own: facts said in a window
     (created_at) and facts that became true in it (valid_from). Without them, one search of
     a window read every active fact of the person (250 ms at 100k facts)."""
-    cur.execute(
-        """
-        CREATE INDEX facts_said ON facts (user_id, status, created_at);
-        CREATE INDEX facts_valid ON facts (user_id, status, valid_from);
-        """
-    )
+    # one command a call: Citus refuses several in one
+    cur.execute("CREATE INDEX facts_said ON facts (user_id, status, created_at)")
+    cur.execute("CREATE INDEX facts_valid ON facts (user_id, status, valid_from)")
 
 
 MIGRATIONS = [
