@@ -113,3 +113,25 @@ async def test_the_arm_keeps_to_the_agents_scope(memory, alice, clock):
         hits = await memory.recall("What did I buy last month?", chef, as_of=as_of)
         assert timed(hits) == ["I bought a cast iron pan"]
         assert "I bought shares in a bakery" not in texts(hits)
+
+
+async def test_the_window_holds_what_was_said_and_what_became_true_then_once_each_newest_said_first(
+    memory, alice, clock
+):
+    """SearchStore.during merges its two searches (said in the window, became true in it): each
+    fact once, those said last first, at most k, and nothing from outside the window."""
+    clock.now = at(2026, 1, 20)
+    await memory.add(alice, "I bought a lamp")  # said before the window
+    clock.now = at(2026, 2, 10)
+    await memory.add(alice, "I bought a rug")  # said in the window
+    await memory.add(alice, "I moved to Porto", valid_from=at(2026, 2, 5))  # both
+    clock.now = at(2026, 2, 20)
+    await memory.add(alice, "I bought a chair")  # said in the window, later
+    clock.now = at(2026, 3, 5)
+    await memory.add(alice, "I joined a choir", valid_from=at(2026, 2, 15))  # became true in it
+    await memory.add(alice, "I sold my car", valid_from=at(2026, 3, 1))  # neither
+
+    window = (at(2026, 2, 1), at(2026, 3, 1))
+    found = [f.text for f in await memory.store.during(alice, *window, 10)]
+    assert found == ["I joined a choir", "I bought a chair", "I moved to Porto", "I bought a rug"]
+    assert [f.text for f in await memory.store.during(alice, *window, 2)] == found[:2]
