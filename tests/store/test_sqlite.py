@@ -279,3 +279,34 @@ async def test_a_recall_is_one_trip_to_the_store_thread(memory, alice, monkeypat
 
     assert texts(hits)[0] == "My niece is called Zephyrine"
     assert len(trips) == 1
+
+
+async def test_a_person_holding_most_facts_is_searched_without_the_owner_token_and_the_same(
+    memory, alice, bob, monkeypatch
+):
+    """For whoever holds at least half of all facts the full-text search leaves their token out of
+    the MATCH (bm25 would count all their facts for it) and keeps to them by the join's user rule:
+    the same facts with the same scores, and none of anyone else's."""
+    from mnemo.store import sqlite_terms
+
+    await bulk_add(memory, alice, [f"My telescope number {i} points at Vega" for i in range(40)])
+    await bulk_add(memory, bob, [f"Bob's telescope number {i} points at Vega" for i in range(10)])
+    store = memory.store
+
+    def fresh(share: float) -> None:
+        monkeypatch.setattr(sqlite_terms, "OWNER_SHARE", share)
+        store._terms = sqlite_terms.TermStats()
+
+    fresh(0.5)
+    assert store._terms.holds_most(store._conn, alice.user_id)
+    assert not store._terms.holds_most(store._conn, bob.user_id)
+    without_token = await store.lexical(alice, "telescope Vega", 100)
+    fresh(2.0)  # nobody holds twice everything: the token always in the MATCH
+    with_token = await store.lexical(alice, "telescope Vega", 100)
+
+    assert len(without_token) == 40 and all(s.fact.text.startswith("My telescope") for s in without_token)
+    assert [(s.fact.id, round(s.score, 9)) for s in without_token] == [
+        (s.fact.id, round(s.score, 9)) for s in with_token
+    ]
+    fresh(0.0)  # everybody "holds most": bob too is kept to his own by the user rule
+    assert {s.fact.text[:5] for s in await store.lexical(bob, "telescope Vega", 100)} == {"Bob's"}

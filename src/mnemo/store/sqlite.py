@@ -236,13 +236,15 @@ class SQLiteStore(SQLStore[SQLiteTx, Pending]):
         kept = self._terms.discriminative(self._conn, words) if words and k > 0 else []
         if not kept:
             return []
-        match = " OR ".join(f'"{w}"' for w in kept)
-        rule, params = await facts.visible(tx, scope)
+        match = "text:(" + " OR ".join(f'"{w}"' for w in kept) + ")"
+        if not self._terms.holds_most(self._conn, scope.user_id):
+            match = f"owner:{owner_token(scope.user_id)} AND {match}"
+        rule, params = await facts.visible(tx, scope)  # always the user: f.user_id = ?
         rows = await tx.all(
             f"SELECT {FACT_COLUMNS}, bm25(facts_fts, 0.0, 1.0) AS rank"
             " FROM facts_fts JOIN facts f ON f.rowid = facts_fts.rowid"
             f" WHERE facts_fts MATCH ? AND {rule} AND f.status = 'active' ORDER BY rank LIMIT ?",
-            (f"owner:{owner_token(scope.user_id)} AND text:({match})", *params, k),
+            (match, *params, k),
         )
         # bm25() is lower-is-better and negative; report a positive score
         return [ScoredFact(fact, -r[-1]) for r, fact in readable(rows, fact_from, "memory", 1)]

@@ -22,6 +22,7 @@ from .sql.tx import marks
 
 TTL_SECONDS = 60.0
 MAX_WORDS = 4096
+OWNER_SHARE = 0.5
 
 SCRATCH = (
     "CREATE VIRTUAL TABLE temp.query_terms USING fts5 (text, tokenize = 'porter unicode61')",
@@ -44,6 +45,7 @@ class TermStats:
         self.clock = clock
         self.max_words = max_words
         self._words: OrderedDict[str, tuple[float, list[tuple[str, int]]]] = OrderedDict()
+        self._most: OrderedDict[str, tuple[float, bool]] = OrderedDict()
 
     def discriminative(self, conn: Any, words: list[str]) -> list[str]:
         """The query words worth searching: on a large store, those whose every stem is rare."""
@@ -53,6 +55,26 @@ class TermStats:
         limit = COMMON_TERM_SHARE * total
         stats = self._stats(conn, words)
         return [w for w in words if any(df <= limit for _, df in stats[w])]
+
+    def holds_most(self, conn: Any, user_id: str) -> bool:
+        """Whether the person holds at least OWNER_SHARE of all facts (read once a minute).
+
+        Then the search leaves the person's token out of its MATCH and keeps to them by the
+        join's user rule alone. bm25() counts the documents of every phrase of a query, and
+        the owner token's documents are all of the person's facts: 0.4 ms at 10k facts, 4 ms
+        at 100k. The scores are the same (the owner column weighs 0), and the other words'
+        documents are then mostly the person's own anyway."""
+        now = self.clock()
+        kept = self._most.get(user_id)
+        if kept is None or kept[0] <= now:
+            total = conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM facts").fetchone()[0]
+            mine = conn.execute("SELECT COUNT(*) FROM facts WHERE user_id = ?", (user_id,)).fetchone()[0]
+            kept = (now + self.ttl, total > 0 and mine >= OWNER_SHARE * total)
+            self._most[user_id] = kept
+            self._most.move_to_end(user_id)
+            while len(self._most) > self.max_words:
+                self._most.popitem(last=False)
+        return kept[1]
 
     def _stats(self, conn: Any, words: list[str]) -> dict[str, list[tuple[str, int]]]:
         now = self.clock()
