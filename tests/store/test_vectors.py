@@ -165,3 +165,21 @@ def test_the_codes_follow_appends_and_changed_vectors():
     assert cache.search(("u", "m"), 3, lambda: Columns(), moved, 1, None)[0][0] == 7
     assert entry.coarse is not codes and entry.coarse is not None  # encoded again
     assert 7 not in [rid for rid, _ in cache.search(("u", "m"), 3, lambda: Columns(), vectors[6], 3, None)]
+
+
+def test_a_patch_that_fails_half_way_drops_the_entry_instead_of_answering_from_it(caplog):
+    """The commit is done by then: a patch that cannot be applied must not raise into it, nor leave
+    a half-patched matrix to search; the next search loads the user's vectors again."""
+    loads = []
+
+    def load():
+        loads.append(1)
+        return Columns.of([Row(1, unit(1, 0), True, ""), Row(2, unit(0, 1), True, "")])
+
+    cache = VectorCache()
+    cache.search(("u", "m"), 1, load, unit(1, 0), 5, None)
+    cache.apply(("u", "m"), 1, 2, [Row(3, unit(0, 1), True, ""), Row(2, unit(1, 0, 0), False, "")])
+
+    assert ("u", "m") not in cache._entries and "could not be patched" in caplog.text
+    assert [rid for rid, _ in cache.search(("u", "m"), 2, load, unit(0, 1), 5, None)] == [2, 1]
+    assert len(loads) == 2

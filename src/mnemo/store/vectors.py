@@ -22,6 +22,7 @@ process wrote in between; this process's own commits patch the cache in place.
 from __future__ import annotations
 
 import functools
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
@@ -30,6 +31,8 @@ from typing import Any
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
+
+log = logging.getLogger(__name__)
 
 COARSE_FROM = 50_000  # vectors of one user from which a search scans 8-bit codes first
 CANDIDATES = 10  # times k: how many of the codes' best are scored exactly
@@ -277,7 +280,11 @@ class VectorCache:
             if entry.generation != before:
                 del self._entries[key]  # someone else wrote in between: reload next time
                 return
-            entry.patch(rows, after)
+            try:
+                entry.patch(rows, after)
+            except Exception:  # a half-patched entry must not answer: reload it at the next search
+                del self._entries[key]
+                log.exception("the cached vectors of %s could not be patched; reloading them", key[0])
 
     def forget(self, key: tuple[str, str]) -> None:
         with self._lock:
