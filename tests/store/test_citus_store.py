@@ -5,6 +5,8 @@ the backend-parametrised suites with `--backend=citus` (tests/conftest.py)."""
 
 from __future__ import annotations
 
+import logging
+
 import psycopg
 import pytest
 
@@ -56,6 +58,36 @@ def test_the_migration_runs_again_without_changing_anything(citus_store_url):
         with conn.transaction(), conn.cursor() as cur:
             distribute(cur)
         assert _layout(conn) == before
+
+
+async def _opened(url: str) -> None:
+    store = PostgresStore(url)
+    await store.open()
+    await store.close()
+
+
+async def test_opening_the_store_warns_of_a_worker_that_acknowledges_commits_before_writing_them(
+    citus_store_url, caplog
+):
+    """A shard moved off a node with `synchronous_commit = off` can lose writes acknowledged just
+    before the switch (docs/scaling.md, "Adding a worker"): the store says so when it opens,
+    naming the node, and says nothing of nodes that write first."""
+    caplog.set_level(logging.WARNING, "mnemo.store.postgres")
+    await _opened(citus_store_url)
+    assert [r.getMessage() for r in caplog.records] == []
+
+    _, worker, other = node_urls(citus_store_url)
+    with psycopg.connect(worker, autocommit=True) as conn:
+        conn.execute(f'ALTER DATABASE "{conn.info.dbname}" SET synchronous_commit = off')
+        at = f"{conn.info.host}:{conn.info.port}"
+    try:
+        await _opened(citus_store_url)
+    finally:
+        with psycopg.connect(worker, autocommit=True) as conn:
+            conn.execute(f'ALTER DATABASE "{conn.info.dbname}" RESET synchronous_commit')
+    (warned,) = [r.getMessage() for r in caplog.records]
+    assert warned.startswith(f"synchronous_commit is off on {at}: writes acknowledged while Citus moves")
+    assert str(psycopg.conninfo.conninfo_to_dict(other)["port"]) not in warned
 
 
 async def _memories(memory: Memory) -> dict:

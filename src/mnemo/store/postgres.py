@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ from .base import ScoredFact, Unembedded
 from .fulltext import query_words
 from .migrate import APPLIED, RECORD, RECORDS, pending
 from .migrations.postgres import APP_ROLE, LOCK_NAMESPACE, MIGRATIONS, PROPAGATE_SETTINGS
-from .migrations.postgres_citus import CITUS_MIGRATION, distribute
+from .migrations.postgres_citus import CITUS_MIGRATION, async_commit_nodes, distribute
 from .postgres_search import EXACT_BELOW, MIN_SHARE, Search
 from .sql import facts, jobs
 from .sql.store import P, SQLStore, T, TxFn
@@ -46,6 +47,7 @@ from .sql.tx import Params, Row, as_format
 # how many users whose turn is due a claim tries, oldest first, when others claim at once
 CLAIM_CANDIDATES = 8
 Counts = dict[str, int]  # how a commit moved the user's vectors, per model
+log = logging.getLogger(__name__)
 
 
 def connection_url(url: str) -> str:
@@ -235,6 +237,14 @@ class PostgresStore(SQLStore[PgTx, Counts]):
                 with conn.transaction(), conn.cursor() as cur:
                     distribute(cur)
             conn.execute("SELECT pg_advisory_unlock(%s, 0)", (LOCK_NAMESPACE,))
+            with conn.cursor() as cur:
+                if nodes := async_commit_nodes(cur):
+                    log.warning(
+                        "synchronous_commit is off on %s: writes acknowledged while Citus moves a shard"
+                        " off such a node can be lost; rebalance with mnemo stopped, or turn it on"
+                        " first (docs/scaling.md, 'Adding a worker')",
+                        ", ".join(nodes),
+                    )
 
     async def close(self) -> None:
         await self.search.close()

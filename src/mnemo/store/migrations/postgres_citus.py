@@ -54,6 +54,26 @@ DISTRIBUTED_TABLES = (
 # a trigger on a distributed table is created on every shard; Citus asks to be told that
 # this is meant: the event log's append-only trigger only raises, reading nothing
 TRIGGERED = {"fact_events"}
+# the nodes holding shards that acknowledge a commit before its WAL is written out: Citus ends a
+# shard's move by waiting for the new node to replay the source's WAL up to what is written out,
+# so a write acknowledged just before the switch can be left behind with the old copy
+# (docs/scaling.md, "Adding a worker")
+ASYNC_COMMIT_NODES = (
+    "SELECT n.nodename || ':' || n.nodeport"
+    " FROM run_command_on_all_nodes('SHOW synchronous_commit') r JOIN pg_dist_node n USING (nodeid)"
+    " WHERE n.shouldhaveshards AND r.success AND r.result = 'off' ORDER BY 1"
+)
+
+
+def is_coordinator(cur: Cursor) -> bool:
+    """Whether this database is a Citus coordinator's (the `citus` extension is in it)."""
+    return bool(cur.execute("SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus')").fetchone()[0])
+
+
+def async_commit_nodes(cur: Cursor) -> list[str]:
+    """The nodes (host:port) where a shard move can lose acknowledged writes: those holding shards
+    with `synchronous_commit = off`. Empty off Citus."""
+    return [node for (node,) in cur.execute(ASYNC_COMMIT_NODES).fetchall()] if is_coordinator(cur) else []
 
 
 def distribute(cur: Cursor) -> None:
@@ -63,8 +83,7 @@ def distribute(cur: Cursor) -> None:
     copy on disk (no longer read) until it is truncated: it is truncated at once, or a text
     purged later would stay in the coordinator's files for good. So is any such copy an
     earlier distribution left (migration 18 did, before this was known)."""
-    citus = cur.execute("SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus')").fetchone()[0]
-    if not citus:
+    if not is_coordinator(cur):
         return
     tables = (*REFERENCE_TABLES, *DISTRIBUTED_TABLES)
     rows = cur.execute("SELECT logicalrelid::regclass::text FROM pg_dist_partition").fetchall()
