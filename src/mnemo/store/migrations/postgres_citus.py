@@ -65,15 +65,16 @@ ASYNC_COMMIT_NODES = (
 )
 
 
-def is_coordinator(cur: Cursor) -> bool:
-    """Whether this database is a Citus coordinator's (the `citus` extension is in it)."""
-    return bool(cur.execute("SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus')").fetchone()[0])
+# whether this database is a Citus coordinator's (the `citus` extension is in it)
+IS_COORDINATOR = "SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus')"
 
 
 def async_commit_nodes(cur: Cursor) -> list[str]:
     """The nodes (host:port) where a shard move can lose acknowledged writes: those holding shards
     with `synchronous_commit = off`. Empty off Citus."""
-    return [node for (node,) in cur.execute(ASYNC_COMMIT_NODES).fetchall()] if is_coordinator(cur) else []
+    if not cur.execute(IS_COORDINATOR).fetchone()[0]:
+        return []
+    return [node for (node,) in cur.execute(ASYNC_COMMIT_NODES).fetchall()]
 
 
 def distribute(cur: Cursor) -> None:
@@ -83,7 +84,7 @@ def distribute(cur: Cursor) -> None:
     copy on disk (no longer read) until it is truncated: it is truncated at once, or a text
     purged later would stay in the coordinator's files for good. So is any such copy an
     earlier distribution left (migration 18 did, before this was known)."""
-    if not is_coordinator(cur):
+    if not cur.execute(IS_COORDINATOR).fetchone()[0]:
         return
     tables = (*REFERENCE_TABLES, *DISTRIBUTED_TABLES)
     rows = cur.execute("SELECT logicalrelid::regclass::text FROM pg_dist_partition").fetchall()
