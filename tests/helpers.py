@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from types import SimpleNamespace
 from typing import Any
@@ -280,6 +282,25 @@ def _take_the_last_pages(store) -> None:
 
 # a Citus setting: a worker's catalog shows its shards (facts_102008, …) to every client
 SHOW_SHARDS = "citus.show_shards_for_app_name_prefixes"
+
+
+@contextmanager
+def async_commits_on_a_worker(url: str) -> Iterator[tuple[str, list[str]]]:
+    """Inside, the first worker of this Citus database acknowledges its commits before writing
+    them (`synchronous_commit = off` for the database there, on its new sessions); yields that
+    worker's host:port and the other workers'."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict
+
+    _, worker, *others = node_urls(url)
+    at = [f"{d['host']}:{d['port']}" for d in map(conninfo_to_dict, [worker, *others])]
+    with psycopg.connect(worker, autocommit=True) as conn:
+        conn.execute(f'ALTER DATABASE "{conn.info.dbname}" SET synchronous_commit = off')
+    try:
+        yield at[0], at[1:]
+    finally:
+        with psycopg.connect(worker, autocommit=True) as conn:
+            conn.execute(f'ALTER DATABASE "{conn.info.dbname}" RESET synchronous_commit')
 
 
 def node_urls(url: str) -> list[str]:

@@ -1,7 +1,8 @@
 """`mnemo doctor`: whether this installation can work, each check with what to fix.
 
 The settings (and names that are no setting), the data directory's permissions and free
-disk, the database (opened as `mnemo serve` would, which applies pending migrations), the
+disk, the database (opened as `mnemo serve` would, which applies pending migrations; on a
+Citus cluster, a node holding shards with synchronous_commit off is a warning), the
 embedder (one sentence embedded) and the chat model (reached, and asked for a tiny
 JSON-schema reply). Nothing is written but what opening the database writes; a SQLite
 database that is not there yet is not created.
@@ -195,6 +196,8 @@ async def _database(settings: Settings) -> Finding:
         )
 
     async def open_it() -> Finding:
+        from .store.postgres import PostgresStore
+
         store = build_store(settings)
         await store.open()  # applies pending migrations, as every command does
         try:
@@ -210,7 +213,17 @@ async def _database(settings: Settings) -> Finding:
                 f"its schema (version {max(versions)}) is newer than this mnemo's ({known})",
                 "upgrade mnemo to the version that last opened this database",
             )
-        return Finding("database", OK, f"opened; schema current (version {known})")
+        opened = f"opened; schema current (version {known})"
+        if isinstance(store, PostgresStore) and store.async_commit_nodes:
+            return Finding(
+                "database",
+                WARN,
+                f"{opened}; synchronous_commit is off on {', '.join(store.async_commit_nodes)}, where"
+                " writes acknowledged while Citus moves a shard can be lost",
+                "turn synchronous_commit on there before moving shards, or move them with mnemo"
+                " stopped (docs/scaling.md, 'Adding a worker')",
+            )
+        return Finding("database", OK, opened)
 
     return await _guard("database", "check MNEMO_DATABASE_URL and that the database is running", open_it)
 

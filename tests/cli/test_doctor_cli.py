@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.openai_server import ScriptedOpenAI
+from tests.helpers import async_commits_on_a_worker
+from tests.postgres_server import SessionPostgres
 from tests.selection import ANY_POSTGRESQL
 from tests.server.processes import MNEMO, free_port
 
@@ -157,3 +159,22 @@ def test_doctor_opens_postgresql_and_names_a_database_it_cannot_reach(tmp_path: 
     (database,) = checks(result)["database"]
     assert result.returncode == 1 and database["status"] == "fail"
     assert "MNEMO_DATABASE_URL" in database["fix"]
+
+
+@pytest.mark.backend("citus")
+@pytest.mark.citus
+def test_doctor_warns_of_a_worker_that_acknowledges_commits_before_writing_them(
+    tmp_path: Path, citus_store_url: str
+):
+    """A shard moved off such a worker can lose acknowledged writes (docs/scaling.md)."""
+    env = {"MNEMO_DATABASE_URL": SessionPostgres.as_url(citus_store_url)}
+    with async_commits_on_a_worker(citus_store_url) as (at, others):
+        result = mnemo("doctor", "--json", env=env, data_dir=tmp_path / "data")
+    (database,) = checks(result)["database"]
+    assert database["status"] == "warn", database
+    assert database["message"].endswith(
+        f"; synchronous_commit is off on {at}, where writes acknowledged while Citus moves a shard can"
+        " be lost"
+    )
+    assert others and not [o for o in others if o in database["message"]]
+    assert "docs/scaling.md" in database["fix"]

@@ -198,6 +198,9 @@ class PostgresStore(SQLStore[PgTx, Counts]):
         self._max_size = max_size
         self.search = Search(self.url, exact_below, min_share)
         self._pool: AsyncConnectionPool | None = None
+        # on a Citus coordinator, the nodes holding shards with synchronous_commit off, as
+        # found at open: a shard moved off one can lose acknowledged writes (warned of then)
+        self.async_commit_nodes: list[str] = []
 
     @property
     def exact_below(self) -> int:
@@ -238,13 +241,14 @@ class PostgresStore(SQLStore[PgTx, Counts]):
                     distribute(cur)
             conn.execute("SELECT pg_advisory_unlock(%s, 0)", (LOCK_NAMESPACE,))
             with conn.cursor() as cur:
-                if nodes := async_commit_nodes(cur):
-                    log.warning(
-                        "synchronous_commit is off on %s: writes acknowledged while Citus moves a shard"
-                        " off such a node can be lost; rebalance with mnemo stopped, or turn it on"
-                        " first (docs/scaling.md, 'Adding a worker')",
-                        ", ".join(nodes),
-                    )
+                self.async_commit_nodes = async_commit_nodes(cur)
+            if self.async_commit_nodes:
+                log.warning(
+                    "synchronous_commit is off on %s: writes acknowledged while Citus moves a shard"
+                    " off such a node can be lost; rebalance with mnemo stopped, or turn it on"
+                    " first (docs/scaling.md, 'Adding a worker')",
+                    ", ".join(self.async_commit_nodes),
+                )
 
     async def close(self) -> None:
         await self.search.close()
