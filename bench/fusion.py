@@ -130,6 +130,7 @@ CHECK = RecallSettings(
     lexical_k=10,
     max_facts=DEPTH,
     max_tokens=10**9,
+    ranker="rrf",
 )
 # The defaults before this benchmark chose them, kept as a reference.
 EARLIER = CHECK.model_copy(update={"lexical_k": 20})

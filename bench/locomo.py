@@ -78,8 +78,8 @@ import numpy as np
 if __package__ in (None, ""):  # run as a script: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.replay import EMBEDDERS, Clock, Ranker, local_embedder, rankers, replay
-from mnemo.domain import Scope
+from bench.replay import EMBEDDERS, TEXTBOOK, Clock, Ranker, local_embedder, rankers, replay
+from mnemo.domain import Scope, Source, SourceKind
 from mnemo.recall.recaller import ARMS
 from mnemo.recall.when import window
 from mnemo.store.sqlite import SQLiteStore
@@ -179,8 +179,8 @@ def load(path: Path) -> list[Conversation]:
 
 def methods(store: SQLiteStore, scope: Scope, embedder, clock: Clock) -> dict[str, Ranker]:
     """Each method: (question text, its vector) -> recalled fact ids, best first."""
-    arms: dict[str, Sequence[str] | None] = {"mnemo": ARMS, "khoj": None}
-    for arm in ("recency", "semantic", "topic", "lexical", "time"):
+    arms: dict[str, Sequence[str] | str] = {"mnemo": ARMS, "khoj": "khoj", **TEXTBOOK}
+    for arm in ("recency", "semantic", "topic", "parts", "lexical", "time"):
         arms[f"mnemo -{arm}"] = tuple(a for a in ARMS if a != arm)
     arms["mnemo semantic only"] = ("semantic",)
     return rankers(store, scope, embedder, clock, DEPTH, arms)
@@ -202,7 +202,11 @@ async def build(conv: Conversation, corpus: str, embedder, tmp: Path) -> Built:
     await store.open()
     scope = Scope((await store.ensure_user(conv.name)).id)
     vectors = embedder.embed_sync([item.text for _, item in items])
-    ids = await replay(store, scope, embedder, clock, [(at, item.text) for at, item in items], vectors)
+    # each fact's conversation is its session, as for a fact learnt from that conversation
+    sources = [Source(SourceKind.IMPORT, conversation_id=at.isoformat()) for at, _ in items]
+    ids = await replay(
+        store, scope, embedder, clock, [(at, item.text) for at, item in items], vectors, sources
+    )
     evidence = {fid: item.evidence for fid, (_, item) in zip(ids, items, strict=True)}
     clock.at = conv.sessions[-1].at + timedelta(days=1)  # questions are asked after the last session
     return Built(store, scope, clock, evidence)
@@ -318,7 +322,7 @@ async def main(args: argparse.Namespace) -> dict:
     convs = load(args.data)
     if args.quick:
         convs = convs[:QUICK_CONVERSATIONS]
-    embedder = local_embedder(args.embedder)
+    embedder = local_embedder(args.embedder, args.embed_cache)
     rows: dict[str, dict[str, list]] = {c: {} for c in CORPORA}
     counts = dict.fromkeys(CORPORA, 0)
     with tempfile.TemporaryDirectory(prefix="mnemo-locomo-") as tmp:
@@ -347,6 +351,7 @@ def cli() -> None:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="a LoCoMo-format JSON file")
     parser.add_argument("--quick", action="store_true", help=f"the first {QUICK_CONVERSATIONS} conversations")
     parser.add_argument("--embedder", choices=EMBEDDERS, default="minilm", help="the local model")
+    parser.add_argument("--embed-cache", type=Path, help="keep vectors in this folder (bench/embed_cache.py)")
     parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
     args = parser.parse_args()
     if not args.data.is_file():

@@ -43,7 +43,7 @@ if __package__ in (None, ""):  # run as a script: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.multilingual_data import LANGUAGES, Template, load
-from bench.replay import EMBEDDERS, Clock, local_embedder, rankers, replay
+from bench.replay import EMBEDDERS, TEXTBOOK, Clock, local_embedder, rankers, replay
 from mnemo.domain import Scope
 from mnemo.recall.recaller import ARMS
 from mnemo.store.sqlite import SQLiteStore
@@ -51,10 +51,11 @@ from mnemo.store.sqlite import SQLiteStore
 KS = (1, 5, 10)
 DEPTH = 20
 QUICK_LANGUAGES = ("en", "de", "ja")
-METHODS: dict[str, Sequence[str] | None] = {
+METHODS: dict[str, Sequence[str] | str] = {
     "mnemo": ARMS,
     "semantic only": ("semantic",),
-    "khoj": None,  # Khoj's policy (bench/khoj_baseline.py): recent first, then the nearest
+    "khoj": "khoj",  # Khoj's policy (bench/khoj_baseline.py): recent first, then the nearest
+    **TEXTBOOK,
 }
 SAID = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 ASKED = SAID + timedelta(days=7)

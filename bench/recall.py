@@ -25,6 +25,9 @@ in: `Recaller.recall(vector=...)`, which skips the memory on/off check) and
 including it (`Memory.recall(query, scope)`, the public path). The baseline
 (bench/khoj_baseline.py) answers the same queries over the same file and
 vectors, and has its query embedded by the same embedder in the "incl." rows.
+The "mnemo-rrf-fallback" row answers the same questions with recall's fallback
+(`ranker="rrf"`: the arms at fusion's depths, fused by rank, no model): its
+difference from mnemo's "excl." row is what the learned ranker costs.
 
 With 1,000 users each query goes to a random user. mnemo keeps each user's
 vectors in an in-memory matrix loaded on that user's first search, so these
@@ -64,6 +67,7 @@ from bench.khoj_baseline import KhojBaseline
 from mnemo.domain import Change, Scope, Source, SourceKind
 from mnemo.memory import Memory
 from mnemo.providers.embed import LocalEmbedder
+from mnemo.recall.recaller import Recaller
 from mnemo.store.sqlite import SQLiteStore
 from mnemo.store.vectors import COARSE_FROM, VectorCache
 from mnemo.write import changes
@@ -218,6 +222,14 @@ async def recall_bench(b: Built, plan: Plan, embedder: LocalEmbedder, rng: rando
     async def mnemo_excl(uid, q):
         return await b.memory.recaller.recall(Scope(uid), q, vector=qvec[q])
 
+    recaller = b.memory.recaller
+    fusing = Recaller(
+        recaller.store, embedder, recaller.settings.model_copy(update={"ranker": "rrf"}), recaller.clock
+    )
+
+    async def fusion_excl(uid, q):  # the fallback: the arms at fusion's depths, fused by rank, no model
+        return await fusing.recall(Scope(uid), q, vector=qvec[q])
+
     async def mnemo_incl(uid, q):
         return await b.memory.recall(q, Scope(uid))
 
@@ -242,6 +254,9 @@ async def recall_bench(b: Built, plan: Plan, embedder: LocalEmbedder, rng: rando
         work = items(plan.queries)
         rows[f"mnemo/{embed}"] = await mnemo_pass(m_call, work)
         rows[f"khoj-baseline/{embed}"] = await timed(b_call, work)
+        if embed == "excl":  # what the learned ranker costs: the same questions fused by rank instead
+            await timed(fusion_excl, items(plan.warmup))
+            rows["mnemo-rrf-fallback/excl"] = await timed(fusion_excl, work)
         if len(b.users) > 1:
             rows[f"mnemo/{embed}/warm"] = await mnemo_pass(m_call, work)  # every user now cached
         log(f"{b.name}: timed {embed}. embedding")

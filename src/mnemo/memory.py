@@ -282,7 +282,12 @@ class Memory:
         no token budget, and not gated by the memory switch (it reads, it never injects)."""
         wide = max(limit, self.settings.recall.semantic_k, self.settings.recall.lexical_k)
         recall = self.settings.recall.model_copy(
-            update={"max_tokens": sys.maxsize, "semantic_k": wide, "lexical_k": wide}
+            update={
+                "max_tokens": sys.maxsize,
+                "semantic_k": wide,
+                "lexical_k": wide,
+                "candidate_k": max(wide, self.settings.recall.candidate_k),
+            }
         )
         recaller = Recaller(self.store, self.embedder, recall, self.clock, self.observer)
         return await recaller.recall(scope, query, as_of=as_of, limit=limit, arms=("semantic", "lexical"))

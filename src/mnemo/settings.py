@@ -60,6 +60,15 @@ class RecallSettings(BaseModel):
     # someone, and then takes this share of the semantic weight.
     topic_share: float = Field(default=0.5, ge=0.0, le=1.0)
     rrf_k: float = 10.0
+    # "learned": the arms' candidates (each arm to candidate_k, no similarity floor) are ordered by
+    # the model shipped in mnemo/recall/ranker.json (bench/ranker.py trains it; its card is
+    # RANKER.md beside it); "rrf": reciprocal-rank fusion with the weights above, the fallback
+    ranker: Literal["learned", "rrf"] = "learned"
+    candidate_k: int = Field(default=40, ge=1, le=1000)
+    # the learned ranker's first places are spread over conversations: each fact already placed
+    # from a conversation lowers the others of that conversation by this many standard deviations
+    # of the scores (bench/ranker.py chose it out of fold; 0: by score alone)
+    session_spread: float = Field(default=0.25, ge=0.0, le=10.0)
     max_facts: int = 20
     max_tokens: int = 1000
     # where the chat proxy puts the memory block: in the system message (every chat template

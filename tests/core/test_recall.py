@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from mnemo.recall.fuse import estimate_tokens
 from mnemo.recall.recaller import fused
 from mnemo.recall.render import inject, render
@@ -20,6 +22,12 @@ async def test_lexical_arm_finds_a_rare_token_the_embedder_misses(memory, alice,
     assert texts(lexical_only)[0] == "My niece is called Zephyrine"
     hits = await memory.recall(query, alice)
     found = next(h for h in hits if h.fact.text == "My niece is called Zephyrine")
+    # the learned ranker's semantic arm reaches past 20, where the embedder puts it
+    assert found.reasons["lexical"].rank == 1 and found.reasons["semantic"].rank > 20
+    memory.recaller.ranker = None  # and fusion's semantic arm stops at 20
+    found = next(
+        h for h in await memory.recall(query, alice) if h.fact.text == "My niece is called Zephyrine"
+    )
     assert found.reasons["lexical"].rank == 1 and "semantic" not in found.reasons
 
 
@@ -43,7 +51,10 @@ async def test_topic_arm_runs_for_a_query_that_names_someone(memory, alice, cloc
     assert texts(past)[0] == texts(named)[0] and {"semantic", "topic"} <= set(past[0].reasons)
     unnamed = await memory.recall("what calms my neighbour down?", alice)
     assert not any("topic" in h.reasons for h in unnamed)
-    # the two views share the semantic weight, so a named person does not double the embedder's say
+    # the fallback, fusion: the two views share the semantic weight, so that a named person
+    # does not double the embedder's say
+    memory.recaller.ranker = None
+    named = await memory.recall("What calms Lena down?", alice)
     s = memory.recaller.settings
     dense = {"semantic": 1 - s.topic_share, "topic": s.topic_share}
     expected = sum(
@@ -68,6 +79,7 @@ async def test_recall_is_the_fusion_of_each_arms_list(memory, alice, bob, clock)
     assert ranked["recency"][0][0].text == "I bought a red kayak"
     every = [f for hits in ranked.values() for f, _ in hits]
     assert every and all(f.user_id == alice.user_id for f in every)  # bob's fact stays out
+    memory.recaller.ranker = None  # the fallback
     hits = await memory.recall(query, alice, limit=len(every))
     assert [(h.fact.id, h.score) for h in hits] == [
         (h.fact.id, h.score) for h in fused(ranked, memory.recaller.settings)
@@ -82,7 +94,9 @@ async def test_recency_arm_brings_recent_facts_within_the_window(memory, alice, 
     await memory.add(alice, "I adopted a dog yesterday")
     hits = await memory.recall("zzz", alice)
     assert texts(hits) == ["I adopted a dog yesterday"]
-    assert set(hits[0].reasons) == {"recency"}
+    # the semantic arm returns it too, as it returns every candidate, but below the floor
+    floor = memory.recaller.settings.semantic_floor
+    assert "recency" in hits[0].reasons and hits[0].reasons["semantic"].score < floor
 
 
 async def test_as_of_returns_what_was_believed_then(memory, alice, clock):
@@ -130,7 +144,7 @@ async def test_every_hit_says_why(memory, alice):
     await memory.add(alice, "I own a telescope")
     hit = (await memory.recall("telescope", alice))[0]
     assert {"semantic", "lexical", "recency"} <= set(hit.reasons)
-    assert all(r.rank >= 1 for r in hit.reasons.values()) and hit.score > 0
+    assert all(r.rank >= 1 for r in hit.reasons.values()) and math.isfinite(hit.score)
 
 
 async def test_the_block_can_go_just_before_the_latest_user_message(memory, alice):
@@ -184,3 +198,49 @@ async def test_the_arms_asked_together_answer_as_each_search_alone(memory, alice
     assert len(together["semantic"]) == 15
     assert together["lexical"][0].fact.text == "My niece is called Zephyrine"
     assert set(timed) == set(asks) and all(seconds >= 0 for seconds in timed.values())
+
+
+async def test_recall_orders_every_arms_candidates_by_the_shipped_model(memory, alice, clock):
+    await bulk_add(memory, alice, unrelated_facts(150))
+    await memory.add(alice, "My neighbour Oskar mends old barometers")
+    clock.advance(days=3)
+    query = "Who mends my barometers?"
+    ranker = memory.recaller.ranker
+    assert ranker is not None and memory.recaller.settings.ranker == "learned"
+    hits, rows = await memory.recaller.candidates(alice, query)
+    # every arm to candidate_k: more than the fusion's depths, and the 150 facts all found
+    assert len(hits) > memory.recaller.settings.semantic_k + memory.recaller.settings.lexical_k
+    expected = [h.fact.id for h in ranker.order(hits, rows)]
+    recalled = await memory.recall(query, alice, limit=10)
+    assert recalled[0].fact.text == "My neighbour Oskar mends old barometers"
+    ids = [h.fact.id for h in recalled]
+    assert ids == [i for i in expected if i in ids] and len(ids) == 10
+    assert [h.score for h in recalled] == sorted((h.score for h in recalled), reverse=True)
+
+
+async def test_the_settings_can_ask_for_fusion_instead(settings, alice):
+    from mnemo.recall.recaller import Recaller
+
+    fusing = settings.recall.model_copy(update={"ranker": "rrf"})
+    assert Recaller(None, None, fusing, lambda: None).ranker is None  # type: ignore[arg-type]
+    assert Recaller(None, None, settings.recall, lambda: None).ranker is not None  # type: ignore[arg-type]
+
+
+async def test_each_part_of_a_question_about_several_things_is_searched_for(memory, alice, clock):
+    await bulk_add(memory, alice, unrelated_facts(200))
+    await memory.add(alice, "I set up the smart thermostat in the hallway")
+    await memory.add(alice, "The mesh network system covers the whole flat now")
+    clock.advance(days=30)
+    question = "Which did I set up first, the smart thermostat or the mesh network system?"
+    ranked = await memory.recaller.ranked(alice, question, wide=True)
+    found = {f.text for f, _ in ranked["parts"][:2]}
+    assert found == {
+        "I set up the smart thermostat in the hallway",
+        "The mesh network system covers the whole flat now",
+    }
+    assert all(a >= b for (_, a), (_, b) in zip(ranked["parts"], ranked["parts"][1:], strict=False))
+    # fusion, the fallback, runs no such arm; nor does a question about one thing
+    assert "parts" not in await memory.recaller.ranked(alice, question)
+    assert "parts" not in await memory.recaller.ranked(alice, "Where is the thermostat?", wide=True)
+    past = await memory.recaller.ranked(alice, question, as_of=clock(), wide=True)
+    assert [f.id for f, _ in past["parts"][:2]] == [f.id for f, _ in ranked["parts"][:2]]

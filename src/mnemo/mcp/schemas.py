@@ -120,7 +120,9 @@ class Remembered(BaseModel):
 
 
 class RecalledItem(MemoryItem):
-    score: float = Field(description="How strongly it was recalled (higher is better).")
+    score: float = Field(
+        description="How strongly it was recalled: higher is better, comparable only within one recall."
+    )
     reasons: dict[str, ArmPublic] = Field(
         description="Why it came back, per recall arm, with its rank there: semantic (close in "
         "meaning), topic (close in meaning once the names in the query are set aside), lexical "

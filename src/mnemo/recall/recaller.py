@@ -6,6 +6,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
@@ -18,10 +19,14 @@ from ..observe import QUIET, Observer
 from ..providers.base import Embedder
 from ..settings import RecallSettings
 from ..store.base import AccountStore, Ask, AuditLog, ScoredFact, SearchStore
+from .features import candidates, features
 from .fuse import Hit, rrf, within_budget
+from .parts import MAX_PARTS, parts
+from .ranker import Ranker, shipped
 from .when import Window, window
 
-ARMS = ("pinned", "recency", "semantic", "topic", "lexical", "time")
+# "parts" runs only for the learned ranker, and only for a question about several things
+ARMS = ("pinned", "recency", "semantic", "topic", "parts", "lexical", "time")
 _WORD = re.compile(r"\w+")
 # A capitalised word that does not open a sentence (with its possessive): a name.
 # Single capitals ("I") and acronyms ("LGBTQ") are not names here; nor is the first
@@ -51,6 +56,16 @@ class RecallStore(SearchStore, AuditLog, AccountStore, Protocol):
     """What recall reads: the arms, the audit log (for `as_of`) and the user's agents."""
 
 
+@dataclass(frozen=True, slots=True)
+class Depth:
+    """How many facts the semantic (and topic, and time) and lexical arms return, and the
+    cosine below which a semantic arm's fact is dropped."""
+
+    semantic: int
+    lexical: int
+    floor: float
+
+
 class Recaller:
     def __init__(
         self,
@@ -65,6 +80,8 @@ class Recaller:
         self.settings = settings
         self.clock = clock
         self.observer = observer
+        # the shipped model, unless the settings ask for fusion (or none ships: fusion too)
+        self.ranker: Ranker | None = shipped() if settings.ranker == "learned" else None
 
     async def recall(
         self,
@@ -83,10 +100,31 @@ class Recaller:
         a time ("last month", "in 2022"; see recall/when.py, read against the clock or
         `as_of`) adds the "time" arm: the facts said or become true then, nearest first.
         """
-        ranked = await self.ranked(scope, query, as_of=as_of, vector=vector, arms=arms)
         s = self.settings
         max_facts = s.max_facts if limit is None else limit
-        return within_budget(fused(ranked, s), max_facts=max_facts, max_tokens=s.max_tokens)
+        if self.ranker is not None and len(arms) > 1:
+            hits, rows = await self.candidates(scope, query, as_of=as_of, vector=vector, arms=arms)
+            ranked = self.ranker.order(hits, rows, spread=s.session_spread, depth=2 * max_facts)
+            ordered = [h for h in ranked if above_floor(h, s.semantic_floor)]
+        else:
+            ordered = fused(await self.ranked(scope, query, as_of=as_of, vector=vector, arms=arms), s)
+        return within_budget(ordered, max_facts=max_facts, max_tokens=s.max_tokens)
+
+    async def candidates(
+        self,
+        scope: Scope,
+        query: str,
+        *,
+        as_of: datetime | None = None,
+        vector: np.ndarray | None = None,
+        arms: Sequence[str] = ARMS,
+    ) -> tuple[list[Hit], np.ndarray]:
+        """What the learned ranker orders: every fact the arms found at their candidate depth
+        (`candidate_k`, no similarity floor), once, and its row of features (recall/features.py)."""
+        now = self.clock() if as_of is None else as_of
+        ranked = await self.ranked(scope, query, as_of=as_of, vector=vector, arms=arms, wide=True)
+        hits = candidates(ranked)
+        return hits, features(hits, query, now, timed=bool(ranked.get("time")))
 
     async def ranked(
         self,
@@ -96,23 +134,36 @@ class Recaller:
         as_of: datetime | None = None,
         vector: np.ndarray | None = None,
         arms: Sequence[str] = ARMS,
+        wide: bool = False,
     ) -> dict[str, list[tuple[Fact, float]]]:
-        """Each arm's facts for `query`, best first, before fusion: what `recall` fuses."""
+        """Each arm's facts for `query`, best first, before fusion: what `recall` fuses; `wide`,
+        the learned ranker's candidates: each arm to `candidate_k`, with no similarity floor."""
         now = self.clock() if as_of is None else as_of
         span = window(query, now) if "time" in arms else None
         topic = without_names(query) if "topic" in arms else ""
         if topic == " ".join(query.split()):
             topic = ""  # it names no one: the semantic arm already searches this
+        # the learned ranker's candidates come from a search for each part of a question
+        # that asks about several things at once too (recall/parts.py)
+        pieces = parts(query) if wide and "parts" in arms else []
         texts = []
         if vector is None and ("semantic" in arms or span) and query.strip():
             texts.append(query)
         if topic:
-            texts.append(topic)  # one embedding call for both, when both are needed
+            texts.append(topic)  # one embedding call for all, when several are needed
+        texts += [p for p in pieces if p not in texts]
         embedded = dict(zip(texts, await self.embedder.embed_queries(texts), strict=True)) if texts else {}
         vectors = {"semantic": embedded.get(query, vector), "topic": embedded.get(topic)}
+        vectors |= {f"part{i}": embedded[p] for i, p in enumerate(pieces, 1)}
+        s = self.settings
+        depth = (
+            Depth(s.candidate_k, s.candidate_k, -1.0)
+            if wide
+            else Depth(s.semantic_k, s.lexical_k, s.semantic_floor)
+        )
         if as_of is None:
-            return await self._live(scope, query, vectors, now, arms, span)
-        return await self._past(scope, query, vectors, as_of, arms, span)
+            return await self._live(scope, query, vectors, now, arms, span, depth)
+        return await self._past(scope, query, vectors, as_of, arms, span, depth)
 
     async def _live(
         self,
@@ -122,6 +173,7 @@ class Recaller:
         now: datetime,
         arms: Sequence[str],
         span: Window | None,
+        depth: Depth,
     ) -> dict[str, list[tuple[Fact, float]]]:
         """The arms' searches go to the store together (SearchStore.arms): on PostgreSQL each is
         a query of its own on a pooled connection, so a recall waits for the slowest arm rather
@@ -134,38 +186,37 @@ class Recaller:
         if "recency" in arms:
             asks["recency"] = Ask("recent", (shift(now, -timedelta(days=s.recency_days)), s.recency_k))
         for arm, vector in _searched(vectors, arms):
-            asks[arm] = Ask("nearest", (vector, model, s.semantic_k))
+            asks[arm] = Ask("nearest", (vector, model, depth.semantic))
         if "lexical" in arms:
-            asks["lexical"] = Ask("lexical", (query, s.lexical_k))
+            asks["lexical"] = Ask("lexical", (query, depth.lexical))
         if span is not None:
             asks["time"] = Ask("during", (span.start, span.end, s.time_k))
         answers = await self.store.arms(scope, asks, self.observer.recall_arm)
         found: dict[str, list[Fact]] = {a: answers[a] for a in ("pinned", "recency", "time") if a in answers}
         hits: dict[str, list[ScoredFact]] = {
-            a: answers[a] for a in ("semantic", "topic", "lexical") if a in answers
+            a: answers[a] for a in ("semantic", "topic", "lexical", *_PARTS) if a in answers
         }
         out: dict[str, list[tuple[Fact, float]]] = {}
         if "pinned" in found:
             out["pinned"] = [(f, 1.0) for f in found["pinned"] if f.is_valid_at(now)]
         if "recency" in found:
             out["recency"] = [(f, _age_hours(f, now)) for f in found["recency"] if f.is_valid_at(now)]
-        for arm in ("semantic", "topic"):
+        for arm in ("semantic", "topic", *_PARTS):
             if arm in hits:
                 out[arm] = [
-                    (n.fact, n.score)
-                    for n in hits[arm]
-                    if n.score >= s.semantic_floor and n.fact.is_valid_at(now)
+                    (n.fact, n.score) for n in hits[arm] if n.score >= depth.floor and n.fact.is_valid_at(now)
                 ]
+        _join_parts(out)
         if "lexical" in hits:
             out["lexical"] = [(n.fact, n.score) for n in hits["lexical"] if n.fact.is_valid_at(now)]
         if "time" in found:
             out["time"] = await self._nearest_of(
-                [f for f in found["time"] if f.is_valid_at(now)], scope, vectors
+                [f for f in found["time"] if f.is_valid_at(now)], scope, vectors, depth
             )
         return out
 
     async def _nearest_of(
-        self, facts: list[Fact], scope: Scope, vectors: dict[str, np.ndarray | None]
+        self, facts: list[Fact], scope: Scope, vectors: dict[str, np.ndarray | None], depth: Depth
     ) -> list[tuple[Fact, float]]:
         """The time arm: the facts of the window, nearest the query first, above the
         semantic floor (a query with a window always has a vector: it has words)."""
@@ -175,9 +226,8 @@ class Recaller:
         stored = await self.store.vectors(
             Scope(scope.user_id, all_agents=True), [f.id for f in facts], self.embedder.model_name
         )
-        s = self.settings
         scored = [(f, float(np.dot(stored[f.id], vector))) for f in facts if f.id in stored]
-        return sorted((x for x in scored if x[1] >= s.semantic_floor), key=lambda x: -x[1])[: s.semantic_k]
+        return sorted((x for x in scored if x[1] >= depth.floor), key=lambda x: -x[1])[: depth.semantic]
 
     async def _past(
         self,
@@ -187,6 +237,7 @@ class Recaller:
         at: datetime,
         arms: Sequence[str],
         span: Window | None,
+        depth: Depth,
     ) -> dict[str, list[tuple[Fact, float]]]:
         """The same arms, computed in memory over the facts believed at `at`.
 
@@ -220,20 +271,49 @@ class Recaller:
             )
             for arm, vector in searched:
                 scored = [(f, float(np.dot(stored[f.id], vector))) for f in facts if f.id in stored]
-                scored = [x for x in scored if x[1] >= s.semantic_floor]
-                out[arm] = sorted(scored, key=lambda x: -x[1])[: s.semantic_k]
+                scored = [x for x in scored if x[1] >= depth.floor]
+                out[arm] = sorted(scored, key=lambda x: -x[1])[: depth.semantic]
+            _join_parts(out)
         if "lexical" in arms:
-            out["lexical"] = bm25(query, facts)[: s.lexical_k]
+            out["lexical"] = bm25(query, facts)[: depth.lexical]
         if span is not None:
             then = [f for f in facts if _in_span(f, span)]
             then.sort(key=lambda f: f.created_at, reverse=True)
-            out["time"] = await self._nearest_of(then[: s.time_k], scope, vectors)
+            out["time"] = await self._nearest_of(then[: s.time_k], scope, vectors, depth)
         return out
 
 
+def above_floor(hit: Hit, floor: float) -> bool:
+    """Whether a learned ranking keeps the hit: the candidates come with no similarity floor
+    (the model weighs every cosine), but a fact that only the dense arms found, each below the
+    floor, is noise to the person's assistant, and is not given."""
+    dense = [r.score for arm, r in hit.reasons.items() if arm in _DENSE]
+    return len(dense) < len(hit.reasons) or max(dense, default=floor) >= floor
+
+
+_DENSE = frozenset({"semantic", "topic", "time"})
+
+
 def _searched(vectors: dict[str, np.ndarray | None], arms: Sequence[str]) -> list[tuple[str, np.ndarray]]:
-    """The vector arms asked for that have a vector to search with, and that vector."""
-    return [(arm, v) for arm in ("semantic", "topic") if arm in arms and (v := vectors.get(arm)) is not None]
+    """The vector arms asked for that have a vector to search with, and that vector (a question's
+    parts have vectors only when they are to be searched)."""
+    asked = [arm for arm in ("semantic", "topic") if arm in arms] + [p for p in _PARTS if p in vectors]
+    return [(arm, v) for arm in asked if (v := vectors.get(arm)) is not None]
+
+
+_PARTS = tuple(f"part{i}" for i in range(1, MAX_PARTS + 1))
+
+
+def _join_parts(out: dict[str, list[tuple[Fact, float]]]) -> None:
+    """The searches for the question's parts as one arm, "parts": each fact once, at the best
+    cosine any part gave it, best first."""
+    best: dict[str, tuple[Fact, float]] = {}
+    for arm in _PARTS:
+        for fact, score in out.pop(arm, ()):
+            if fact.id not in best or score > best[fact.id][1]:
+                best[fact.id] = (fact, score)
+    if best:
+        out["parts"] = sorted(best.values(), key=lambda x: -x[1])
 
 
 def fused(ranked: dict[str, list[tuple[Fact, float]]], s: RecallSettings) -> list[Hit]:

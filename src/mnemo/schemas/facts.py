@@ -182,7 +182,10 @@ class AuditReportPublic(BaseModel):
 
 class HitPublic(BaseModel):
     fact: FactPublic
-    score: float
+    score: float = Field(
+        description="The ranking stage's score (the learned ranker's, or the fallback fusion's):"
+        " higher is better, comparable only within one recall; it may be negative."
+    )
     reasons: dict[str, ArmPublic] = Field(description="Per recall arm: the rank and score it gave.")
 
     @classmethod

@@ -72,6 +72,7 @@ _ARMS = {
     "pinned": "pinned",
     "semantic": "similar meaning",
     "topic": "similar topic, names aside",
+    "parts": "similar to a part of the question",
     "lexical": "same words",
     "recency": "recent",
     "time": "from the time asked about",

@@ -1,0 +1,91 @@
+"""bench/ranker.py: the trees mnemo reads are LightGBM's, the folds keep groups whole, the metrics."""
+
+from __future__ import annotations
+
+import lightgbm
+import numpy as np
+
+from bench.ranker import LGB_PARAMS, Asked, fold_of, metrics, ordered_units, trees_json
+from mnemo.recall.features import FEATURES
+from mnemo.recall.ranker import Ranker
+
+
+def test_the_trees_read_with_numpy_score_as_lightgbm_predicts():
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(3000, len(FEATURES)))
+    y = (x[:, 0] + 0.5 * x[:, 6] + rng.normal(scale=0.3, size=3000) > 1).astype(float)
+    booster = lightgbm.train(
+        LGB_PARAMS | {"min_data_in_leaf": 5}, lightgbm.Dataset(x, y, group=[100] * 30), num_boost_round=40
+    )
+    unseen = rng.normal(size=(500, len(FEATURES)))
+    ours = Ranker.from_json(trees_json(booster.dump_model())).scores(unseen)
+    assert np.allclose(ours, booster.predict(unseen), atol=1e-9)
+
+
+def asked(
+    dataset: str, group: str, units: list[frozenset[str]], total: dict[str, int] | None = None
+) -> Asked:
+    n = len(units)
+    return Asked(
+        dataset,
+        group,
+        "kind",
+        np.zeros((n, len(FEATURES))),
+        np.zeros(n),
+        units,
+        total or {},
+        np.ones(n, bool),
+        [None] * n,
+    )
+
+
+def test_both_corpora_of_a_locomo_conversation_fall_in_one_fold():
+    for conversation in ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43"):
+        observations = asked("locomo-observations", conversation, [])
+        turns = asked("locomo-turns", conversation, [])
+        assert fold_of(observations) == fold_of(turns)
+    folds = {fold_of(asked("longmemeval", f"q{i}", [])) for i in range(60)}
+    assert folds == {0, 1, 2, 3, 4}
+
+
+def test_longmemeval_metrics_count_answer_turns_and_sessions():
+    none: frozenset[str] = frozenset()
+    q = asked("longmemeval", "q", [], {"t": 2, "s": 2})
+    ranked = [
+        none,
+        frozenset({"s:a"}),
+        *[none] * 5,
+        frozenset({"t0", "s:a"}),
+        *[none] * 5,
+        frozenset({"t1", "s:b"}),
+    ]
+    m = metrics(q, ranked)
+    assert (m["R@5"], m["R@10"], m["R@20"]) == (0, 0.5, 1)
+    assert (m["session_R@5"], m["session_R@10"], m["session_R@20"]) == (0.5, 0.5, 1)
+    assert m["MRR"] == 1 / 8 and m["session_MRR"] == 1 / 2
+
+
+def test_what_recall_would_drop_below_the_floor_is_not_counted():
+    q = asked("locomo-turns", "c", [frozenset({"hit"}), frozenset()])
+    q.kept[0] = False  # the hit scores best, but recall would drop it
+    assert ordered_units(q, np.array([2.0, 1.0]), 0.0) == [frozenset()]
+
+
+def test_the_first_places_are_spread_over_conversations_as_recall_spreads_them():
+    units = [frozenset({f"u{i}"}) for i in range(4)]
+    q = asked("longmemeval", "q", units, {"t": 1, "s": 1})
+    q.conversations[:] = ["a", "a", "a", "b"]
+    scores = np.array([4.0, 3.9, 3.8, 3.0])
+    assert ordered_units(q, scores, 0.0) == units
+    # three standard deviations (0.40 each) less for each fact placed from "a": "b" comes second
+    assert ordered_units(q, scores, 3.0) == [units[0], units[3], units[1], units[2]]
+    # two: 3.9 - 0.79 still beats 3.0, but 3.8 - 1.58 does not
+    assert ordered_units(q, scores, 2.0) == [units[0], units[1], units[3], units[2]]
+
+
+def test_a_hit_past_the_twentieth_counts_for_nothing():
+    hit = frozenset({"hit"})
+    m = metrics(asked("locomo-turns", "c", []), [frozenset()] * 20 + [hit])
+    assert m == {"R@1": 0.0, "R@5": 0.0, "R@10": 0.0, "R@20": 0.0, "MRR": 0.0}
+    m = metrics(asked("locomo-turns", "c", []), [frozenset(), hit])
+    assert m["R@1"] == 0 and m["R@5"] == 1 and m["MRR"] == 0.5

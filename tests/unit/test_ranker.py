@@ -1,0 +1,136 @@
+"""The learned ranking stage: the candidates' features, and the trees read with numpy."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import numpy as np
+import pytest
+
+from mnemo.domain import Source
+from mnemo.recall.features import FEATURES, candidates, features
+from mnemo.recall.ranker import Ranker, RankerError, shipped
+from tests.unit.helpers import NOW, fact
+
+COL = {name: i for i, name in enumerate(FEATURES)}
+
+
+def model(feature, threshold, leaf) -> Ranker:
+    return Ranker.from_json(
+        {
+            "kind": "trees",
+            "features": list(FEATURES),
+            "feature": feature,
+            "threshold": threshold,
+            "leaf": leaf,
+        }
+    )
+
+
+def test_each_tree_is_walked_for_every_candidate_and_the_leaves_summed():
+    semantic, lexical = COL["semantic"], COL["lexical"]
+    big = 1e308  # a padded node: always left
+    trees = model(
+        # tree 0: semantic <= 0 ? (lexical <= 0.5 ? -1 : 0.5) : 2 (its right branch a leaf, padded)
+        # tree 1: lexical <= 0.2 ? 0 : 0.25 (one level, padded below)
+        feature=[[semantic, lexical, 0], [lexical, 0, 0]],
+        threshold=[[0.0, 0.5, big], [0.2, big, big]],
+        leaf=[[-1.0, 0.5, 2.0, 2.0], [0.0, 0.0, 0.25, 0.25]],
+    )
+    rows = np.zeros((4, len(FEATURES)))
+    rows[:, semantic] = [-1.0, -1.0, 1.0, 0.0]
+    rows[:, lexical] = [0.0, 0.9, 0.1, 0.5]
+    assert trees.scores(rows).tolist() == [-1.0, 0.5 + 0.25, 2.0, -1.0 + 0.25]
+    assert trees.scores(np.zeros((0, len(FEATURES)))).shape == (0,)
+
+
+def test_trees_that_are_not_complete_or_read_unknown_features_are_refused():
+    with pytest.raises(RankerError, match="complete"):
+        model([[0, 0]], [[0.0, 0.0]], [[1.0, 2.0]])
+    with pytest.raises(RankerError, match="does not compute"):
+        model([[len(FEATURES)]], [[0.0]], [[1.0, 2.0]])
+
+
+def test_a_model_of_other_features_or_another_kind_is_refused():
+    with pytest.raises(RankerError, match="other features"):
+        Ranker.from_json({"kind": "trees", "features": [*FEATURES, "new"]})
+    with pytest.raises(RankerError, match="kind"):
+        Ranker.from_json({"kind": "linear", "features": list(FEATURES)})
+
+
+def test_an_unusable_model_file_means_fusion(tmp_path, caplog):
+    path = tmp_path / "ranker.json"
+    path.write_text(json.dumps({"kind": "trees", "features": ["semantic"]}))
+    assert shipped(path) is None
+    assert "fusing by rank instead" in caplog.text
+    assert shipped(tmp_path / "missing.json") is None
+
+
+def test_the_shipped_model_reads_this_versions_features():
+    ranker = shipped()
+    assert ranker is not None, "mnemo/recall/ranker.json is missing or unusable"
+    assert ranker.card["out_of_fold"] and ranker.card["trained"]
+
+
+def test_features_hold_the_arms_ranks_and_scores_and_the_context_of_a_conversation():
+    lisbon = fact("I live in Lisbon", source=Source(conversation_id="c1"))
+    tram = fact("I take tram 28 to work", source=Source(conversation_id="c1", speaker="assistant"))
+    other = fact("My sister plays the cello", source=Source(conversation_id="c2"))
+    old = fact("I once lived in Porto", created_at=NOW - timedelta(days=30))
+    ranked = {
+        "semantic": [(lisbon, 0.8), (other, 0.4), (old, 0.3)],
+        "lexical": [(tram, 6.0), (lisbon, 3.0)],
+    }
+    hits = candidates(ranked)
+    assert [h.fact for h in hits] == [lisbon, other, old, tram]
+    rows = features(hits, "Which tram do I take in Lisbon?", NOW, timed=False)
+    by = {h.fact.id: rows[i] for i, h in enumerate(hits)}
+    assert by[lisbon.id][COL["semantic_rr"]] == 1 and by[old.id][COL["semantic_rr"]] == pytest.approx(1 / 3)
+    assert by[tram.id][COL["semantic_found"]] == 0 and by[tram.id][COL["semantic_rr"]] == 0
+    # cosines are standardised over those the arm returned; one it did not return reads as its lowest
+    found = rows[:, COL["semantic_found"]] == 1
+    assert rows[found, COL["semantic"]].mean() == pytest.approx(0, abs=1e-5)
+    assert rows[found, COL["semantic"]].std() == pytest.approx(1, abs=1e-4)
+    assert by[tram.id][COL["semantic"]] == by[old.id][COL["semantic"]]
+    assert by[lisbon.id][COL["semantic_gap"]] == 0 and by[other.id][COL["semantic_gap"]] < 0
+    assert by[tram.id][COL["lexical"]] == 1 and by[lisbon.id][COL["lexical"]] == pytest.approx(0.5)
+    # the tram fact's conversation holds the best cosine; the cello's holds no other candidate
+    assert by[tram.id][COL["context_semantic"]] == by[lisbon.id][COL["semantic"]]
+    assert by[lisbon.id][COL["context_lexical"]] == 1 and by[tram.id][COL["context_count"]] == pytest.approx(
+        np.log(2)
+    )
+    assert by[other.id][COL["context_count"]] == 0
+    assert by[tram.id][COL["assistant"]] == 1 and by[lisbon.id][COL["assistant"]] == 0
+    # the question's words are "tram", "take" and "lisbon" (the rest are stop words)
+    assert by[tram.id][COL["coverage"]] == pytest.approx(2 / 3) and by[other.id][COL["coverage"]] == 0
+    assert by[old.id][COL["newness"]] == 0 and by[lisbon.id][COL["newness"]] == 1
+    assert by[old.id][COL["age"]] == pytest.approx(np.log1p(30))
+
+
+def test_no_candidates_no_rows():
+    assert features([], "anything", NOW, timed=True).shape == (0, len(FEATURES))
+
+
+def test_pinned_facts_lead_and_the_first_places_spread_over_conversations():
+    semantic = COL["semantic"]
+    ranker = model(feature=[[semantic]], threshold=[[1e308]], leaf=[[1.0, 0.0]])  # scores: 1 for all
+
+    def hit(text: str, conversation: str | None, score: float, pinned: bool = False):
+        found = candidates({"semantic": [(fact(text, source=Source(conversation_id=conversation)), score)]})[
+            0
+        ]
+        if pinned:
+            found.reasons["pinned"] = found.reasons["semantic"]
+        return found
+
+    hits = [hit("a1", "a", 0.9), hit("a2", "a", 0.8), hit("b1", "b", 0.1), hit("p", None, 0.0, pinned=True)]
+    rows = np.zeros((4, len(FEATURES)))
+    scored = model(feature=[[semantic]], threshold=[[0.5]], leaf=[[0.0, 1.0]])
+    rows[:, semantic] = [1.0, 0.9, 0.0, 0.0]  # a1 and a2 score 1, b1 and the pinned fact 0
+    assert [h.text for h in scored.order(hits, rows)] == ["p", "a1", "a2", "b1"]
+    # the unpinned scores' spread is 0.47: 3 of it takes a2 below b1, 2 does not
+    assert [h.text for h in scored.order(hits, rows, spread=3.0, depth=3)] == ["p", "a1", "b1", "a2"]
+    assert [h.text for h in scored.order(hits, rows, spread=2.0, depth=3)] == ["p", "a1", "a2", "b1"]
+    assert [h.score for h in scored.order(hits, rows)] == [0.0, 1.0, 1.0, 0.0]
+    assert ranker.scores(rows).tolist() == [1.0] * 4
