@@ -66,7 +66,6 @@ from bench.replay import EMBEDDERS, local_embedder
 from bench.textbook import Textbook
 from mnemo.domain import MAX_TEXT
 from mnemo.recall import features as features_module
-from mnemo.recall import recaller as recaller_module
 from mnemo.recall.features import FEATURES
 from mnemo.recall.ranker import MODEL, Ranker, spread_out
 from mnemo.recall.recaller import ARMS, Recaller, above_floor
@@ -204,6 +203,7 @@ def own_fact(answer: str, fid: str) -> frozenset[str]:
 async def collect_longmemeval(path: Path, embedder, tmp: Path) -> list[Asked]:
     out = []
     raw = [r for r in longmemeval.load(path) if not r["question_id"].endswith("_abs")]
+    group = sharing_answers(raw)
     for r in raw:
         q = longmemeval.question(r)
         built = await longmemeval.build(q, embedder, tmp, MAX_TEXT)
@@ -219,7 +219,18 @@ async def collect_longmemeval(path: Path, embedder, tmp: Path) -> list[Asked]:
             (tmp / f"{q.id}.db").unlink(missing_ok=True)
         total = {"t": len(answer_turns), "s": len(q.answer_sessions)}
         out.append(
-            Asked("longmemeval", q.id, q.type, rows, gains(units), units, total, kept, conversations, base)
+            Asked(
+                "longmemeval",
+                group[q.id],
+                q.type,
+                rows,
+                gains(units),
+                units,
+                total,
+                kept,
+                conversations,
+                base,
+            )
         )
         log(f"longmemeval {len(out)}/{len(raw)}: {q.id} ({q.type}), {len(units)} candidates")
     return out
@@ -287,12 +298,11 @@ def cache_key(data: Path, embedder: str) -> str:
         WIDE.model_dump_json(),
     ]
     # what makes the candidates and their rows: a change to any of these collects again
-    for module in (
-        Path(__file__).with_name("replay.py"),
-        Path(features_module.__file__),
-        Path(recaller_module.__file__),
-    ):
-        described.append(module.read_text())
+    bench = Path(__file__).parent
+    src = Path(features_module.__file__).parent.parent
+    modules = [*(bench / f"{m}.py" for m in ("replay", "textbook", "longmemeval", "locomo", "multilingual"))]
+    modules += [*sorted((src / "recall").glob("*.py")), src / "store" / "fulltext.py", src / "settings.py"]
+    described += [m.read_text() for m in modules]
     return hashlib.sha256("\n".join(described).encode()).hexdigest()[:16]
 
 
@@ -325,11 +335,39 @@ async def collect(args: argparse.Namespace) -> list[Asked]:
 # -- step 2: training and out-of-fold scores -----------------------------------------------
 
 
-def fold_of(asked: Asked) -> int:
-    """A stable fold per group (a LoCoMo conversation, a question, a template)."""
-    return (
-        int(hashlib.sha256(f"{asked.dataset.split('-')[0]}/{asked.group}".encode()).hexdigest(), 16) % FOLDS
-    )
+def folds(asked: Sequence[Asked]) -> list[int]:
+    """Each question's fold: the groups of each data family (a LoCoMo conversation with both its
+    corpora, a LongMemEval question with those sharing an answer session, a multilingual
+    template), in sorted order, dealt out to the folds in turn, so each fold holds a fifth of
+    every family and a group stays whole."""
+    families: dict[str, list[str]] = {}
+    for a in asked:
+        families.setdefault(a.dataset.split("-")[0], []).append(a.group)
+    fold = {
+        (family, group): i % FOLDS
+        for family, groups in families.items()
+        for i, group in enumerate(sorted(set(groups)))
+    }
+    return [fold[(a.dataset.split("-")[0], a.group)] for a in asked]
+
+
+def sharing_answers(raw: Sequence[dict]) -> dict[str, str]:
+    """Question id -> its group: questions that share an answer session are one group (named
+    by its first id), so that no fold is scored on evidence another fold trained on."""
+    parent = {r["question_id"]: r["question_id"] for r in raw}
+
+    def root(q: str) -> str:
+        while parent[q] != q:
+            q = parent[q]
+        return q
+
+    first: dict[str, str] = {}
+    for r in raw:
+        for session in r["answer_session_ids"]:
+            other = first.setdefault(session, r["question_id"])
+            a, b = sorted((root(other), root(r["question_id"])))
+            parent[b] = a
+    return {q: root(q) for q in parent}
 
 
 def train(asked: Sequence[Asked], columns: Sequence[int]) -> Ranker:
@@ -392,10 +430,11 @@ def ordered_units(asked: Asked, scores: np.ndarray, spread: float) -> list[froze
 def out_of_fold(asked: Sequence[Asked], columns: Sequence[int]) -> dict[int, np.ndarray]:
     """Each question's candidates' scores by the model of the folds it is not in."""
     out: dict[int, np.ndarray] = {}
+    fold_of = folds(asked)
     for fold in range(FOLDS):
-        model = train([a for a in asked if fold_of(a) != fold], columns)
+        model = train([a for a, f in zip(asked, fold_of, strict=True) if f != fold], columns)
         for i, a in enumerate(asked):
-            if fold_of(a) == fold:
+            if fold_of[i] == fold:
                 out[i] = model.scores(a.rows)
     return out
 
@@ -523,7 +562,8 @@ def main(args: argparse.Namespace) -> dict:
             "questions": dict(Counter(a.dataset for a in asked)),
             "candidates": int(sum(len(a.gain) for a in asked)),
             "trees": len(data["leaf"]),
-            "folds": f"{FOLDS}, grouped by LoCoMo conversation, LongMemEval question, multilingual template",
+            "folds": f"{FOLDS}, each a fifth of every family's groups (LoCoMo conversations, LongMemEval"
+            " questions with those sharing an answer session, multilingual templates), dealt in turn",
             "params": LGB_PARAMS | {"rounds": ROUNDS},
             "session_spread": spread,
             "candidate_k": WIDE.candidate_k,

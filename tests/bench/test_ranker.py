@@ -5,7 +5,7 @@ from __future__ import annotations
 import lightgbm
 import numpy as np
 
-from bench.ranker import LGB_PARAMS, Asked, fold_of, metrics, ordered_units, trees_json
+from bench.ranker import LGB_PARAMS, Asked, folds, metrics, ordered_units, sharing_answers, trees_json
 from mnemo.recall.features import FEATURES
 from mnemo.recall.ranker import Ranker
 
@@ -39,13 +39,24 @@ def asked(
     )
 
 
-def test_both_corpora_of_a_locomo_conversation_fall_in_one_fold():
-    for conversation in ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43"):
-        observations = asked("locomo-observations", conversation, [])
-        turns = asked("locomo-turns", conversation, [])
-        assert fold_of(observations) == fold_of(turns)
-    folds = {fold_of(asked("longmemeval", f"q{i}", [])) for i in range(60)}
-    assert folds == {0, 1, 2, 3, 4}
+def test_each_fold_holds_a_fifth_of_every_family_and_a_group_stays_whole():
+    conversations = ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43")
+    locomo = [asked(f"locomo-{corpus}", c, []) for c in conversations for corpus in ("observations", "turns")]
+    lme = [asked("longmemeval", f"q{i}", []) for i in range(10)]
+    fold = folds(locomo + lme)
+    assert sorted(fold[: len(locomo)]) == sorted([0, 1, 2, 3, 4] * 2)
+    assert all(fold[i] == fold[i + 1] for i in range(0, len(locomo), 2))  # both corpora together
+    assert sorted(fold[len(locomo) :]) == sorted([0, 1, 2, 3, 4] * 2)
+
+
+def test_questions_sharing_an_answer_session_are_one_group():
+    raw = [
+        {"question_id": "a", "answer_session_ids": ["s1", "s2"]},
+        {"question_id": "b", "answer_session_ids": ["s3"]},
+        {"question_id": "c", "answer_session_ids": ["s2", "s4"]},
+        {"question_id": "d", "answer_session_ids": ["s4"]},
+    ]
+    assert sharing_answers(raw) == {"a": "a", "b": "b", "c": "a", "d": "a"}
 
 
 def test_longmemeval_metrics_count_answer_turns_and_sessions():

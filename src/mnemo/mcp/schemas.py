@@ -126,7 +126,9 @@ class RecalledItem(MemoryItem):
     reasons: dict[str, ArmPublic] = Field(
         description="Why it came back, per recall arm, with its rank there: semantic (close in "
         "meaning), topic (close in meaning once the names in the query are set aside), lexical "
-        "(shares words), recency (recently confirmed), pinned (always recalled)."
+        "(shares words), parts (close in meaning to a part of a question about several things), "
+        "time (said or true in the time the query names), recency (recently confirmed), pinned (always "
+        "recalled)."
     )
 
     @classmethod

@@ -18,7 +18,7 @@ from datetime import datetime
 
 import numpy as np
 
-from ..domain import Fact
+from ..domain import Fact, SourceKind
 from ..store.fulltext import query_words
 from .fuse import ArmHit, Hit
 
@@ -141,7 +141,10 @@ def features(hits: Sequence[Hit], query: str, now: datetime, *, timed: bool) -> 
     out[:, col["context_semantic"]] = _best_of_others(semantic, conversations, semantic)
     out[:, col["context_lexical"]] = _best_of_others(lexical, conversations, np.zeros(n))
     out[:, col["context_count"]] = np.log1p(members)
-    out[:, col["assistant"]] = [h.fact.source.speaker == "assistant" for h in hits]
+    out[:, col["assistant"]] = [
+        h.fact.source.speaker == "assistant" or h.fact.source.kind == SourceKind.ASSISTANT_MESSAGE
+        for h in hits
+    ]
     out[:, col["length"]] = np.log([len(t) + 1 for t in texts])
     out[:, col["mentions"]] = np.log([max(1, h.fact.mentions) for h in hits])
     out[:, col["pinned"]] = [("pinned" in h.reasons) for h in hits]

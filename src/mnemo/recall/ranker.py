@@ -49,7 +49,10 @@ class Ranker:
         feature = np.asarray(data["feature"], np.intp)
         threshold = np.asarray(data["threshold"], np.float64)
         leaf = np.asarray(data["leaf"], np.float64)
-        if not (feature.shape == threshold.shape and leaf.shape[1] == feature.shape[1] + 1):
+        complete = feature.ndim == leaf.ndim == 2 and feature.shape == threshold.shape
+        if not (
+            complete and leaf.shape[1] == feature.shape[1] + 1 and leaf.shape[1] & (leaf.shape[1] - 1) == 0
+        ):
             raise RankerError("the model's trees are not complete binary trees")
         if feature.size and not 0 <= feature.min() <= feature.max() < len(FEATURES):
             raise RankerError("the model reads a feature this version does not compute")
@@ -121,6 +124,6 @@ def shipped(path: Path = MODEL) -> Ranker | None:
     none or it cannot be used, which is logged once."""
     try:
         return Ranker.from_json(json.loads(path.read_text()))
-    except (OSError, ValueError, KeyError, TypeError) as e:
+    except (OSError, ValueError, KeyError, TypeError, IndexError) as e:
         log.warning("recall: no usable ranking model at %s (%s); fusing by rank instead", path, e)
         return None

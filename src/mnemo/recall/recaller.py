@@ -291,7 +291,7 @@ def above_floor(hit: Hit, floor: float) -> bool:
     return len(dense) < len(hit.reasons) or max(dense, default=floor) >= floor
 
 
-_DENSE = frozenset({"semantic", "topic", "time"})
+_DENSE = frozenset({"semantic", "topic", "parts", "time"})
 
 
 def _searched(vectors: dict[str, np.ndarray | None], arms: Sequence[str]) -> list[tuple[str, np.ndarray]]:
