@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from mnemo.domain import Scope
 from mnemo.recall.fuse import estimate_tokens
 from mnemo.recall.recaller import fused
 from mnemo.recall.render import inject, render
@@ -249,3 +250,28 @@ async def test_each_part_of_a_question_about_several_things_is_searched_for(memo
     assert "parts" not in await memory.recaller.ranked(alice, "Where is the thermostat?", wide=True)
     past = await memory.recaller.ranked(alice, question, as_of=clock(), wide=True)
     assert [f.id for f, _ in past["parts"][:2]] == [f.id for f, _ in ranked["parts"][:2]]
+
+
+async def test_the_learned_ranker_takes_any_query(memory, alice, bob, clock):
+    """Queries at the edges: empty, only stop words, very long, many parts,
+    another language; a person with one fact and one with none; nothing raises, and another
+    person's facts never come back."""
+    await memory.add(alice, "I keep bees on the roof")
+    await memory.add(bob, "Bob keeps bees too")
+    clock.advance(days=2)
+    queries = [
+        "",
+        "   ",
+        "the and of",
+        "bees " * 2000,
+        ", ".join(["bees"] * 12) + " or roof",
+        "¿Dónde están mis abejas y mi tejado?",
+        "🐝🐝🐝",
+    ]
+    for query in queries:
+        for as_of in (None, clock()):
+            hits = await memory.recall(query, alice, as_of=as_of)
+            assert all(h.fact.user_id == alice.user_id for h in hits)
+    assert texts(await memory.recall("Where are my bees?", alice)) == ["I keep bees on the roof"]
+    nobody = Scope((await memory.store.ensure_user("nobody")).id)
+    assert await memory.recall("Where are my bees, or my roof?", nobody) == []
