@@ -87,14 +87,18 @@ def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return where
 
 
-def test_the_wheel_carries_the_licence_the_tokenizer_and_its_notice(wheel: Path):
+def test_the_wheel_carries_the_licence_the_tokenizer_its_notice_and_the_ranker(wheel: Path):
     assert wheel.name.startswith("mnemo_server-")
     with zipfile.ZipFile(wheel) as z:
         names = z.namelist()
         metadata = z.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
         assert z.read("mnemo/providers/minilm/tokenizer.json") == MINILM_TOKENIZER.read_bytes()
         licence = z.read(next(n for n in names if n.endswith(".dist-info/licenses/LICENSE"))).decode()
+        z_model = z.read("mnemo/recall/ranker.json")
     assert "mnemo/providers/minilm/NOTICE.md" in names
+    # the recall ranker's model and its card: without them an install falls back to fusion
+    assert z_model == (ROOT / "src/mnemo/recall/ranker.json").read_bytes()
+    assert "mnemo/recall/RANKER.md" in names
     assert licence == (ROOT / "LICENSE").read_text()
     assert "Apache License" in licence and "Version 2.0, January 2004" in licence
     assert "\nName: mnemo-server\n" in metadata and "\nLicense-Expression: Apache-2.0\n" in metadata
