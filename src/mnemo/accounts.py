@@ -206,10 +206,8 @@ class Accounts:
         the web page's forms; every process sharing the store gets the same one."""
         key = f"secret:{name}"
         stored = await self._store.get_setting(key)
-        if stored is None:
-            await self._store.set_setting(key, secrets.token_urlsafe(32))
-            stored = await self._store.get_setting(key)  # a racing process may have won: take its
-        assert stored is not None
+        if stored is None:  # the first process to write one wins; every other reads it
+            stored = await self._store.first_setting(key, secrets.token_urlsafe(32))
         return stored
 
     async def server_mode(self) -> MemoryMode | None:

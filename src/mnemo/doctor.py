@@ -196,7 +196,7 @@ async def _database(settings: Settings) -> Finding:
         )
 
     async def open_it() -> Finding:
-        from .store.postgres import PostgresStore
+        from .store.postgres import AT_REST, PostgresStore
 
         store = build_store(settings)
         await store.open()  # applies pending migrations, as every command does
@@ -222,6 +222,13 @@ async def _database(settings: Settings) -> Finding:
                 " writes acknowledged while Citus moves a shard can be lost",
                 "turn synchronous_commit on there before moving shards, or move them with mnemo"
                 " stopped (docs/scaling.md, 'Adding a worker')",
+            )
+        if isinstance(store, PostgresStore):
+            return Finding(
+                "database",
+                OK,
+                f"{opened}; an erased text leaves PostgreSQL's table files only when they are rewritten",
+                f"after an erasure, at a quiet hour (it locks the tables while it runs): {AT_REST}",
             )
         return Finding("database", OK, opened)
 

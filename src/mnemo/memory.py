@@ -64,7 +64,7 @@ from .observe import QUIET, Observer
 from .providers.base import ChatModel, Embedder
 from .recall.fuse import Hit
 from .recall.recaller import ARMS, Recaller
-from .sensitive import FactGate, blocked_message, gate_fact, screened_messages
+from .sensitive import FactGate, blocked_message, echoed, gate_fact, screened_messages
 from .settings import Settings
 from .store.base import Store
 from .write import changes
@@ -208,9 +208,20 @@ class Memory:
         scope = Scope(turn.scope.user_id, turn.scope.agent_id)
         gate = gate if gate is not None else await self.accounts.gate(scope.user_id)
         conversation_id = turn.conversation_id or new_id()
-        messages, notices = screened_messages(scope.user_id, turn.messages, gate, conversation_id)
+        messages, notices, found = screened_messages(scope.user_id, turn.messages, gate, conversation_id)
+        earlier = (
+            echoed(await self.store.conversation_messages(scope.user_id, conversation_id), found)
+            if found
+            else []
+        )
         job = await self.store.enqueue_turn(
-            scope, conversation_id, messages, turn.at or self.clock(), job_id=turn.id, notices=notices
+            scope,
+            conversation_id,
+            messages,
+            turn.at or self.clock(),
+            job_id=turn.id,
+            notices=notices,
+            rewrites=earlier,
         )
         for wake in self._queued:
             wake()
@@ -544,9 +555,11 @@ class Memory:
         if erased and not kept:
             return 0, len(erased)
         gate = await self.accounts.gate(conversation.user_id)
-        screened, notices = screened_messages(conversation.user_id, kept, gate, conversation.id)
+        screened, notices, found = screened_messages(conversation.user_id, kept, gate, conversation.id)
+        held = await self.store.conversation_messages(conversation.user_id, conversation.id) if found else []
+        earlier = echoed(held, found)
         added = await self.store.import_conversation(
-            dataclasses.replace(conversation, messages=tuple(screened)), notices
+            dataclasses.replace(conversation, messages=tuple(screened)), notices, earlier
         )
         return added, len(erased)
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -95,11 +96,32 @@ _PEM = re.compile(
     r"(?:.*?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|.*)",
     re.DOTALL,
 )
-# "my password is hunter2", "password for the wifi was Tr0ub4dor&3" (a PIN is not taken: it
-# opens nothing without the card)
+# keys whose prefix names them, beyond detect-secrets' plugins: GitHub's fine-grained tokens,
+# Anthropic's and OpenAI's project keys, Google's API keys, Hugging Face's tokens
+_KEY_PREFIXES = re.compile(
+    r"(?<![\w-])(?:github_pat_[A-Za-z0-9_]{22,}|sk-ant-[A-Za-z0-9_-]{20,}|sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}"
+    r"|sk-[A-Za-z0-9]{32,}|AIza[0-9A-Za-z_-]{35}|hf_[A-Za-z0-9]{30,})"
+)
+# "my password is hunter2", "password for the wifi was Tr0ub4dor&3", "Mein Passwort ist …",
+# "mon mot de passe est …", "mi contraseña es …", "my pw is …" (a PIN is not taken: it opens
+# nothing without the card)
 _STATED_PASSWORD = re.compile(
-    r"\b(?:password|passwort|passwd|passphrase|passcode)\b[^.\n?!]{0,30}?"
-    r"(?:\bis\b|\bwas\b|[:=])\s*[\"'“‘]?([^\s\"'”’]+)",
+    r"\b(?:password|passwort|kennwort|passwd|passphrase|passcode|pw|pwd|mot de passe|contraseña"
+    r"|contrasena|senha|parola d'ordine)\b[^.\n?!]{0,30}?"
+    r"(?:\b(?:is|was|ist|war|est|était|es|era|é|è)(?!\w)|[:=])\s*[\"'“‘«]?([^\s\"'”’»]+)",
+    re.IGNORECASE,
+)
+# an assignment in a credentials or .env file: DB_PASSWORD=…, aws_secret_access_key = …,
+# export GITHUB_TOKEN="…": a name of words joined by "_" (at most eight, each at most 40
+# characters: no backtracking over a long run), one of them PASSWORD, PASSWD, PWD, SECRET,
+# TOKEN or a KEY, or PASS as its last; with ":" only where the name has a "_" (prose says
+# "pass: …"); a quoted value runs to its closing quote
+_SECRET_WORD = r"(?:password|passwd|pwd|secret|token|apikey|api_key|access_key|private_key|auth_key)"
+_SEGMENT = r"[A-Za-z0-9]{1,40}"
+_ASSIGNED = re.compile(
+    rf"(?<![\w-])(?:export\s+)?(?P<name>(?:{_SEGMENT}_){{0,8}}(?:{_SECRET_WORD}(?:_{_SEGMENT}){{0,8}}|pass))"
+    r"(?![\w-])\s*(?P<sign>[=:])\s*"
+    r"(?:\"(?P<dq>[^\"\n]{1,200})\"|'(?P<sq>[^'\n]{1,200})'|(?P<bare>[^\s\"',;]+))",
     re.IGNORECASE,
 )
 # "the API key is …", "aws secret: …": a token-like value (letters and digits, 16 or more)
@@ -117,15 +139,73 @@ def _looks_like_password(value: str) -> bool:
     """A stated password is taken as one when it has a digit or a sign in it: "my password is
     too short" names no password."""
     value = value.rstrip(".,;:!?)")
-    return len(value) >= 4 and any(not c.isalpha() for c in value) and value[0] not in _TEMPLATE
+    if len(value) < 4 or value[0] in _TEMPLATE + "/" or value.endswith("%"):  # a path, a share
+        return False
+    return any(not c.isalpha() for c in value)
+
+
+# what an assigned value may be without being a secret: words that stand in for one in examples
+_NOT_SECRETS = frozenset(
+    "true false null none yes no required optional changeme password passwd secret admin root test"
+    " example default token".split()
+)
+
+
+def _assigned_value(m: re.Match[str]) -> tuple[int, int]:
+    """The span of an assignment's value: inside its quotes, or the bare word less a full stop."""
+    group = next(g for g in ("dq", "sq", "bare") if m[g] is not None)
+    start = m.start(group)
+    return start, start + len(m[group] if group != "bare" else m[group].rstrip(".,;:!?"))
+
+
+def _looks_assigned(m: re.Match[str], text: str) -> bool:
+    """A password's value is any word ("DB_PASSWORD=hunter"); a secret's, token's, key's or a
+    pass's is a word of letters and digits or a long one ("MAX_TOKENS=4096", "first_pass:
+    done" name none). Never a path, a call, a placeholder (YOUR_TOKEN, <…>, ${…}) or a stand-in
+    word ("secret")."""
+    name, value = m["name"], text[slice(*_assigned_value(m))]
+    if m["sign"] == ":" and "_" not in name:
+        return False
+    placeholder = bool(re.fullmatch(r"[A-Z_]+", value)) or value.lower() in _NOT_SECRETS
+    placeholder |= value[:1] in _TEMPLATE + "/~.("
+    if len(value) < 4 or placeholder or "(" in value or ")" in value:
+        return False
+    if re.search("password|passwd|pwd", name, re.IGNORECASE):
+        return True
+    return len(value) >= 16 or (any(c.isdigit() for c in value) and any(c.isalpha() for c in value))
+
+
+_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-+/=~")
+
+
+def _whole(text: str, start: int, end: int) -> tuple[int, int]:
+    """A key's span grown to the whole token around it: a pattern that names a prefix and some
+    characters (Stripe's 24) must not leave the rest of a longer key behind. What a pattern
+    takes around the key (a space, a quote) is left out first; a full stop ends it."""
+    while start < end and text[start] not in _TOKEN_CHARS:
+        start += 1
+    while end > start and text[end - 1] not in _TOKEN_CHARS:
+        end -= 1
+    while start > 0 and text[start - 1] in _TOKEN_CHARS:
+        start -= 1
+    while end < len(text) and text[end] in _TOKEN_CHARS:
+        end += 1
+    return start, end
 
 
 def _credentials(text: str) -> Iterator[tuple[int, int]]:
     for m in _PEM.finditer(text):
         yield m.span()
-    for pattern in _SECRET_PATTERNS:
+    for pattern in (*_SECRET_PATTERNS, _KEY_PREFIXES):
+        grown = (0, 0)
         for m in pattern.finditer(text):
-            yield m.span()
+            if grown[0] <= m.start() < grown[1]:
+                continue  # inside a key already grown to its whole token: not scanned again
+            grown = _whole(text, *m.span())
+            yield grown
+    for m in _ASSIGNED.finditer(text):
+        if _looks_assigned(m, text):
+            yield _assigned_value(m)
     for pattern in _URL_PASSWORDS:
         for m in pattern.finditer(text):
             yield _token_around(text, *m.span())
@@ -150,12 +230,17 @@ def _token_around(text: str, start: int, end: int) -> tuple[int, int]:
 
 # -- numbers confirmed by a checksum -------------------------------------------------------
 
-_CARD = re.compile(r"(?<![\w.,/=-])\d(?:[ -]?\d){12,18}(?![\w/-]|[.,]\d)")
-_IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b")
+# 13 to 19 digits with spaces or dashes between, or four groups of four with dots
+_CARD = re.compile(r"(?<![\w.,/=-])(?:\d(?:[ -]?\d){12,18}|\d{4}(?:\.\d{4}){3})(?![\w/-]|[.,]\d)")
+_IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?:[ -]?[A-Z0-9]{4}){2,7}(?:[ -]?[A-Z0-9]{1,3})?\b", re.IGNORECASE)
 _SSN = re.compile(r"(?<![\w-])\d{3}-\d{2}-\d{4}(?![\w-])")
 _DNI = re.compile(r"\b[XYZ]?\d{7,8}-?[A-Z]\b")
 _CODICE_FISCALE = re.compile(r"\b[A-Z]{6}\d{2}[A-Z]\d{2}[A-Z]\d{3}[A-Z]\b")
 _NIR = re.compile(r"(?<![\w-])[12] ?\d{2} ?\d{2} ?(?:\d{2}|2[AB]) ?\d{3} ?\d{3} ?\d{2}(?![\w-])")
+# a social security number written without its dashes: only where the text names it
+_NAMED_SSN = re.compile(
+    r"\b(?:ssn|social security(?: number| no\.?| #)?)\b[^\d\n]{0,20}(?<!\d)(\d{9})(?!\d)", re.IGNORECASE
+)
 # weak checksums (one number in ten passes): only where the text names them
 _NAMED_ID = re.compile(
     r"\b(?:steuer-?id|steuerliche identifikationsnummer|identifikationsnummer|idnr|bsn|burgerservicenummer)"
@@ -182,7 +267,7 @@ def _ibans(text: str) -> Iterator[tuple[int, int]]:
             if iban.is_valid(value):
                 yield m.start(), m.start() + len(value)
                 break
-            cut = value.rstrip().rfind(" ")
+            cut = max(value.rstrip(" -").rfind(" "), value.rstrip(" -").rfind("-"))
             value = value[:cut] if cut > 0 else ""
 
 
@@ -205,6 +290,9 @@ def _government_ids(text: str) -> Iterator[tuple[int, int]]:
                 yield m.span()
     for m in _NAMED_ID.finditer(text):
         if idnr.is_valid(m.group(1)) or bsn.is_valid(m.group(1)):
+            yield m.span(1)
+    for m in _NAMED_SSN.finditer(text):
+        if _ssn_valid(m.group(1)):
             yield m.span(1)
 
 
@@ -247,13 +335,40 @@ class Finding:
 
 def find(text: str) -> list[Finding]:
     """The sensitive values in `text`, in order, none overlapping: where two overlap, the
-    kind found first in _FINDERS wins (a card is not also a phone number)."""
+    kind found first in _FINDERS wins (a card is not also a phone number). The text is read
+    as `normalised` gives it (full-width digits, no-break and thin spaces, a zero-width
+    character inside a key), each finding's span that of the characters it came from."""
+    plain, origin = normalised(text)
     taken: list[Finding] = []
     for kind, finder in _FINDERS:
-        for start, end in finder(text):
+        for start, end in finder(plain):
             if not any(start < f.end and f.start < end for f in taken):
                 taken.append(Finding(kind, start, end))
+    if origin is not None:  # back to the text's own characters
+        taken = [Finding(f.kind, origin[f.start], origin[f.end - 1] + 1) for f in taken]
     return sorted(taken, key=lambda f: f.start)
+
+
+# characters that show nothing: dropped before a value is looked for
+_INVISIBLE = frozenset("\u00ad\u180e\u200b\u200c\u200d\u2060\ufeff")
+
+
+def normalised(text: str) -> tuple[str, list[int] | None]:
+    """The text as the finders read it: each character in its NFKC form ("４２４２" is
+    "4242"), every space separator a plain space, the invisible characters left out; and,
+    per character of it, the index of the character of `text` it came from (None when the
+    text is plain ASCII, which reads as it is)."""
+    if text.isascii():
+        return text, None
+    out: list[str] = []
+    origin: list[int] = []
+    for i, c in enumerate(text):
+        if c in _INVISIBLE:
+            continue
+        form = " " if unicodedata.category(c) == "Zs" else unicodedata.normalize("NFKC", c)
+        out.append(form)
+        origin += [i] * len(form)
+    return "".join(out), origin
 
 
 def placeholder(kind: Sensitive, value: str) -> str:
@@ -316,18 +431,67 @@ def tally(found: Collection[tuple[Sensitive, GateAction]]) -> dict[str, dict[str
     return out
 
 
+# an echo is masked only of a value at least this long (normalised), standing alone: a short
+# one would mask every word it is part of
+ECHO_MIN = 6
+
+
 def screen_messages(
     messages: Sequence[Message], policy: GatePolicy
-) -> tuple[list[Message], list[tuple[Sensitive, GateAction]]]:
+) -> tuple[list[Message], list[tuple[Sensitive, GateAction]], dict[str, Sensitive]]:
     """Messages as they are stored: every value the policy does not allow masked (under
-    `block`, `redact` and `hold` alike: the message store is not reviewed), and what was
-    masked, by category and action."""
+    `block`, `redact` and `hold` alike: the message store is not reviewed), what was masked,
+    by category and action, and the values masked (normalised) with their kinds. A value found
+    in one message is masked wherever it stands in the others too: "my password is
+    Tr0ub4dor&3" makes the assistant's "I'll keep Tr0ub4dor&3 safe" a credential as well,
+    though that sentence alone names none (`echoed` masks the conversation's earlier
+    messages alike)."""
+    found = [find(m.content) for m in messages]
+    values = {
+        plain: f.kind
+        for m, fs in zip(messages, found, strict=True)
+        for f in fs
+        if policy.action(f.kind) != GateAction.ALLOW
+        and len(plain := normalised(m.content[f.start : f.end])[0].strip()) >= ECHO_MIN
+    }
     out, done = [], []
+    for m, fs in zip(messages, found, strict=True):
+        fs = sorted([*fs, *_echoes(m.content, values, fs)], key=lambda f: f.start)
+        kinds = tuple(dict.fromkeys(f.kind for f in fs if policy.action(f.kind) != GateAction.ALLOW))
+        done += [(k, policy.action(k)) for k in kinds]
+        masked = mask(m.content, set(kinds), fs) if kinds else m.content
+        out.append(m if masked == m.content else replace(m, content=masked))
+    return out, done, values
+
+
+def echoed(messages: Sequence[Message], values: dict[str, Sensitive]) -> list[tuple[str, str]]:
+    """(id, masked content) of each stored message where one of `values` (what the gate found
+    in a later turn, from `screen_messages`) stands: what the store rewrites."""
+    out = []
     for m in messages:
-        s = screen(m.content, policy)
-        done += [(k, policy.action(k)) for k in s.kinds if policy.action(k) != GateAction.ALLOW]
-        out.append(m if s.masked == m.content else replace(m, content=s.masked))
-    return out, done
+        echoes = _echoes(m.content, values, [])
+        if echoes and m.id:
+            out.append((m.id, mask(m.content, {f.kind for f in echoes}, echoes)))
+    return out
+
+
+def _echoes(text: str, values: dict[str, Sensitive], taken: Sequence[Finding]) -> list[Finding]:
+    """Where `text` (read normalised, as `find` reads it) repeats one of `values` (the longest
+    first) standing alone (no letter or digit right before or after it), outside `taken`."""
+    plain, origin = normalised(text)
+    out: list[Finding] = []
+    for value in sorted(values, key=len, reverse=True):
+        at = plain.find(value)
+        while at >= 0:
+            end = at + len(value)
+            alone = (at == 0 or not plain[at - 1].isalnum()) and (
+                end == len(plain) or not plain[end].isalnum()
+            )
+            start, stop = (at, end) if origin is None else (origin[at], origin[end - 1] + 1)
+            if alone and not any(start < f.end and f.start < stop for f in [*taken, *out]):
+                out.append(Finding(values[value], start, stop))
+            at = plain.find(value, at + 1)
+    return out
 
 
 def blocked_message(kinds: Collection[Sensitive]) -> str:
@@ -384,10 +548,10 @@ def gate_fact(text: str, policy: GatePolicy) -> FactGate:
 
 def screened_messages(
     user_id: str, messages: Sequence[Message], policy: GatePolicy, conversation_id: str | None = None
-) -> tuple[list[Message], list[GateNotice]]:
-    """`screen_messages`, and the notices the user's audit log keeps of what was masked (and
+) -> tuple[list[Message], list[GateNotice], dict[str, Sensitive]]:
+    """`screen_messages`, with the notices the user's audit log keeps of what was masked (and
     the log line: counts by category and action, never a value)."""
-    out, done = screen_messages(messages, policy)
+    out, done, values = screen_messages(messages, policy)
     if done:
         log.info("sensitive-data gate, messages of user %s: %s", user_id, tally(done))
-    return out, gate_notices("message", done, conversation_id)
+    return out, gate_notices("message", done, conversation_id), values

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from mnemo.store.postgres import AT_REST
 from tests.fakes.openai_server import ScriptedOpenAI
 from tests.helpers import async_commits_on_a_worker
 from tests.postgres_server import SessionPostgres
@@ -153,6 +154,8 @@ def test_doctor_opens_postgresql_and_names_a_database_it_cannot_reach(tmp_path: 
     (database,) = checks(result)["database"]
     assert database["status"] == "ok", database
     assert "schema current" in database["message"]
+    # the one procedure that takes erased texts out of the table files (tests/store/test_postgres.py)
+    assert database["fix"].endswith(AT_REST)
 
     gone = f"postgresql://mnemo@127.0.0.1:{free_port()}/nowhere"
     result = mnemo("doctor", "--json", env={"MNEMO_DATABASE_URL": gone}, data_dir=data)

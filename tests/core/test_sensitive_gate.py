@@ -75,6 +75,48 @@ async def test_the_message_history_holds_the_masks(llm_memory, scripted_llm, ali
     assert all(needle not in user_message.content for _, needle, _ in SAID)
 
 
+async def test_a_value_the_gate_finds_in_one_message_is_masked_in_every_message_of_the_turn(
+    llm_memory, scripted_llm, alice, tmp_path, caplog, clean_files
+):
+    """The assistant's echo of a password the person stated names no password by itself; it is
+    masked all the same, in the stored messages and in what the extractor is sent."""
+    caplog.set_level(logging.DEBUG)
+    scripted_llm.reply_json(extraction("My password is Tr0ub4dor&3Zq"))
+    await llm_memory.remember(
+        Turn.of(
+            alice,
+            ("user", "My password is Tr0ub4dor&3Zq, and my card 4242 4242 4242 4242"),
+            ("assistant", "I'll keep your password (Tr0ub4dor&3Zq) safe, and 4242 4242 4242 4242 too."),
+        )
+    )
+    conversation = (await llm_memory.conversations(alice.user_id))[0]
+    said, echoed = await llm_memory.store.conversation_messages(alice.user_id, conversation.id)
+    assert said.content == "My password is [credential], and my card [card ending 4242]"
+    assert echoed.content == "I'll keep your password ([credential]) safe, and [card ending 4242] too."
+    sent = json.dumps(scripted_llm.chat_requests())
+    assert "[credential]" in sent and "Tr0ub4dor" not in sent and "4242 4242" not in sent
+    _assert_never_written(llm_memory, tmp_path, caplog, b"Tr0ub4dor", b"4242 4242")
+
+
+async def test_a_value_found_later_is_masked_in_what_the_conversation_already_holds(memory, alice, bob):
+    """The first turn names no password ("set the wifi to …"); the second states it as one: the
+    first turn's stored message is masked too, queued or not, and another conversation (or
+    another person's with the same id) keeps its words."""
+    first = "Set the wifi to Tr0ub4dor&3Zq please"
+    for scope in (alice, bob):
+        await memory.submit(Turn.of(scope, ("user", first), ("assistant", "Done."), conversation_id="home"))
+    await memory.submit(Turn.of(alice, ("user", first), conversation_id="office"))
+    await memory.submit(
+        Turn.of(alice, ("user", "That password is Tr0ub4dor&3Zq, remember"), conversation_id="home")
+    )
+    home = [m.content for m in await memory.store.conversation_messages(alice.user_id, "home")]
+    assert home == ["Set the wifi to [credential] please", "Done.", "That password is [credential], remember"]
+    (office,) = await memory.store.conversation_messages(alice.user_id, "office")
+    assert office.content == first  # another conversation: nothing there named it a password
+    bobs = await memory.store.conversation_messages(bob.user_id, "home")
+    assert bobs[0].content == first
+
+
 async def test_a_queued_turn_is_masked_before_it_is_queued(memory, alice, tmp_path, caplog, clean_files):
     caplog.set_level(logging.DEBUG)
     job = await memory.submit(Turn.of(alice, ("user", ALL_SAID), ("assistant", "Noted.")))

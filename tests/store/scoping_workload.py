@@ -167,6 +167,19 @@ async def workload(url: str, embedder: Any, llm: ScriptedOpenAI, data_dir: Path,
         masked = [Message("user", "My card is [card ending 4242]")]
         notice = GateNotice("message", Sensitive.CARD, GateAction.REDACT, 1, "c5")
         await store.save_messages(me, "c5", masked, clock.now, notices=[notice])
+        # a value found in a later message, masked in what the conversation held before
+        (earlier,) = await store.save_messages(
+            me, "c6", [Message("user", "Set it to Tr0ub4dor&3Zq")], clock.now
+        )
+        await store.save_messages(
+            me,
+            "c6",
+            [Message("user", "my password is [credential]")],
+            clock.now,
+            notices=[GateNotice("message", Sensitive.CREDENTIAL, GateAction.BLOCK, 1, "c6")],
+            rewrites=[(earlier.id or "", "Set it to [credential]")],
+        )
+        assert "Tr0ub4dor" not in str(await store.conversation_messages(alice.id, "c6"))
         with pytest.raises(InvalidInput):
             await memory.add(me, "my password is hunter2!x7")
         assert await worker.drain() == 2

@@ -14,7 +14,7 @@ from mnemo.domain import Message, Scope
 from mnemo.memory import Memory
 from mnemo.store.migrations.postgres import APP_ROLE
 from mnemo.store.migrations.postgres_citus import DISTRIBUTED_TABLES, REFERENCE_TABLES, distribute
-from mnemo.store.postgres import PostgresStore
+from mnemo.store.postgres import AT_REST, PostgresStore
 from tests.helpers import async_commits_on_a_worker, files_holding, node_urls
 from tests.recipes.snippets import DOCS, recipe
 
@@ -165,8 +165,7 @@ async def test_a_postgresql_database_with_rows_moves_onto_the_cluster_in_place(c
                 me = Scope((await moved.accounts.user(name)).id)
                 kayak = next(f for f in await moved.list(me, statuses=None) if "kayak" in f.text)
                 await moved.purge(me, kayak.id)
-            vacuum = "VACUUM FULL facts, fact_events, fact_vectors, messages"
-            assert files_holding(node_urls(url), b"red kayak", vacuum) == []
+            assert files_holding(node_urls(url), b"red kayak", AT_REST) == []
             assert files_holding(node_urls(url), b"442618") == []
         finally:
             await moved.close()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mnemo.domain import GateAction, GatePolicy, InvalidInput, Sensitive
-from mnemo.sensitive import find, gate_fact, mask, screen
+from mnemo.domain import GateAction, GatePolicy, InvalidInput, Message, Sensitive
+from mnemo.sensitive import echoed, find, gate_fact, mask, screen, screen_messages
 from tests.sensitive_cases import MASKS, ORDINARY, SAID
 
 EVERYTHING = set(Sensitive)
@@ -101,3 +101,106 @@ def test_a_policy_keeps_only_what_differs_from_the_defaults():
 def test_an_unknown_category_or_action_is_refused(changes, word):
     with pytest.raises(InvalidInput, match=word):
         GatePolicy().changed(changes)
+
+
+STRIPE_106 = (
+    "sk_live_51Hx" + "Q7b9Zk2LmN4pR8sT1vW3yA5cE7gI9kM0oQ2sU4wY6aC8eG0iK2mO4qS6uW8yB0dF2hJ4lN6pR8tV0xZ2bD4f"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "needle", "kind"),
+    [
+        ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI", "credential"),
+        ("DB_PASSWORD=s3cr3t-Pa55", "s3cr3t-Pa55", "credential"),
+        ('export GITHUB_TOKEN="abcd1234efgh5678"', "abcd1234efgh5678", "credential"),
+        ("STRIPE_SECRET: abcdefghijklmnopq", "abcdefghijklmnopq", "credential"),
+        ("SMTP_PASS=pl4inletters", "pl4inletters", "credential"),
+        ('DB_PASSWORD="correct horse battery staple"', "horse battery staple", "credential"),  # quoted: whole
+        ("DB_PASSWORD=ab#cdefgh12", "cdefgh12", "credential"),  # a # inside is not a comment
+        ("API_KEY=XK7Q9PLM2RZ4", "XK7Q9PLM2RZ4", "credential"),
+        ("Mein Passwort ist Sonne#2024", "Sonne#2024", "credential"),
+        ("Mon mot de passe est Soleil!88", "Soleil!88", "credential"),
+        ("Mi contraseña es Gato_2023", "Gato_2023", "credential"),
+        ("my pw is kitty77!", "kitty77!", "credential"),
+        (
+            "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123",
+            "11ABCDEFG0123456789",
+            "credential",
+        ),
+        ("use sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "AbCdEfGhIjKlMnOp", "credential"),
+        ("maps key AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q", "SyA1b2C3d4E5f6G7h8", "credential"),
+        ("hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345 is my token", "AbCdEfGhIjKlMnOpQr", "credential"),
+        (f"the shop key {STRIPE_106} works", STRIPE_106[-40:], "credential"),  # no tail is kept
+        ("card ４２４２ ４２４２ ４２４２ ４２４２", "４２４２ ４２４２", "card"),  # full-width digits
+        ("card 4242\u00a04242\u00a04242\u00a04242", "4242\u00a04242", "card"),  # no-break spaces
+        ("card 4242\u20094242\u20094242\u20094242", "4242\u20094242", "card"),  # thin spaces
+        ("card 4242.4242.4242.4242", "4242.4242", "card"),
+        ("IBAN DE89-3704-0044-0532-0130-00", "3704-0044-0532", "bank_account"),
+        ("iban de89 3704 0044 0532 0130 00", "3704 0044 0532", "bank_account"),
+        ("key AKIAZ7QPLM\u200bXV4RTY2KWB", "XV4RTY2KWB", "credential"),  # a zero-width space inside
+        ("my SSN is 078051120", "078051120", "government_id"),
+    ],
+)
+def test_the_secrets_an_attack_found_are_masked_whole(text, needle, kind):
+    findings = find(text)
+    assert [f.kind for f in findings] == [Sensitive(kind)]
+    masked = mask(text, EVERYTHING)
+    assert needle not in masked and masked.count("[") == 1
+    # nothing of the value is left beside its mask: the text around it is what remains
+    (f,) = findings
+    assert masked == text[: f.start] + masked[f.start : masked.index("]", f.start) + 1] + text[f.end :]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "MAX_TOKENS=4096 is fine",  # names a token; its value is a number
+        "TOKEN_KIND: bearer",
+        "PASSWORD_MIN_LENGTH = <number>",
+        "var access_token = 'YOUR_ACCESS_TOKEN';",
+        "tokenizer=BertTokenizer.from_pretrained('bert-base-cased')",
+        "new_password = prompt('Please enter your new password')",
+        "ansible_ssh_private_key_file=/path/to/ssh/key",
+        "Shiretoko pass: this mountain pass offers views",
+        "COMPASS: Contrastive Multimodal Pretraining",
+        "Username: admin, Password: password (or leave it blank)",
+        "MYSQL_ROOT_PASSWORD=secret",
+        "first_pass: done",
+        "pass_threshold: 0.75",
+        "PASS_RATE=0.95",
+        "second_pass: enabled",
+        "La clave del éxito es 100% esfuerzo",
+        "pwd: /home/alice/src",
+        "5411 MARKET 51.2494 22.5758 5411 CIRCLE K 50.2762 19.0196 5411",  # coordinates, not a card
+        "the token is true",
+        "SECRET=changeme",
+        "ssn 123",
+        "I played 4242.42 minutes",
+    ],
+)
+def test_assignments_and_numbers_that_hold_no_secret(text):
+    assert find(text) == []
+
+
+def test_an_echo_is_masked_where_it_stands_alone_and_read_as_the_gate_reads():
+    """A value found in one message is masked in the others where it stands as a word, also
+    written with an invisible character or full-width digits; a short one, or one inside a
+    longer word or number, masks nothing else."""
+    said = [
+        Message("user", "my password is Tr0ub4dor&3Zq, and a pin 1234! and first_pass: d0ne1"),
+        Message(
+            "assistant",
+            "Keeping Tr0ub\u200b4dor&3Zq safe (and ＴＲ０ub4dor&3Zq?) - Order 12345, abandoned, d0ne12",
+        ),
+    ]
+    out, _, found = screen_messages(said, GatePolicy())
+    assert out[1].content == (
+        "Keeping [credential] safe (and ＴＲ０ub4dor&3Zq?) - Order 12345, abandoned, d0ne12"
+    )
+    assert "Tr0ub4dor&3Zq" in found and all(len(v) >= 6 for v in found)
+    earlier = [
+        Message("user", "set it to Tr0ub4dor&3Zq.", id="m1"),
+        Message("user", "xTr0ub4dor&3Zqx", id="m2"),
+    ]
+    assert echoed(earlier, found) == [("m1", "set it to [credential].")]

@@ -111,6 +111,23 @@ def test_a_stale_edit_keeps_what_was_typed_and_says_why(signed_in: Page, api):
     assert facts(api)[0]["text"] == "I play the double bass"
 
 
+def test_a_correction_to_another_memorys_text_says_so_and_does_not_loop(signed_in: Page, api):
+    """A correction that would make two memories say the same thing is refused with its own
+    reason, not "changed since you opened it" (which saving again would only repeat)."""
+    page = signed_in
+    ok(api.post("/v1/memories", json={"text": "I play the viola"}), 201)
+    fact = ok(api.post("/v1/memories", json={"text": "I play the cello"}), 201)
+    page.goto(f"/memories/{fact['id']}")
+    for _ in range(2):
+        page.get_by_label("Text").fill("I play the viola")
+        page.get_by_role("button", name="Save correction").click()
+        alert = page.get_by_role("alert")
+        expect(alert).to_contain_text("Another of your memories already says this")
+        expect(alert).not_to_contain_text("changed since you opened it")
+        expect(page.get_by_label("Text")).to_have_value("I play the viola")  # nothing lost
+    assert sorted(f["text"] for f in facts(api)) == ["I play the cello", "I play the viola"]
+
+
 def test_search_filters_and_paging(signed_in: Page, api):
     page = signed_in
     for i in range(30):

@@ -179,6 +179,11 @@ def _show(r: ImportReport) -> None:
         output.say("The conversations are stored for `mnemo backfill` to learn from; nothing was learnt yet.")
     if r.blocked:
         output.say(f"{r.blocked} memories were left out: they hold what your sensitive-data gate blocks.")
+    if r.held:
+        output.say(
+            f"{r.held} memories read as instructions to an assistant: they wait for your review"
+            " (mnemo review) and are not recalled until you approve them."
+        )
     if r.conversations_empty:
         output.say(f"{r.conversations_empty} conversations had no user or assistant text and were left out.")
     if r.re_embedded:

@@ -33,7 +33,7 @@ _WHY = {
     401: "No API key, or an unknown or revoked one.",
     403: "A key that may not do this: the admin key on a person's route, a person's on an admin route.",
     404: "Nothing with that id is yours (another user's ids answer the same).",
-    409: "It changed meanwhile (a stale version), or the name is taken.",
+    409: "It changed meanwhile (a stale version), the name is taken, or another memory already says this.",
     413: "The request body is over the server's limit.",
     422: "The request is not valid; `problems` says where and why.",
     429: "A wrong key, after too many failed authentications from this address or for this key id:"

@@ -110,6 +110,9 @@ class AccountStore(Protocol):
     async def revoke_api_key(self, user_id: str, key_id: str) -> ApiKey: ...
     async def get_setting(self, key: str) -> str | None: ...
     async def set_setting(self, key: str, value: str | None) -> None: ...
+    async def first_setting(self, key: str, value: str) -> str:
+        """The setting's value, set to `value` first if it has none (insert if absent, then
+        read, in one transaction: the first of several writers wins)."""
 
 
 class ConversationStore(Protocol):
@@ -123,9 +126,11 @@ class ConversationStore(Protocol):
         at: datetime,
         *,
         notices: Sequence[GateNotice] = (),
+        rewrites: Sequence[tuple[str, str]] = (),
     ) -> list[Message]:
         """Store messages (and, in the same transaction, the gate's notices of what it masked
-        in them, in the user's log)."""
+        in them, in the user's log, and `rewrites`: (id, content) of the conversation's earlier
+        messages, masked where they hold a value the gate found now)."""
 
     async def conversation_messages(self, user_id: str, conversation_id: str) -> list[Message]:
         """The user's messages of that conversation, oldest first; none for another user's."""
@@ -317,9 +322,11 @@ class JobQueue(Protocol):
         automation: bool = False,
         job_id: str | None = None,
         notices: Sequence[GateNotice] = (),
+        rewrites: Sequence[tuple[str, str]] = (),
     ) -> Job:
         """Store the turn's messages and its job (under `job_id`, or a new id) in one transaction,
-        with the gate's notices of what it masked in them."""
+        with the gate's notices of what it masked in them (and `rewrites` of the conversation's
+        earlier messages, as `save_messages` takes them)."""
 
     async def claim_job(self, worker: str, now: datetime, lease: timedelta) -> Job | None: ...
     async def release_job(self, claim: Claim) -> None: ...
@@ -400,9 +407,13 @@ class TransferStore(Protocol):
         (created_at, id); `after` is the (created_at, id) of the last one of the page before."""
 
     async def import_conversation(
-        self, conversation: Conversation, notices: Sequence[GateNotice] = ()
+        self,
+        conversation: Conversation,
+        notices: Sequence[GateNotice] = (),
+        rewrites: Sequence[tuple[str, str]] = (),
     ) -> int:
-        """Write a conversation (and the gate's notices of what it masked in it), its
+        """Write a conversation (and the gate's notices of what it masked in it, and `rewrites`
+        of the messages it already holds, as `save_messages` takes them), its
         messages with their ids and times, and its backfill marks, in one transaction; what is
         already there is kept. Returns how many messages were new. Conflict when an id belongs
         to another user."""

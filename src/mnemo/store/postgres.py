@@ -46,6 +46,23 @@ from .sql.tx import Params, Row, as_format
 
 # how many users whose turn is due a claim tries, oldest first, when others claim at once
 CLAIM_CANDIDATES = 8
+# Erasure at rest: PostgreSQL keeps an updated or deleted row's old version in the table and
+# index files (a plain VACUUM frees the space without overwriting it) until the table is
+# rewritten. Every table an erasure writes to, rewritten by this one statement, leaves no
+# erased word in any table or index file (tests/store/test_postgres.py reads them all);
+# `mnemo doctor` and docs/reliability.md name it.
+ERASED_TABLES = (
+    "facts",
+    "fact_events",
+    "fact_vectors",
+    "messages",
+    "conversations",
+    "jobs",
+    "backfill_progress",
+    "api_keys",
+    "recalls",
+)
+AT_REST = f"VACUUM FULL {', '.join(ERASED_TABLES)}"
 Counts = dict[str, int]  # how a commit moved the user's vectors, per model
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from .. import receipts
-from ..domain import MAX_TEXT, Category, Conflict, InvalidInput, RecallSummary, known_id
+from ..domain import MAX_TEXT, Category, Conflict, Duplicate, InvalidInput, RecallSummary, known_id
 from .forms import choice, fact_id, flag, number, text
 from .history import story
 from .render import ago, local_path, page, plural, redirect
@@ -87,6 +87,12 @@ async def edit(request: Request, session: SessionDep, form: FormDep, fact: str) 
     memory = memory_of(request)
     try:
         await memory.edit(session.scope, fid, typed["text"], version=version, category=category)
+    except Duplicate as exc:  # a conflict of its own: saving again would not help
+        problem = (
+            f"Another of your memories already says this ({exc.existing}): open it from the list to"
+            " keep that one, or change the text here."
+        )
+        return await render_fact(request, session, fid, edit=typed, error=problem, status=409)
     except Conflict:
         current = await memory.get(session.scope, fid)
         typed["version"] = str(current.version)

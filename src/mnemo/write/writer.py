@@ -44,7 +44,7 @@ from ..domain import (
 from ..forgetting import Forgotten
 from ..gate import memory_enabled
 from ..providers.base import ChatModel, Embedder, ModelError, ModelUnavailable, metered
-from ..sensitive import FactGate, blocked_message, gate_fact, screen, screened_messages, tally
+from ..sensitive import FactGate, blocked_message, echoed, gate_fact, screen, screened_messages, tally
 from ..settings import WriteSettings
 from ..store.base import AccountStore, ConversationStore, FactStore, SearchStore, UsageStore
 from . import changes
@@ -179,8 +179,15 @@ class Writer:
         conversation_id = turn.conversation_id or new_id()
         user = await self.store.get_user(scope.user_id)
         assert user is not None  # _enabled found them
-        said, notices = screened_messages(scope.user_id, turn.messages, user.gate, conversation_id)
-        messages = await self.store.save_messages(scope, conversation_id, said, now, notices=notices)
+        said, notices, found = screened_messages(scope.user_id, turn.messages, user.gate, conversation_id)
+        earlier = (
+            echoed(await self.store.conversation_messages(scope.user_id, conversation_id), found)
+            if found
+            else []
+        )
+        messages = await self.store.save_messages(
+            scope, conversation_id, said, now, notices=notices, rewrites=earlier
+        )
         return await self.learn(scope, messages, conversation_id, now, server_mode, actor=actor)
 
     async def learn(

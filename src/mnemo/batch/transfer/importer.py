@@ -40,6 +40,9 @@ from ...domain import (
     text_hash,
 )
 from ...sensitive import gate_fact, screen
+from ...write.instructions import WHY as INSTRUCTION
+from ...write.instructions import reads_as_instruction
+from ...write.policy import held_reason
 from .formats import (
     FACT_FORMATS,
     ConversationItem,
@@ -242,7 +245,8 @@ async def _facts(to: Destination, owner: _Owner, report: ImportReport, step: Ste
         same = await to.store.find_by_hash(scope, key[1]) if scope else []
         if same or key in seen:
             report.facts_present += 1
-            if scope and same and item.pinned and not same[0].pinned and not report.dry_run:
+            pins = item.pinned and not reads_as_instruction(text)  # never pins what waits for review
+            if scope and same and pins and not same[0].pinned and not report.dry_run:
                 await to.memory.pin(scope, same[0].id, actor="import")
             continue
         seen.add(key)
@@ -250,17 +254,23 @@ async def _facts(to: Destination, owner: _Owner, report: ImportReport, step: Ste
             report.forgotten += 1  # the person erased it: never learnt again
             continue
         report.facts_added += 1
+        # another tool's memory that reads as an instruction to an assistant waits for the
+        # person, whatever their review policy, as a learnt one does (write/policy.py)
+        instruction = reads_as_instruction(text)
+        report.held += instruction
         if not report.dry_run:
             assert scope is not None, "only a dry run imports for a user or agent not made yet"
             await to.memory.add(
                 scope,
                 text,
                 category=item.category,
-                pinned=item.pinned,
+                pinned=item.pinned and not instruction,
                 valid_from=item.valid_from,
                 actor="import",
                 source=Source(SourceKind.IMPORT, origin=_origin(item, gate)),
                 created_at=item.created_at,
+                held=instruction,
+                reason=held_reason(INSTRUCTION) if instruction else None,
             )
 
 

@@ -42,6 +42,7 @@ class ImportReport:
     re_embedded: int = 0  # facts whose vectors were made by another model than the one here
     forgotten: int = 0  # facts and messages the person erased before: left out
     blocked: int = 0  # facts holding what the person's sensitive-data gate never stores: left out
+    held: int = 0  # facts that read as instructions to an assistant: kept for the person's review
     audit_ok: bool | None = None
     users: list[str] = field(default_factory=list)  # whom a file's facts went to (mem0: many)
 

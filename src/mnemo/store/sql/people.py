@@ -286,6 +286,17 @@ async def get_setting(tx: Tx, key: str) -> str | None:
     return row[0] if row else None
 
 
+async def first_setting(tx: Tx, key: str, value: str) -> str:
+    """The setting's value, `value` if it had none: the first writer wins, and every writer
+    reads what it wrote (two processes starting together keep one secret)."""
+    await tx.execute(
+        "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING", (key, value)
+    )
+    row = await tx.one("SELECT value FROM settings WHERE key = ?", (key,))
+    assert row is not None
+    return str(row[0])
+
+
 async def set_setting(tx: Tx, key: str, value: str | None) -> None:
     if value is None:
         await tx.execute("DELETE FROM settings WHERE key = ?", (key,))
@@ -343,6 +354,17 @@ async def save_messages(
         await add_message(tx, scope.user_id, conversation_id, m, at)
         saved.append(m)
     return saved
+
+
+async def rewrite_messages(
+    tx: Tx, user_id: str, conversation_id: str, rewrites: Sequence[tuple[str, str]]
+) -> None:
+    """Messages of the conversation given new contents: the gate's masks of what they held."""
+    if rewrites:
+        await tx.many(
+            "UPDATE messages SET content = ? WHERE user_id = ? AND conversation_id = ? AND id = ?",
+            [(content, user_id, conversation_id, mid) for mid, content in rewrites],
+        )
 
 
 async def conversation_messages(tx: Tx, user_id: str, conversation_id: str) -> list[Message]:

@@ -182,6 +182,9 @@ class SQLStore(ABC, Generic[X, Pending]):
     async def set_setting(self, key: str, value: str | None) -> None:
         await self._write(None, people.set_setting, key, value)
 
+    async def first_setting(self, key: str, value: str) -> str:
+        return await self._write(None, people.first_setting, key, value)
+
     # -- conversations -----------------------------------------------------------------------
 
     async def save_messages(
@@ -192,12 +195,13 @@ class SQLStore(ABC, Generic[X, Pending]):
         at: datetime,
         *,
         notices: Sequence[GateNotice] = (),
+        rewrites: Sequence[tuple[str, str]] = (),
     ) -> list[Message]:
         return await self._write(
             scope.user_id,
             _noticed,
             scope.user_id,
-            notices,
+            _Gated(notices, conversation_id, rewrites),
             at,
             people.save_messages,
             scope,
@@ -466,6 +470,7 @@ class SQLStore(ABC, Generic[X, Pending]):
         automation: bool = False,
         job_id: str | None = None,
         notices: Sequence[GateNotice] = (),
+        rewrites: Sequence[tuple[str, str]] = (),
     ) -> Job:
         """Store the turn's messages and its job (under `job_id`, or a new id) in one transaction,
         with the notices of what the gate masked in them."""
@@ -473,7 +478,7 @@ class SQLStore(ABC, Generic[X, Pending]):
             scope.user_id,
             _noticed,
             scope.user_id,
-            notices,
+            _Gated(notices, conversation_id, rewrites),
             at,
             jobs.enqueue_turn,
             scope,
@@ -563,11 +568,15 @@ class SQLStore(ABC, Generic[X, Pending]):
         return await self._read(user_id, transfer.list_conversations, user_id, after, limit)
 
     async def import_conversation(
-        self, conversation: Conversation, notices: Sequence[GateNotice] = ()
+        self,
+        conversation: Conversation,
+        notices: Sequence[GateNotice] = (),
+        rewrites: Sequence[tuple[str, str]] = (),
     ) -> int:
         user_id = conversation.user_id
+        gated = _Gated(notices, conversation.id, rewrites)
         return await self._write(
-            user_id, _noticed, user_id, notices, self._clock(), transfer.import_conversation, conversation
+            user_id, _noticed, user_id, gated, self._clock(), transfer.import_conversation, conversation
         )
 
     async def import_user(self, user: User) -> User:
@@ -611,13 +620,25 @@ class SQLStore(ABC, Generic[X, Pending]):
     async def drop_vectors(self, user_id: str, keep: str) -> int: ...
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Gated:
+    """What the gate did to the messages being written: its notices for the user's log, and
+    the conversation's earlier messages it masked (id, content)."""
+
+    notices: Sequence[GateNotice]
+    conversation_id: str
+    rewrites: Sequence[tuple[str, str]] = dataclasses.field(repr=False)
+
+
 async def _noticed(
-    tx: Tx, user_id: str, notices: Sequence[GateNotice], at: datetime, step: Callable[..., Any], *args: Any
+    tx: Tx, user_id: str, gated: _Gated, at: datetime, step: Callable[..., Any], *args: Any
 ) -> Any:
     """`step` and, in the same transaction, the gate's notices in the user's log (the user's
-    lock taken first, as a commit takes it, when there are any)."""
-    if notices:
+    lock taken first, as a commit takes it, when there are any), and the earlier messages it
+    masked rewritten."""
+    if gated.notices:
         await tx.lock_user(user_id)
     out = await step(tx, *args)
-    await facts.record_notices(tx, user_id, notices, at)
+    await facts.record_notices(tx, user_id, gated.notices, at)
+    await people.rewrite_messages(tx, user_id, gated.conversation_id, gated.rewrites)
     return out
