@@ -5,7 +5,16 @@ from __future__ import annotations
 import lightgbm
 import numpy as np
 
-from bench.ranker import LGB_PARAMS, Asked, folds, metrics, ordered_units, sharing_answers, trees_json
+from bench.ranker import (
+    LGB_PARAMS,
+    Asked,
+    folds,
+    metrics,
+    objective,
+    ordered_units,
+    sharing_answers,
+    trees_json,
+)
 from mnemo.recall.features import FEATURES
 from mnemo.recall.ranker import Ranker
 
@@ -47,6 +56,29 @@ def test_each_fold_holds_a_fifth_of_every_family_and_a_group_stays_whole():
     assert sorted(fold[: len(locomo)]) == sorted([0, 1, 2, 3, 4] * 2)
     assert all(fold[i] == fold[i + 1] for i in range(0, len(locomo), 2))  # both corpora together
     assert sorted(fold[len(locomo) :]) == sorted([0, 1, 2, 3, 4] * 2)
+
+
+def test_a_multilingual_template_shares_one_fold_in_every_language_and_embedder():
+    sets = ["multilingual-en", *(f"multilingual-{lang}-e5" for lang in ("en", "de", "ja"))]
+    questions = [asked(dataset, f"t{i}", []) for dataset in sets for i in range(10)]
+    fold = folds(questions)
+    for i in range(10):
+        assert len({fold[j] for j, q in enumerate(questions) if q.group == f"t{i}"}) == 1
+    assert sorted(fold[:10]) == sorted([0, 1, 2, 3, 4] * 2)
+
+
+def test_the_objective_averages_the_multilingual_languages_before_the_benchmarks():
+    def part(r10: float, mrr: float, more: dict | None = None) -> dict:
+        return {"methods": {"mnemo (learned, out of fold)": {"R@10": r10, "MRR": mrr, **(more or {})}}}
+
+    result = {
+        "longmemeval": part(1.0, 1.0, {"session_R@10": 0.5, "session_MRR": 0.5}),
+        "multilingual-en": part(0.0, 0.0),
+        "multilingual-de-e5": part(0.5, 0.5),
+        "multilingual-ja-e5": part(0.5, 0.5),
+        "multilingual-ru-e5": part(0.5, 0.5),
+    }
+    assert objective(result) == (0.75 + 0.0 + 0.5) / 3
 
 
 def test_questions_sharing_an_answer_session_are_one_group():

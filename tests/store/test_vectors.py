@@ -188,3 +188,49 @@ def test_a_patch_that_fails_half_way_drops_the_entry_instead_of_answering_from_i
     assert ("u", "m") not in cache._entries and "could not be patched" in caplog.text
     assert [rid for rid, _ in cache.search(("u", "m"), 2, load, unit(0, 1), 5, None)] == [2, 1]
     assert len(loads) == 2
+
+
+def test_several_queries_in_one_scan_answer_as_each_alone():
+    """A recall's vector arms (the question, its name-free form, its parts) share one scan: each
+    answer is the one its query would get alone, exact and past the coarse size alike."""
+    rng = np.random.default_rng(8)
+    vectors = clustered(rng, 3000)
+    rows = [Row(i + 1, v, i % 7 != 0, "chef" if i % 5 == 0 else "") for i, v in enumerate(vectors)]
+    queries = clustered(rng, 4)
+    for coarse_from in (1000, 10**9):
+        cache = VectorCache(coarse_from=coarse_from)
+        for agents in (None, [""]):
+            together = cache.search_many(("u", "m"), 1, lambda: Columns.of(rows), queries, 15, agents)
+            alone = [cache.search(("u", "m"), 1, lambda: Columns.of(rows), q, 15, agents) for q in queries]
+            for both, one in zip(together, alone, strict=True):  # cosines to float32 rounding
+                assert len(both) == 15 and [r for r, _ in both] == [r for r, _ in one]
+                assert np.allclose([c for _, c in both], [c for _, c in one], atol=1e-5)
+    empty = VectorCache().search_many(("u", "m"), 1, lambda: Columns(), queries, 5, None)
+    assert empty == [[], [], [], []]
+
+
+async def test_a_recall_searches_its_vector_arms_in_one_scan(tmp_path, embedder):
+    """On SQLite a question naming someone (the semantic and topic arms) scans the matrix once,
+    and each arm still gets its own answer and its own timing."""
+    store = SQLiteStore(tmp_path / "m.db")
+    memory = await Memory(store, embedder).open()
+    try:
+        scope = Scope((await memory.accounts.user("u")).id)
+        for text in ("Melanie loves hiking in the hills", "I like hiking with Melanie", "I play the cello"):
+            await memory.add(scope, text)
+        scans = []
+        search_many = store._cache.search_many
+
+        def counted(*args, **kwargs):
+            scans.append(len(args[3]))
+            return search_many(*args, **kwargs)
+
+        store._cache.search_many = counted  # type: ignore[method-assign]
+        timed: list[str] = []
+        memory.recaller.observer = type("Seen", (), {"recall_arm": lambda self, arm, s: timed.append(arm)})()
+        hits = await memory.recaller.recall(scope, "What does Melanie like about hiking?")
+        assert scans == [2]  # the question and its name-free form, one scan
+        assert {"semantic", "topic"} <= set(timed)
+        assert any("topic" in h.reasons for h in hits) and any("semantic" in h.reasons for h in hits)
+    finally:
+        await memory.close()

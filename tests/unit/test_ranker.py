@@ -106,6 +106,10 @@ def test_features_hold_the_arms_ranks_and_scores_and_the_context_of_a_conversati
     assert by[tram.id][COL["coverage"]] == pytest.approx(2 / 3) and by[other.id][COL["coverage"]] == 0
     assert by[old.id][COL["newness"]] == 0 and by[lisbon.id][COL["newness"]] == 1
     assert by[old.id][COL["age"]] == pytest.approx(np.log1p(30))
+    # how well the question's words matched at all, the same on every row: the best BM25 score, 6,
+    # and two candidates found by the lexical arm
+    assert np.allclose(rows[:, COL["lexical_best"]], np.log1p(6.0))
+    assert np.allclose(rows[:, COL["lexical_hits"]], np.log1p(2))
 
 
 def test_no_candidates_no_rows():

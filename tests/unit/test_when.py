@@ -43,6 +43,24 @@ def day(y: int, m: int, d: int) -> datetime:
         ("over the last two weeks", day(2023, 5, 6) + (NOW - day(2023, 5, 20)), NOW),
         ("in the past year", datetime(2022, 5, 20, 14, 30, tzinfo=UTC), NOW),
         ("everything since 2021", day(2021, 1, 1), NOW),
+        # a day of a month, with or without its year; stretches between two months or days
+        ("What did Melanie paint on October 13, 2022?", day(2022, 10, 13), day(2022, 10, 14)),
+        ("on December 1,2022", day(2022, 12, 1), day(2022, 12, 2)),
+        ("on 1 February, 2023", day(2023, 2, 1), day(2023, 2, 2)),
+        ("when we met on Aug 15th", day(2022, 8, 15), day(2022, 8, 16)),  # the latest 15 August
+        ("the March 15th issue", day(2023, 3, 15), day(2023, 3, 16)),
+        ("on May 20", day(2023, 5, 20), day(2023, 5, 21)),  # today
+        ("on May 21", day(2022, 5, 21), day(2022, 5, 22)),  # not yet this year
+        ("2022-11-03", day(2022, 11, 3), day(2022, 11, 4)),
+        ("between August 11 and August 15 2022", day(2022, 8, 11), day(2022, 8, 16)),
+        ("between August 11 and 15", day(2022, 8, 11), day(2022, 8, 16)),
+        ("from July to October", day(2022, 7, 1), day(2022, 11, 1)),
+        ("from November to February 2023", day(2022, 11, 1), day(2023, 3, 1)),  # across the new year
+        ("am 13. Oktober 2022", day(2022, 10, 13), day(2022, 10, 14)),
+        ("le 1er mars", day(2023, 3, 1), day(2023, 3, 2)),
+        ("el 13 de octubre de 2022", day(2022, 10, 13), day(2022, 10, 14)),
+        ("em 13 de outubro de 2022", day(2022, 10, 13), day(2022, 10, 14)),
+        ("il 13 ottobre 2022", day(2022, 10, 13), day(2022, 10, 14)),
         # the other languages' common forms
         ("Was habe ich letzten Monat gekauft?", day(2023, 4, 1), day(2023, 5, 1)),
         ("Was war vor 2 Tagen?", day(2023, 5, 18), day(2023, 5, 19)),
@@ -83,11 +101,27 @@ def test_an_expression_names_its_span(query, start, end):
         (day(2024, 3, 31), "in the past month", day(2024, 2, 29), day(2024, 3, 31)),
         (day(2023, 3, 31), "a month ago", day(2023, 2, 13), day(2023, 3, 16)),  # 28 February ± 15 days
         (day(2024, 2, 29), "in February", day(2024, 2, 1), day(2024, 3, 1)),
+        (day(2023, 5, 1), "on February 29", day(2020, 2, 29), day(2020, 3, 1)),  # the latest leap day
+        (day(2024, 3, 1), "on February 29", day(2024, 2, 29), day(2024, 3, 1)),
+        (day(2023, 12, 31), "on December 31", day(2023, 12, 31), day(2024, 1, 1)),
     ],
 )
 def test_the_calendars_edges(now, query, start, end):
     found = window(query, now)
     assert found is not None and (found.start, found.end) == (start, end)
+
+
+@pytest.mark.parametrize(
+    ("query", "phrase"),
+    [
+        ("I went running in March 3 times", "in march"),  # a count, not a day
+        ("between August 15 and August 11", "august 15"),  # a stretch ending before it starts
+        ("in May 2022 or on February 30, 2022", "in may 2022"),  # no such day
+    ],
+)
+def test_a_day_is_read_only_where_it_is_one(query, phrase):
+    found = window(query, NOW)
+    assert found is not None and found.phrase == phrase
 
 
 @pytest.mark.parametrize(
@@ -112,6 +146,12 @@ def test_the_calendars_edges(now, query, start, end):
         "999999 days ago",
         "in 12345",
         "the last time I went swimming",
+        "on 9999-12-31",  # its end is past the calendar
+        "on 31 December 9999",
+        "on 0999-01-01",
+        "on 2023-02-30",
+        "May 5 people come?",
+        "between May 40 and May 41",
     ],
 )
 def test_what_is_not_read_gives_no_window(query):

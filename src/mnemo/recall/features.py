@@ -35,6 +35,10 @@ FEATURES: tuple[str, ...] = (
     "parts_rr",
     "lexical",  # its BM25 score over the best candidate's (0 when the lexical arm did not return it)
     "lexical_rr",
+    # how well the question's words matched at all (the same for every candidate): where they
+    # matched little (a question worded unlike its fact), the lexical scores tell little
+    "lexical_best",  # log(1 + the best BM25 score among the candidates)
+    "lexical_hits",  # log(1 + how many candidates the lexical arm returned)
     "coverage",  # share of the question's words found in the fact (their first five letters, anywhere)
     "timed",  # 1 when the question names a time and something was said (or became true) then
     "in_time",  # 1 when the time arm returned it (said or become true in the named time)
@@ -132,6 +136,9 @@ def features(hits: Sequence[Hit], query: str, now: datetime, *, timed: bool) -> 
     out[:, col["parts_rr"]] = parts_rr
     out[:, col["lexical"]] = lexical
     out[:, col["lexical_rr"]] = lex_rr
+    found_lex = lex[~np.isnan(lex)]
+    out[:, col["lexical_best"]] = np.log1p(max(0.0, float(found_lex.max()))) if len(found_lex) else 0.0
+    out[:, col["lexical_hits"]] = np.log1p(len(found_lex))
     if stems:
         out[:, col["coverage"]] = [sum(s in t for s in stems) / len(stems) for t in texts]
     out[:, col["timed"]] = timed

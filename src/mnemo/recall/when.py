@@ -1,17 +1,21 @@
 """The time a question asks about: "last month", "in 2022", "two weeks ago", read against `now`.
 
 `window(query, now)` finds the first time expression it can read honestly and
-gives the span of time it names, in UTC: a calendar day, week (Monday to
-Sunday), month, season (northern: spring is March to May) or year; the
-stretch "in the past N days" up to `now`; or, for "N weeks, months or years
-ago", the days within half that unit of the day it names. What it cannot pin down ("recently",
+gives the span of time it names, in UTC: a calendar day ("yesterday",
+"on October 13, 2023", "le 1er mars"; a date without a year is the latest one
+not after today), week (Monday to Sunday), month, season (northern: spring is
+March to May) or year; a stretch from one month or day to another ("from July
+to October", "between August 11 and 15"); the stretch "in the past N days" up
+to `now`; or, for "N weeks, months or years ago", the days within half that
+unit of the day it names. What it cannot pin down ("recently",
 "before I moved", "when did I…") gives None, and the question is recalled as
 any other.
 
 English, German, French, Spanish, Portuguese and Italian, in their most common
 forms. French "hier" (yesterday) is left out: in German it means "here". A
 bare month needs a word before it ("in May", "im Mai", "last May") or a year
-after it ("May 2022"): "may" is also a verb. A span that would start before
+after it ("May 2022"): "may" is also a verb; a day of a month is not read where a count of
+something follows it ("in March 3 times"). A span that would start before
 the year 1000 or end after 9999 is no window.
 """
 
@@ -194,6 +198,56 @@ def _named(m: re.Match[str], now: datetime, first: int, months: int) -> tuple[da
     return start, end
 
 
+def _date(m: re.Match[str], now: datetime, suffix: str = "") -> datetime:
+    """The day a match names (its groups `month`, `day`, `year`, each ending in `suffix`): with
+    no year, the latest such day not after today. An impossible day raises ValueError."""
+    month, day = MONTHS[m.group("month" + suffix).lower()], int(m.group("day" + suffix))
+    year = m.group("year")
+    if year:
+        return datetime(int(year), month, day, tzinfo=UTC)
+    year_back = now.year
+    while True:  # this year's, or the latest before it (29 February: the latest leap year's)
+        if day <= monthrange(year_back, month)[1]:
+            named = datetime(year_back, month, day, tzinfo=UTC)
+            if named <= _day(now):
+                return named
+        if year_back < now.year - 8:
+            raise ValueError("no such day")
+        year_back -= 1
+
+
+def _on_day(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
+    start = _date(m, now)
+    return start, start + timedelta(days=1)
+
+
+def _iso_day(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
+    start = datetime(int(m.group("year")), int(m.group("m")), int(m.group("day")), tzinfo=UTC)
+    return start, start + timedelta(days=1)
+
+
+def _days_between(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
+    """ "between August 11 and (August) 15": both days and those between; the second day takes
+    the first's month when it names none."""
+    start = _date(m, now)
+    month = m.group("month2") or m.group("month")
+    end = start.replace(month=MONTHS[month.lower()], day=int(m.group("day2")))
+    if end < start:
+        raise ValueError("a stretch that ends before it starts")
+    return start, end + timedelta(days=1)
+
+
+def _months_between(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
+    """ "from July to October": the first of one to the end of the other, the latest such
+    stretch that has begun (or in the year named); one across the new year ends in the next."""
+    first, last = MONTHS[m.group("month").lower()], MONTHS[m.group("month2").lower()]
+    length = (last - first) % 12 + 1
+    year = m.group("year")
+    if year:
+        return _span(int(year) - (last < first), first, length)
+    return _span(now.year if now.month >= first else now.year - 1, first, length)
+
+
 def _month(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
     return _named(m, now, MONTHS[m.group("month").lower()], 1)
 
@@ -219,7 +273,27 @@ def _weekend(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
 _B = r"(?<![\w'’-])"  # a word starts here
 _E = r"(?![\w'’-])"  # and ends here
 _LAST_OR_IN = rf"(?:(?P<last>{_LAST}|{_THIS}|{_IN}) )?{_ARTICLE}?"
+_MONTH = rf"(?P<month>{_alt(MONTHS)})"
+_DAY = r"(?P<day>[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th|er|º|\.)?"
+_YEAR = r"(?:,? ?(?:de |del )?(?P<year>\d{4}))"
+# what a number after a month may count instead of naming a day ("in March 3 times")
+_COUNTED = (
+    r"(?! (?:times|people|persons|hours|minutes|days|weeks|months|years|km|miles|mal|fois|veces|vezes"
+    r"|volte)(?![\w'’-]))"
+)
 _ORDERED: list[tuple[str, Reader]] = [
+    (
+        rf"(?:from|between) {_MONTH} (?:to|and|until|till|through) (?P<month2>{_alt(MONTHS)}){_YEAR}?",
+        _months_between,
+    ),
+    (
+        rf"between {_MONTH} {_DAY} and (?:(?P<month2>{_alt(MONTHS)}) )?(?P<day2>[12]\d|3[01]|0?[1-9])"
+        rf"(?:st|nd|rd|th)?{_YEAR}?",
+        _days_between,
+    ),
+    (rf"{_MONTH} {_DAY}(?:{_YEAR}|{_COUNTED})", _on_day),
+    (rf"{_DAY} (?:of |de )?{_MONTH}{_YEAR}?", _on_day),
+    (r"(?P<year>\d{4})-(?P<m>\d{2})-(?P<day>\d{2})", _iso_day),
     (rf"(?:in|within|over|during) (?:the )?(?:last|past) (?:{_N} )?{_UNIT}", _within),
     (rf"(?:the )?(?:last|past) {_N} {_UNIT}", _within),
     (

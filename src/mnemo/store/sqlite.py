@@ -213,23 +213,31 @@ class SQLiteStore(SQLStore[SQLiteTx, Pending]):
         rowids, vectors, active, agents = (list(c) for c in zip(*rows, strict=True))
         return Columns(rowids, vectors, [bool(a) for a in active], agents)
 
+    dense_together = True
+
     async def _nearest(
         self, tx: SQLiteTx, scope: Scope, vector: np.ndarray, model: str, k: int
     ) -> list[ScoredFact]:
-        found = self._cache.search(
+        return (await self._nearest_many(tx, scope, np.atleast_2d(vector), model, k))[0]
+
+    async def _nearest_many(
+        self, tx: SQLiteTx, scope: Scope, vectors: np.ndarray, model: str, k: int
+    ) -> list[list[ScoredFact]]:
+        """One scan of the cached matrix for every vector, and one read of the facts found."""
+        found = self._cache.search_many(
             (scope.user_id, model),
             self._generation(scope.user_id),
             lambda: self._load_vectors(scope.user_id, model),
-            vector,
+            vectors,
             k,
             await facts.agent_keys(tx, scope),
         )
-        if not found:
-            return []
-        where = f"f.rowid IN ({marks(len(found))})"
-        rows = await facts.fact_rows(tx, scope, where, [rid for rid, _ in found])
+        wanted = list(dict.fromkeys(rid for each in found for rid, _ in each))
+        if not wanted:
+            return [[] for _ in found]
+        rows = await facts.fact_rows(tx, scope, f"f.rowid IN ({marks(len(wanted))})", wanted)
         by_rowid = {r[0]: fact for r, fact in rows}
-        return [ScoredFact(by_rowid[rid], sim) for rid, sim in found if rid in by_rowid]
+        return [[ScoredFact(by_rowid[rid], sim) for rid, sim in each if rid in by_rowid] for each in found]
 
     async def _lexical(self, tx: SQLiteTx, scope: Scope, query: str, k: int) -> list[ScoredFact]:
         words = query_words(query)

@@ -184,16 +184,25 @@ class _Entry:
             self._pack()
 
     def top(
-        self, query: np.ndarray, allowed: np.ndarray, k: int, coarse_from: int
-    ) -> list[tuple[int, float]]:
-        """(rowid, cosine) of the k best allowed slots among `[0, used)`; k <= allowed.sum()."""
-        slots = None
+        self, queries: np.ndarray, allowed: np.ndarray, k: int, coarse_from: int
+    ) -> list[list[tuple[int, float]]]:
+        """Per query (a row of `queries`): (rowid, cosine) of the k best allowed slots among
+        `[0, used)`; k <= allowed.sum(). An exact scan reads the matrix once for every query."""
         if self.size >= coarse_from:
-            slots = self._coarse_codes().candidates(query, allowed, max(k * CANDIDATES, MIN_CANDIDATES))
+            return [self._top_coarse(q, allowed, k) for q in queries]
         with _one_blas_thread():
-            scores = (self.matrix[: self.used] if slots is None else self.matrix[slots]) @ query
-        if slots is None:
-            scores[~allowed] = -np.inf
+            scores = self.matrix[: self.used] @ queries.T
+        scores[~allowed] = -np.inf
+        return [self._best(scores[:, j], k, None) for j in range(queries.shape[0])]
+
+    def _top_coarse(self, query: np.ndarray, allowed: np.ndarray, k: int) -> list[tuple[int, float]]:
+        """The 8-bit codes choose candidates, whose full vectors are then scored."""
+        slots = self._coarse_codes().candidates(query, allowed, max(k * CANDIDATES, MIN_CANDIDATES))
+        with _one_blas_thread():
+            scores = self.matrix[slots] @ query
+        return self._best(scores, k, slots)
+
+    def _best(self, scores: np.ndarray, k: int, slots: np.ndarray | None) -> list[tuple[int, float]]:
         top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
         top = top[np.argsort(-scores[top], kind="stable")]
         chosen = top if slots is None else slots[top]
@@ -259,17 +268,31 @@ class VectorCache:
         agents: Sequence[str] | None,
     ) -> list[tuple[int, float]]:
         """(rowid, cosine) of the k best active vectors whose agent is in `agents` (None: any)."""
+        return self.search_many(key, generation, load, np.atleast_2d(query), k, agents)[0]
+
+    def search_many(
+        self,
+        key: tuple[str, str],
+        generation: int,
+        load: Callable[[], Columns],
+        queries: np.ndarray,
+        k: int,
+        agents: Sequence[str] | None,
+    ) -> list[list[tuple[int, float]]]:
+        """Per query (a row of `queries`): (rowid, cosine) of the k best active vectors whose
+        agent is in `agents` (None: any): one scan of the matrix answers every query."""
+        queries = np.asarray(queries, np.float32)
         with self._lock:  # a commit patches the arrays in place: not while they are read
-            entry = self._get(key, generation, load, query.shape[0])
+            entry = self._get(key, generation, load, queries.shape[1])
             if entry.size == 0 or k <= 0:
-                return []
+                return [[] for _ in queries]
             allowed = entry.active[: entry.used].copy()
             if agents is not None:
                 allowed &= entry.agent_mask(agents)
             k = min(k, int(allowed.sum()))
             if k == 0:
-                return []
-            return entry.top(np.asarray(query, np.float32), allowed, k, self.coarse_from)
+                return [[] for _ in queries]
+            return entry.top(queries, allowed, k, self.coarse_from)
 
     def apply(self, key: tuple[str, str], before: int, after: int, rows: Sequence[Row]) -> None:
         """Patch a cached entry after this process committed `rows` (generation before → after)."""

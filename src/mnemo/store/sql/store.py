@@ -57,6 +57,8 @@ from . import backfill, erasure, facts, jobs, people, recalls, reindex, transfer
 from .events import redact_events
 from .tx import Tx
 
+_DENSE = "dense"  # the one read of a recall's vector arms searched together (no arm's name)
+
 P = ParamSpec("P")
 T = TypeVar("T")
 X = TypeVar("X", bound=Tx)  # the backend's transaction
@@ -321,7 +323,25 @@ class SQLStore(ABC, Generic[X, Pending]):
 
             return run
 
-        return await self._reads(scope.user_id, {arm: read(ask) for arm, ask in asks.items()}, timed)
+        reads = {arm: read(ask) for arm, ask in asks.items()}
+        dense = [arm for arm, ask in asks.items() if ask.method == "nearest"]
+        together = self.dense_together and len(dense) > 1 and len({asks[a].args[1:] for a in dense}) == 1
+        if not together:
+            return await self._reads(scope.user_id, reads, timed)
+        # one search for every vector arm (same model, same depth): each arm's time is the group's
+        model, k = asks[dense[0]].args[1:]
+
+        async def searched(tx: X) -> list[Any]:
+            vectors = np.stack([asks[a].args[0] for a in dense])
+            return await self._nearest_many(tx, await decided(tx), vectors, model, k)
+
+        def each_timed(name: str, seconds: float) -> None:
+            for arm in dense if name == _DENSE else (name,):
+                timed(arm, seconds)
+
+        rest = {arm: r for arm, r in reads.items() if arm not in dense}
+        answers = await self._reads(scope.user_id, {**rest, _DENSE: searched}, each_timed)
+        return {**answers, **dict(zip(dense, answers.pop(_DENSE), strict=True))}
 
     async def _reads(
         self,
@@ -343,6 +363,17 @@ class SQLStore(ABC, Generic[X, Pending]):
     @abstractmethod
     async def _nearest(self, tx: X, scope: Scope, vector: np.ndarray, model: str, k: int) -> list[ScoredFact]:
         """SearchStore.nearest, in `tx`."""
+
+    # Whether a recall's vector arms are one search (`_nearest_many`): where reads run one after
+    # another anyway (SQLite) one scan serves them all; where each arm has a pooled connection
+    # of its own (PostgreSQL) they run at once.
+    dense_together = False
+
+    async def _nearest_many(
+        self, tx: X, scope: Scope, vectors: np.ndarray, model: str, k: int
+    ) -> list[list[ScoredFact]]:
+        """`_nearest` for each vector (a row of `vectors`), in `tx`."""
+        return [await self._nearest(tx, scope, v, model, k) for v in vectors]
 
     @abstractmethod
     async def _lexical(self, tx: X, scope: Scope, query: str, k: int) -> list[ScoredFact]:
