@@ -72,6 +72,25 @@ def document(receipt: Receipt) -> dict[str, Any]:
     return {"body": receipt.body, "signature": receipt.signature}
 
 
+class DuplicateKey(ValueError):
+    """A JSON object names one key twice: which value counts is up to each reader."""
+
+
+def parsed(text: str | bytes) -> Any:
+    """A receipt's JSON, parsed; DuplicateKey (a ValueError) when an object names a key twice,
+    since one reader would check the signature over the last value and another show the first."""
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        for key, value in items:
+            if key in seen:
+                raise DuplicateKey(f"it names the key {key[:40]!r} twice in one object")
+            seen[key] = value
+        return seen
+
+    return json.loads(text, object_pairs_hook=pairs)
+
+
 def problems(doc: Any, trusted_key: str) -> list[str]:
     """Why `doc` (a receipt as `document` gives it, parsed from JSON) is not a receipt signed by
     `trusted_key` (base64 of an Ed25519 public key); empty when it is."""

@@ -180,6 +180,13 @@ def test_a_purge_prints_its_receipt_which_checks_out_until_it_is_changed(
     assert refused.exit_code == 1 and "signature does not match" in refused.stderr
     file.write_text("{not json")
     assert mnemo("audit", "verify-receipt", str(file)).exit_code == 1
+    # the true receipt with its body named twice: which one counts is up to the reader, so neither
+    ok(mnemo("receipts", "show", purged["receipt_id"], "--out", str(file)))
+    true = json.loads(file.read_text())
+    body = json.dumps(true["body"])
+    file.write_text(f'{{"body": {body}, "body": {body}, "signature": "{true["signature"]}"}}')
+    refused = mnemo("audit", "verify-receipt", str(file))
+    assert refused.exit_code == 1 and "twice" in refused.stderr
 
 
 def test_erasing_a_conversation_that_is_not_there_is_refused(mnemo: Invoke) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 
@@ -43,6 +44,12 @@ def test_erasing_a_memory_erases_its_turn_and_answers_with_a_signed_receipt(clie
     changed["body"]["erased"]["counts"]["messages"] = 0
     assert not ok(client.post("/v1/erasures/verify", json=changed))["valid"]
     assert not ok(other.post("/v1/erasures/verify", json=document))["valid"]  # not theirs
+    # a key named twice: the parsed body keeps the last (the true) value, a reader may show the first
+    body = json.dumps(receipt["body"], separators=(",", ":"))
+    twice = body.replace('{"', '{"user":"someone else","', 1)
+    raw = f'{{"body":{twice},"signature":"{receipt["signature"]}"}}'
+    sent = client.post("/v1/erasures/verify", content=raw, headers={"Content-Type": "application/json"})
+    assert ok(sent)["valid"] is False and "twice" in ok(sent)["problems"][0]
     assert [r["id"] for r in ok(client.get("/v1/erasures"))["items"]] == [receipt["id"]]
     assert ok(client.get(f"/v1/erasures/{receipt['id']}")) == receipt
     assert other.get(f"/v1/erasures/{receipt['id']}").status_code == 404

@@ -189,7 +189,10 @@ def audit_verify_receipt(
     """Check a receipt: signed by this server's key, unchanged, and about an erasure its user's
     audit log holds."""
     try:
-        document: Any = jsonlib.loads(file.read_text(encoding="utf-8"))
+        document: Any = signing.parsed(file.read_text(encoding="utf-8"))
+    except signing.DuplicateKey as exc:
+        output.error(f"Not a valid receipt: {exc}")
+        raise typer.Exit(1) from None
     except (ValueError, UnicodeDecodeError) as exc:
         output.error(f"{file} is not JSON: {exc}")
         raise typer.Exit(1) from None

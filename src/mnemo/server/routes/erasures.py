@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Depends, Query
+from fastapi import APIRouter, Body, Depends, Query, Request
 from fastapi import status as http
 
+from ... import receipts
 from ...auth import CurrentUser, key_in_use
 from ...domain import known_id
 from ...erasure import Plan
@@ -99,10 +100,17 @@ async def receipt_key(memory: MemoryDep, user: CurrentUser) -> ReceiptKey:
 
 @router.post("/verify")
 async def verify_receipt(
-    memory: MemoryDep, user: CurrentUser, receipt: Annotated[dict[str, Any], Body()]
+    request: Request, memory: MemoryDep, user: CurrentUser, receipt: Annotated[dict[str, Any], Body()]
 ) -> ReceiptCheck:
     """Whether a receipt of yours (its `body` and `signature`) was signed by this server,
-    unchanged, and names an erasure your audit log holds."""
+    unchanged, and names an erasure your audit log holds. A receipt whose JSON names a key
+    twice in one object is not valid (readers differ on which value counts)."""
+    try:
+        receipts.parsed(
+            await request.body()
+        )  # the body as sent: `receipt` kept the last of a twice-named key
+    except receipts.DuplicateKey as exc:
+        return ReceiptCheck(valid=False, problems=[str(exc)])
     problems = await memory.check_receipt(receipt, user.id)
     return ReceiptCheck(valid=not problems, problems=problems)
 
