@@ -120,6 +120,16 @@ def test_dry_run_then_apply_then_nothing_left(mnemo, learner, data_dir, embedder
     assert wider["totals"]["turns"] == 1 and wider["users"][0]["samples"] == ["I grew up in Lyon"]
 
 
+def test_the_global_user_chooses_whose_conversations_are_read(mnemo, learner) -> None:
+    """`mnemo --user bob backfill` plans for bob alone, as every command reads --user."""
+    planned = as_json(mnemo("backfill", "--json", user="bob"))
+    assert [u["user"] for u in planned["users"]] == ["bob"]
+    assert as_json(mnemo("backfill", "--users", "bob", "--json", user="bob"))["users"][0]["user"] == "bob"
+    both = mnemo("backfill", "--users", "alice", user="bob")
+    assert both.exit_code == 2 and "not both" in both.stderr
+    assert not learner.extracted or set(learner.extracted) <= {"I drive a green tractor"}
+
+
 def test_history_shows_actor_backfill(mnemo, learner, data_dir, embedder, database_url) -> None:
     as_json(mnemo("backfill", "--apply", "--users", "bob", "--json"))
     (fact,) = facts_of(data_dir, embedder, database_url, "bob")

@@ -16,7 +16,7 @@ from ..build import Core
 from . import output
 from .interrupt import two_step_interrupt
 from .options import Json
-from .runtime import BAD_INPUT, run_core
+from .runtime import BAD_INPUT, Options, run_core
 
 app = typer.Typer()
 
@@ -31,7 +31,8 @@ def backfill(
         typer.Option(
             "--users",
             metavar="NAMES",
-            help="Comma-separated user names (default: everyone with conversations).",
+            help="Comma-separated user names (default: the global --user if given, else everyone with"
+            " conversations).",
         ),
     ] = None,
     lookback_days: Annotated[
@@ -97,6 +98,11 @@ def backfill(
     names = [n.strip() for n in users.split(",") if n.strip()] if users is not None else None
     if users is not None and not names:
         raise _usage("--users names no user")
+    chosen = ctx.find_object(Options)
+    if chosen is not None and chosen.user is not None:  # `mnemo --user NAME backfill`: that person
+        if names is not None and names != [chosen.user]:
+            raise _usage("give --user or --users, not both")
+        names = [chosen.user]
     if resume and (names is not None or lookback_days is not None or force or batch_size is not None):
         raise _usage(
             "--resume continues the interrupted run as it was: give no --users, --lookback-days,"
