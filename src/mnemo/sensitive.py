@@ -480,6 +480,9 @@ def _echoes(text: str, values: dict[str, Sensitive], taken: Sequence[Finding]) -
     first) standing alone (no letter or digit right before or after it), outside `taken`."""
     plain, origin = normalised(text)
     out: list[Finding] = []
+    used = bytearray(len(text))  # the characters a finding already covers: linear, however many
+    for f in taken:
+        used[f.start : f.end] = b"\1" * (f.end - f.start)
     for value in sorted(values, key=len, reverse=True):
         at = plain.find(value)
         while at >= 0:
@@ -488,8 +491,9 @@ def _echoes(text: str, values: dict[str, Sensitive], taken: Sequence[Finding]) -
                 end == len(plain) or not plain[end].isalnum()
             )
             start, stop = (at, end) if origin is None else (origin[at], origin[end - 1] + 1)
-            if alone and not any(start < f.end and f.start < stop for f in [*taken, *out]):
+            if alone and not any(used[start:stop]):
                 out.append(Finding(values[value], start, stop))
+                used[start:stop] = b"\1" * (stop - start)
             at = plain.find(value, at + 1)
     return out
 
