@@ -9,8 +9,13 @@ Every hostile reply carries valid items wherever its shape leaves room for
 them; `Case.lands` are the texts those valid items must leave in memory, `Case.stays_out`
 the texts that must not be active (a claim the person never made, an instruction), and
 `Case.supersedes_home` says whether the one valid reconciliation decision
-(new fact 1 supersedes "I live in Berlin") survives. Everything else the
-victim had must stay as it was.
+(new fact 1 supersedes "I live in Berlin") survives, and `Case.dropped` whether the
+hostile items cannot be facts (no text, not an object, over the limit, cut off): the
+turn must then show them as dropped, with reasons that quote nothing. Everything else
+the victim had must stay as it was.
+
+`local_model_cases` are what real local models return: unknown or capitalised enum
+values, missing, null and extra fields, numbers as strings, a list where an object was due.
 """
 
 from __future__ import annotations
@@ -67,6 +72,7 @@ class Case:
     supersedes_home: bool = False  # a reconciliation case whose valid decision must apply
     never_stored: list[str] = field(default_factory=list)  # values no fact or event may hold
     reported: bool = True  # the hostile part must show up among the report's problems
+    dropped: bool = False  # the hostile part must show up among the turn's dropped items
 
     @property
     def stage(self) -> str:
@@ -169,8 +175,27 @@ def _hostile_fact_items(rng: random.Random, ctx: Context) -> list[tuple[str, str
     ]
 
 
-# kinds an item survives (sanitised or with the bad field ignored): nothing need be reported
+# kinds that are no fact (no text, not an object): dropped, and the turn says why
+_DROPPED_ITEMS = {
+    "text-int",
+    "text-list",
+    "text-object",
+    "text-null",
+    "text-bool",
+    "text-empty",
+    "text-blank",
+    "text-controls",
+    "text-megabyte",
+    "missing-text",
+    "nested-200",
+    "null-everywhere",
+    "item-string",
+    "item-number",
+    "item-null",
+}
+# kinds an item survives (sanitised, or a null or bad field ignored): nothing need be reported
 _SILENT_ITEMS = {
+    "speaker-null",
     "text-nul-inside",
     "text-ansi",
     "text-lone-surrogate",
@@ -208,7 +233,15 @@ def extraction_item_cases(rng: random.Random, probe: Context) -> list[Case]:
             raw = dict(_hostile_fact_items(r, ctx))[kind]
             return _mixed_facts(r, [raw] * r.randint(1, 3), valid)
 
-        cases.append(Case(f"extract/{kind}", reply, lands=valid, reported=kind not in _SILENT_ITEMS))
+        cases.append(
+            Case(
+                f"extract/{kind}",
+                reply,
+                lands=valid,
+                reported=kind not in _SILENT_ITEMS,
+                dropped=kind in _DROPPED_ITEMS,
+            )
+        )
     return cases
 
 
@@ -290,20 +323,36 @@ def extraction_whole_cases(rng: random.Random) -> list[Case]:
         start = whole.index(json.dumps(fact(valid[kept])))
         cut = start + rng.randint(1, len(json.dumps(fact(valid[kept]))) - 1)
         cases.append(
-            Case(f"extract-whole/truncated-{kept}-of-{len(valid)}", const(whole[:cut]), lands=valid[:kept])
+            Case(
+                f"extract-whole/truncated-{kept}-of-{len(valid)}",
+                const(whole[:cut]),
+                lands=valid[:kept],
+                dropped=kept > 0,  # cut inside the first item, nothing is readable: the turn fails
+            )
         )
     for _ in range(4):
         valid = _valid_texts(rng, rng.randint(1, 3))
         deep = '{"text": ' + _nest(10_000) + "}"
         text = '{"facts": [' + ", ".join(json.dumps(fact(t)) for t in valid) + ", " + deep + "]}"
-        cases.append(Case(f"extract-whole/deep-item-after-{len(valid)}", const(text), lands=valid))
+        cases.append(
+            Case(f"extract-whole/deep-item-after-{len(valid)}", const(text), lands=valid, dropped=True)
+        )
     for _ in range(3):
         valid = _valid_texts(rng, rng.randint(1, 3))
         junk = [fact(f"I have visited country number {i}") for i in range(10_000)]
         text = json.dumps({"facts": [fact(t) for t in valid] + junk})
-        cases.append(Case(f"extract-whole/huge-list-after-{len(valid)}", const(text), lands=valid))
+        cases.append(
+            Case(f"extract-whole/huge-list-after-{len(valid)}", const(text), lands=valid, dropped=True)
+        )
         repeated = json.dumps({"facts": [fact(valid[0])] * 500})
-        cases.append(Case(f"extract-whole/one-fact-500-times-{len(valid)}", const(repeated), lands=valid[:1]))
+        cases.append(
+            Case(
+                f"extract-whole/one-fact-500-times-{len(valid)}",
+                const(repeated),
+                lands=valid[:1],
+                dropped=True,
+            )
+        )
     return cases
 
 
@@ -563,8 +612,74 @@ def secret_cases(rng: random.Random) -> list[Case]:
                     lands=lands,
                     never_stored=[value],
                     reported=where == "text" and masked is None,
+                    dropped=where == "text" and masked is None,
                 )
             )
+    return cases
+
+
+# -- what real local models return: each item kind is kept (active, or held when it names no
+# speaker or message of the person's), or dropped when it holds no text --
+
+LOCAL_POOL = (
+    "I see a physiotherapist every week",
+    "I am saving for a canoe",
+    "My brother lives in Accra",
+    "I go climbing on Thursdays",
+    "I dislike coriander",
+    "My flat has a red door",
+    "I volunteer at a food bank",
+    "I am training for a half marathon",
+)
+# (kind, the item as a function of its text, where it ends: "lands", "held" or "dropped",
+# whether the turn's problems must say something)
+LOCAL_ITEMS: list[tuple[str, Callable[[str], Any], str, bool]] = [
+    ("category-unknown-word", lambda t: fact(t, category="health"), "lands", True),
+    ("category-capitalised", lambda t: fact(t, category="Preference"), "lands", False),
+    ("category-list", lambda t: fact(t, category=["plan", "event"]), "lands", True),
+    ("category-empty", lambda t: fact(t, category=""), "lands", True),
+    ("speaker-capitalised", lambda t: fact(t, speaker="User"), "lands", False),
+    ("speaker-unknown", lambda t: fact(t, speaker="human"), "held", True),
+    ("missing-optional-fields", lambda t: {"text": t, "message": 1}, "lands", False),
+    ("missing-message", lambda t: {"text": t, "category": "event"}, "held", False),
+    ("null-optional-fields", lambda t: fact(t, **dict.fromkeys(_OPTIONAL)), "lands", False),
+    (
+        "extra-fields",
+        lambda t: fact(t, importance="high", tags=["x"], id=3, reasoning="said so"),
+        "lands",
+        False,
+    ),
+    ("confidence-string", lambda t: fact(t, confidence="0.9"), "lands", False),
+    ("confidence-percent", lambda t: fact(t, confidence=90), "lands", True),
+    ("message-string", lambda t: fact(t, message="1"), "lands", False),
+    ("message-integral-float", lambda t: fact(t, message=1.0), "lands", False),
+    ("numbers-as-strings", lambda t: fact(t, confidence="0.95", message=" 1 "), "lands", False),
+    ("valid-from-number", lambda t: fact(t, valid_from=2026), "lands", True),
+    ("list-for-object", lambda t: [fact(t)], "lands", True),
+    ("fact-key-for-text", lambda t: {"fact": t, "category": "plan", "message": 1}, "dropped", True),
+    ("empty-object", lambda t: {}, "dropped", True),
+]
+_OPTIONAL = ("category", "confidence", "valid_from", "topic", "replaces")
+
+
+def local_model_cases(rng: random.Random) -> list[Case]:
+    """One kind of local model's item per case, mixed with valid items in a random order."""
+    cases = []
+    for kind, make, ends, reported in LOCAL_ITEMS:
+        valid = _valid_texts(rng, rng.randint(1, 3))
+        said = rng.choice(LOCAL_POOL)
+        text = _mixed_facts(rng, [json.dumps(make(said))] * rng.randint(1, 2), valid)
+        cases.append(
+            Case(
+                f"local/{kind}",
+                lambda _c, _a, t=text: t,
+                lands=valid + ([said] if ends == "lands" else []),
+                stays_out=[said] if ends == "held" else [],
+                never_stored=[said] if ends == "dropped" else [],
+                reported=reported,
+                dropped=ends == "dropped",
+            )
+        )
     return cases
 
 
@@ -576,6 +691,7 @@ def all_cases(seed: int = 20261201) -> list[Case]:
     cases += reconciliation_item_cases(rng, probe) + reconciliation_whole_cases(rng)
     cases += attribution_cases(random.Random(seed + 1))  # its own draws: the others stay as they were
     cases += secret_cases(random.Random(seed + 2))
+    cases += local_model_cases(random.Random(seed + 3))
     # a second round of the item kinds with other draws (other valid items, orders, counts)
     again = extraction_item_cases(rng, probe) + reconciliation_item_cases(rng, probe)
     for case in again:

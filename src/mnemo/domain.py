@@ -7,7 +7,7 @@ import json
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, time, timedelta
 from enum import StrEnum
@@ -382,6 +382,14 @@ class StorageFull(MnemoError):
     """The database has no room left (its disk is full): nothing of the request was stored."""
 
 
+class QueueFull(MnemoError):
+    """The person already has as many turns waiting to be learnt from as one may
+    (`jobs.max_queued_per_user`): nothing of this turn was stored; try again after
+    `retry_after` seconds, when the worker will have learnt from some of them."""
+
+    retry_after = 30
+
+
 @dataclass(frozen=True, slots=True)
 class Scope:
     """Whose memory: a user, and an agent (None = the default assistant).
@@ -723,6 +731,14 @@ class Job:
         return Scope(self.user_id, self.agent_id)
 
 
+def dropped_words(dropped: Mapping[str, int], *, total: bool = True) -> str:
+    """What a turn dropped, as its log line, `mnemo turns show` and Activity say it:
+    "2: no text (1), not an object (1)" (`total`: with the count first); the reasons quote
+    nothing of what was said."""
+    why = ", ".join(f"{reason} ({n})" for reason, n in sorted(dropped.items()))
+    return f"{sum(dropped.values())}: {why}" if total else why
+
+
 @dataclass(frozen=True, slots=True)
 class StoredTurn:
     """A stored turn as its person reads it: its state, why (a category), and what it learnt."""
@@ -738,6 +754,8 @@ class StoredTurn:
     created_at: datetime
     finished_at: datetime | None
     learn_at: datetime | None = None  # over budget: when it will be learnt (the next UTC midnight)
+    # what the model proposed that was not kept, by why (words that quote none of it): how many
+    dropped: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def of(cls, job: Job) -> StoredTurn:
@@ -755,6 +773,7 @@ class StoredTurn:
             created_at=job.created_at,
             finished_at=job.finished_at,
             learn_at=job.next_attempt_at if job.status == JobStatus.OVER_BUDGET else None,
+            dropped={str(why): int(n) for why, n in (result.get("dropped") or {}).items()},
         )
 
 

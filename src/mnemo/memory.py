@@ -200,6 +200,8 @@ class Memory:
         queued wakes the workers of this process (`on_queued`). `memory_on`: the
         switch as the turn's caller decided it when the turn began (None: ask now); `gate`:
         the person's sensitive-data gate, likewise (its messages are stored through it).
+        QueueFull, storing nothing, when the person already has `jobs.max_queued_per_user`
+        turns waiting to be learnt from.
         """
         if memory_on is None:
             memory_on = await self.accounts.memory_enabled(turn.scope.user_id)
@@ -222,10 +224,16 @@ class Memory:
             job_id=turn.id,
             notices=notices,
             rewrites=earlier,
+            max_queued=self.settings.jobs.max_queued_per_user,
         )
         for wake in self._queued:
             wake()
         return job
+
+    async def queue_full(self, user_id: str) -> bool:
+        """Whether a turn of the person's would be refused now (`submit` decides for sure)."""
+        cap = self.settings.jobs.max_queued_per_user
+        return bool(cap) and await self.store.queued_turns(user_id) >= cap
 
     def on_queued(self, wake: Callable[[], None]) -> None:
         """Call `wake` whenever `submit` queues a job: a worker of this process looks at once

@@ -108,6 +108,10 @@ class JobSettings(BaseModel):
     max_attempts: int = 5
     backoff_seconds: float = 5.0  # doubled after every failed attempt
     poll_seconds: float = 1.0
+    # turns of one person waiting to be learnt from (queued, in hand or over budget) past which
+    # a new one is refused with 429 and Retry-After, nothing stored; 0: no limit. Workers take
+    # people in turn whatever this is (the one served longest ago first).
+    max_queued_per_user: int = Field(default=500, ge=0)
 
 
 class HealthSettings(BaseModel):

@@ -4,6 +4,8 @@ that is killed (SIGKILL) or interrupted (Ctrl-C) mid-run and then resumed."""
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import signal
 import subprocess
 from collections import Counter
@@ -28,6 +30,7 @@ CONVERSATIONS = {  # user, conversation id, days ago, what the user says in each
     ("alice", "c4", 1.5): ["I keep bees in my garden", "I run a marathon every spring"],
     ("bob", "c5", 1): ["I drive a green tractor"],
 }
+CHATGPT = Path(__file__).parent.parent / "data" / "chatgpt" / "conversations.json"
 RECENT = [t for (_, _, days), said in CONVERSATIONS.items() if days < 7 for t in said]
 
 
@@ -71,6 +74,11 @@ def mnemo(data_dir: Path, database_url: str | None, scripted_llm):
         return runner.invoke(app, [*head, *args], env=run_env, catch_exceptions=False)
 
     return invoke
+
+
+def ok_output(result: Result) -> str:
+    assert result.exit_code == 0, result.output
+    return result.stdout
 
 
 def as_json(result: Result, code: int = 0):
@@ -130,6 +138,55 @@ def test_the_global_user_chooses_whose_conversations_are_read(mnemo, learner) ->
     assert not learner.extracted or set(learner.extracted) <= {"I drive a green tractor"}
 
 
+def _widen(report: dict) -> list[str]:
+    """The arguments of the command a report gives to widen its window (after `mnemo`)."""
+    command = shlex.split(report["outside_window"]["widen"])
+    assert command[0] == "mnemo"
+    return command[1:]
+
+
+def test_the_window_says_what_it_left_out_and_how_to_widen_it(mnemo, learner) -> None:
+    """alice's c3 was said 10 days ago: the 7-day window leaves it out, and says so."""
+    dry = as_json(mnemo("backfill", "--json", user="alice"))
+    left = dry["outside_window"]
+    assert (left["conversations"], left["user_messages"]) == (1, 1)
+    assert left["oldest"][:10] == (utcnow() - timedelta(days=10)).date().isoformat()
+    assert dry["users"][0]["outside_window"]["conversations"] == 1
+    human = ok_output(mnemo("backfill", user="alice"))
+    assert "1 conversation with 1 user message said before the window" in human
+    assert f"To learn from them too:\n  {left['widen']}\n" in human
+
+    wider = as_json(mnemo(*_widen(dry), "--json"))
+    assert wider["outside_window"]["conversations"] == 0 and wider["outside_window"]["widen"] is None
+    assert "I grew up in Lyon" in wider["users"][0]["samples"] and wider["totals"]["turns"] == 6
+    as_json(mnemo(*_widen(dry), "--apply", "--json"))
+    again = as_json(mnemo("backfill", "--json", user="alice"))  # learnt: no longer left out
+    assert again["outside_window"] == {"conversations": 0, "user_messages": 0, "oldest": None, "widen": None}
+    assert "said before the window" not in ok_output(mnemo("backfill", user="alice"))
+
+
+def test_since_sets_the_windows_start(mnemo, learner) -> None:
+    start = (utcnow() - timedelta(days=2, hours=12)).replace(microsecond=0)
+    report = as_json(mnemo("backfill", "--since", start.isoformat(), "--users", "alice", "--json"))
+    assert report["since"] == start.isoformat() and report["users"][0]["conversations"] == 2  # c2, c4
+    assert report["outside_window"]["conversations"] == 2  # c1, c3
+
+
+def test_an_imported_chatgpt_export_is_learnt_with_the_command_the_import_gives(mnemo, learner) -> None:
+    """The ChatGPT export's conversations are from 2024: the default window finds none and says
+    how to widen it; the import's closing line gives the command that learns them."""
+    imported = ok_output(mnemo("import", str(CHATGPT), user="carol"))
+    command = shlex.split(re.search(r"To learn from them:\n +(.+)\n", imported)[1])
+    assert command[0] == "mnemo" and "--apply" in command and "--since" in command
+    default = as_json(mnemo("backfill", "--json", user="carol"))
+    assert default["totals"]["conversations"] == 0
+    assert default["outside_window"]["conversations"] == 2
+    assert _widen(default) == [a for a in command[1:] if a != "--apply"]
+    learnt = as_json(mnemo(*command[1:], "--json"))
+    assert learnt["mode"] == "apply" and [u["user"] for u in learnt["users"]] == ["carol"]
+    assert learnt["totals"]["conversations"] == 2 and learnt["totals"]["turns"] == 3
+
+
 def test_history_shows_actor_backfill(mnemo, learner, data_dir, embedder, database_url) -> None:
     as_json(mnemo("backfill", "--apply", "--users", "bob", "--json"))
     (fact,) = facts_of(data_dir, embedder, database_url, "bob")
@@ -165,6 +222,9 @@ def test_option_mistakes_are_usage_errors(mnemo, learner) -> None:
         ["--users", " , "],
         ["--lookback-days", "0"],
         ["--batch-size", "0"],
+        ["--since", "2026-01-01", "--lookback-days", "3"],
+        ["--resume", "--since", "2026-01-01"],
+        ["--since", "last week"],
     ):
         result = mnemo("backfill", *args)
         assert result.exit_code == 2, (args, result.output)

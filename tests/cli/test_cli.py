@@ -172,6 +172,9 @@ def test_a_purge_prints_its_receipt_which_checks_out_until_it_is_changed(
     ok(mnemo("receipts", "show", purged["receipt_id"], "--out", str(file)))
     assert "432187" not in file.read_text() and fact["id"] in file.read_text()
     assert ok(mnemo("audit", "verify-receipt", str(file))).stdout.startswith("ok")
+    add(mnemo, "I like jazz", user="bob")  # the global --user: a receipt of that person's, or not valid
+    of_bob = mnemo("audit", "verify-receipt", str(file), user="bob")
+    assert of_bob.exit_code == 1 and "another user's erasure" in of_bob.stderr
 
     changed = json.loads(file.read_text())
     changed["body"]["erased"]["facts"] = []

@@ -149,3 +149,29 @@ def test_no_database_yet_is_said_and_none_is_created(tmp_path):
         done = mnemo(*args)
         assert done.returncode == 1 and "No mnemo database" in done.stderr
     assert not (tmp_path / "empty" / "mnemo.db").exists()
+
+
+def test_the_global_user_is_honoured_or_refused_by_every_command(mnemo):
+    """`mnemo --user NAME …`: the commands about one user act for that user; those that name a
+    user themselves refuse another one; those for everyone refuse it rather than ignore it."""
+    for name in ("alice", "bob"):
+        mnemo.json("users", "create", name)
+    made = mnemo.json("--user", "alice", "keys", "create", "--name", "laptop")
+    assert made["id"] in [k["id"] for k in mnemo.json("--user", "alice", "keys", "list")]
+    assert made["id"] not in [k["id"] for k in mnemo.json("keys", "list", "--user", "bob")]
+    assert mnemo.json("--user", "alice", "keys", "revoke", made["id"])["revoked_at"]
+    assert [m["name"] for m in mnemo.json("--user", "bob", "users", "list")] == ["bob"]
+    assert [m["name"] for m in mnemo.json("--user", "bob", "users", "usage")] == ["bob"]
+    assert mnemo.json("--user", "bob", "users", "budget", "bob", "500")["own_budget"] == 500
+    for args, said in (
+        (["--user", "alice", "keys", "list", "--user", "bob"], "not both"),
+        (["keys", "list"], "--user NAME"),
+        (["--user", "bob", "users", "budget", "alice", "100"], "not both"),
+        (["--user", "bob", "users", "create", "carol"], "not both"),
+        (["--user", "bob", "worker", "--once"], "--user does not apply"),
+    ):
+        refused = mnemo(*args)
+        assert refused.returncode == 2 and said in refused.stderr, (args, refused.stderr)
+    assert [m["name"] for m in mnemo.json("users", "list")] == ["alice", "bob"]  # carol was not made
+    unknown = mnemo("--user", "carol", "users", "list")
+    assert unknown.returncode == 1 and "carol" in unknown.stderr

@@ -60,6 +60,16 @@ def models(data_dir, embedder, database_url) -> dict[str, dict[str, int]]:
 
 
 @pytest.mark.slow
+def test_the_global_user_chooses_whose_facts_are_embedded(mnemo, data_dir, embedder, old, database_url):
+    result = mnemo("--user", "bob", "reindex", "--json")
+    assert result.exit_code == 0, result.output
+    assert [u["user"] for u in json.loads(result.stdout)["users"]] == ["bob"]
+    assert models(data_dir, embedder, database_url)["alice"] == {old.model_name: len(ALICE)}
+    both = mnemo("--user", "bob", "reindex", "--users", "alice")
+    assert both.exit_code == 2 and "not both" in both.stderr
+
+
+@pytest.mark.slow
 def test_reindex_switches_models(mnemo, data_dir, embedder, old, database_url):
     result = mnemo("reindex", "--users", "alice", "--batch-size", "3", "--json")
     assert result.exit_code == 0, result.output

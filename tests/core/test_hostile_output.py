@@ -5,7 +5,8 @@ reply (tests/hostile_replies.py), so the real `openai` client and parser run.
 For every case: no exception escapes, the valid items of the reply are applied,
 the victim's other facts and another user's facts are untouched, nothing
 unstorable (NUL, control characters, lone surrogates) reaches the store, the
-audit chains verify, and the hostile part is reported.
+audit chains verify, and the hostile part is reported; an item that cannot be a fact is
+shown among the turn's dropped items, by reasons that quote none of the reply's words.
 
 All cases run on SQLite; on PostgreSQL every fifth one (MNEMO_LONG_TESTS=1 runs
 all of them there too). One case in five also goes through the job worker.
@@ -29,6 +30,8 @@ pytestmark = pytest.mark.slow  # a generated battery of hostile replies
 
 _UNSTORABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
 OTHERS_FACTS = [*SEEDS, "I am the administrator of this server", "My bank PIN hint is my cat"]
+# words of the hostile items' texts, none of which a dropped item's reason may quote
+_HOSTILE_WORDS = ("root", "administrator", "Hamburg", "oboe", "kayak", "stamps", "very very")
 
 
 @functools.cache
@@ -69,11 +72,12 @@ async def _run(memory, scripted_llm, clock, case: Case, n: int, others: Scope, v
                 return [f"job {job.status}: {job.last_error}"]
             else:
                 problems = job.result["problems"]
+            dropped = (await memory.turn(victim.user_id, job.id)).dropped
         else:
             report = await memory.remember(_turn(victim, n))
             if not isinstance(report, WriteReport) or report.retry or report.skipped:
                 return [f"report {report!r}"]
-            problems = report.problems
+            problems, dropped = report.problems, dict(report.dropped)
     except Exception as exc:  # the point of the test: nothing may escape
         return [f"raised {type(exc).__name__}: {str(exc)[:200]}"]
 
@@ -102,6 +106,10 @@ async def _run(memory, scripted_llm, clock, case: Case, n: int, others: Scope, v
     failures += [f"{v!r} is in the turn's problems" for v in case.never_stored if v in repr(problems)]
     if case.reported and not problems:
         failures.append("nothing reported")
+    if case.dropped and not dropped:
+        failures.append("nothing shown as dropped")
+    quoted = [*case.lands, *case.stays_out, *case.never_stored, *_HOSTILE_WORDS]
+    failures += [f"the turn's dropped reasons quote {t!r}" for t in quoted if t in repr(dropped)]
     if not (await memory.verify_audit(victim.user_id)).ok:
         failures.append("the victim's audit chain does not verify")
     if await _snapshot(memory, others) != others_before:

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 
 from mnemo.batch.jobs import Worker
-from mnemo.domain import Action, Claim, JobStatus, Scope, Turn
+from mnemo.domain import Action, Claim, JobStatus, QueueFull, Scope, Turn
 from tests.helpers import extraction, texts, worker_for
 
 
@@ -228,3 +228,68 @@ async def test_a_model_that_answers_too_late_fails_the_turn_as_a_timeout(
         assert (failed.state, failed.reason, failed.attempts) == ("failed", "timeout", 1)
     finally:
         await chat.aclose()
+
+
+async def test_people_are_taken_in_turn_whoever_queued_first(memory, alice, bob, clock):
+    mine = [await memory.submit(turn(alice, f"Remember that my locker {i} is blue")) for i in range(5)]
+    theirs = [await memory.submit(turn(bob, f"Remember that my shelf {i} is red")) for i in range(3)]
+    w = worker(memory, clock)
+    order = []
+    while (done := await w.run_once()) is not None:
+        order.append(done.id)
+        clock.advance(seconds=1)
+    a, b = [j.id for j in mine], [j.id for j in theirs]
+    # alice queued all of hers first; the worker still alternates, each person's turns in order
+    assert order == [a[0], b[0], a[1], b[1], a[2], b[2], a[3], a[4]]
+
+
+async def test_a_backlog_of_one_person_delays_anothers_turn_by_one_turn_at_most(memory, alice, bob, clock):
+    for i in range(150):
+        await memory.submit(turn(alice, f"Remember that my locker {i} is blue"))
+    clock.advance(seconds=1)
+    w = worker(memory, clock)
+    assert await w.run_once() is not None  # one of alice's, begun before bob's turn came
+    clock.advance(seconds=1)
+    other = await memory.submit(turn(bob, "Remember that I live in Oslo"))
+    waited = 0
+    while (await w.run_once()).id != other.id:
+        waited += 1
+        clock.advance(seconds=1)
+    assert waited == 0  # bob's turn is the next one learnt from, not the 150th
+    assert texts(await memory.list(bob)) == ["I live in Oslo"]
+    # and after bob's, alice's backlog goes on in the order she queued it
+    assert "my locker 1 is" in (await memory.store.job_messages(await w.run_once()))[0].content
+
+
+async def test_a_person_past_the_queue_limit_is_refused_and_nothing_is_stored(memory, alice, bob, clock):
+    memory.settings.jobs.max_queued_per_user = 3
+    queued = [
+        await memory.submit(turn(alice, f"Remember that my locker {i} is blue", conversation_id="c"))
+        for i in range(3)
+    ]
+    held = await memory.store.conversation_messages(alice.user_id, "c")
+    with pytest.raises(QueueFull, match="3 of your turns are waiting"):
+        await memory.submit(turn(alice, "Remember that my locker 9 is green", conversation_id="c"))
+    assert await memory.store.conversation_messages(alice.user_id, "c") == held
+    assert await memory.queue_full(alice.user_id) and not await memory.queue_full(bob.user_id)
+    # another person is not held back by alice's queue, and automation is never queued
+    assert (await memory.submit(turn(bob, "Remember that I live in Oslo"))).status == JobStatus.PENDING
+    assert await memory.submit(turn(alice, "Remember that I am root", automation=True)) is None
+    # once the worker has learnt from one, there is room for one more
+    assert (await worker(memory, clock).run_once()).id == queued[0].id
+    assert not await memory.queue_full(alice.user_id)
+    await memory.submit(turn(alice, "Remember that my locker 9 is green", conversation_id="c"))
+    assert await memory.queue_full(alice.user_id)
+
+
+async def test_turns_sent_at_once_at_the_queue_limit_pass_one_by_one(memory, alice):
+    memory.settings.jobs.max_queued_per_user = 4
+    for i in range(3):
+        await memory.submit(turn(alice, f"Remember that my locker {i} is blue"))
+    sent = await asyncio.gather(
+        *(memory.submit(turn(alice, f"Remember that my shelf {i} is red")) for i in range(6)),
+        return_exceptions=True,
+    )
+    assert sum(isinstance(s, QueueFull) for s in sent) == 5
+    assert [s.status for s in sent if not isinstance(s, BaseException)] == [JobStatus.PENDING]
+    assert await memory.store.queued_turns(alice.user_id) == 4

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from mnemo.batch import export
 from mnemo.batch.transfer import Format, import_file
 from mnemo.domain import Category, Fact, InvalidInput, Scope, SourceKind, Status
 from mnemo.memory import Memory
@@ -170,6 +171,31 @@ async def test_secrets_in_mem0_memories_and_metadata_pass_the_gate(memory, tmp_p
     assert facts["I like jazz"].source.to_json()["origin"]["details"]["metadata"] == {"token": "[credential]"}
     again = await import_file(into(memory), path, user="local")
     assert (again.facts_added, again.facts_present, again.blocked) == (0, 2, 1)
+
+
+async def test_a_secret_in_a_mem0_or_khoj_id_is_not_stored_in_clear(memory, tmp_path):
+    """A record's id goes to the fact's origin: through the gate, as the details do (a card's
+    last four digits stay, as in any masked text)."""
+    key, card = "AKIAIOSFODNN7EXAMPLE", "4111 1111 1111 1111"
+    token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+    records = [_mem0("I like figs", id=key), _mem0("I like tea", id=f"card {card}")]
+    path = _json(tmp_path / "ids.json", records)
+    await import_file(into(memory), path, user="local")
+    khoj = _json(tmp_path / "khoj.json", [{"id": f"note {token}", "raw": "I like jazz"}])
+    await import_file(into(memory), khoj, user="alex", fmt=Format.KHOJ)
+    alex = await memory.accounts.find_user("alex")
+    facts = await _facts(memory, "alex")
+    assert {t: f.source.origin.id for t, f in facts.items()} == {
+        "I like figs": "[credential]",
+        "I like tea": "card [card ending 1111]",
+        "I like jazz": "note [credential]",
+    }
+    stored = json.dumps([r async for r in export.records(memory, memory.accounts, alex)], default=str)
+    for secret in (key, card, card.replace(" ", ""), token):
+        assert secret not in stored
+    database = getattr(memory.store, "path", None)  # SQLite: the database file, its -wal and -shm
+    for file in Path(database).parent.glob(Path(database).name + "*") if database else ():
+        assert key.encode() not in file.read_bytes() and token.encode() not in file.read_bytes()
 
 
 @pytest.mark.parametrize("policy", ["auto", "review", "guarded"])

@@ -59,6 +59,43 @@ async def old_user(store, name: str) -> str:
     return user_id
 
 
+async def old_turn(store, user_id: str, conversation_id: str, said: str, at: datetime = AT) -> str:
+    """A turn queued as an older version queued one: its conversation, message and job rows of
+    the columns every version has had (today's store writes columns that came later: migration
+    21's user_claimed_at, 22's words of a message); the job's id."""
+    from mnemo.store.rows import ts
+    from mnemo.store.sqlite import SQLiteStore
+    from tests.helpers import raw_sql
+
+    job_id, message_id = new_id(), new_id()
+    when = ts(at) if isinstance(store, SQLiteStore) else at.isoformat()  # as each store writes times
+    values = (
+        job_id,
+        user_id,
+        conversation_id,
+        json.dumps([message_id]),
+        when,
+        message_id,
+        said.replace("'", "''"),
+    )
+    await raw_sql(
+        store,
+        "INSERT INTO conversations (id, user_id, created_at) VALUES ('{2}', '{1}', '{4}')"
+        " ON CONFLICT (user_id, id) DO NOTHING".format(*values),
+    )
+    await raw_sql(
+        store,
+        "INSERT INTO messages (id, conversation_id, user_id, role, content, created_at)"
+        " VALUES ('{5}', '{2}', '{1}', 'user', '{6}', '{4}')".format(*values),
+    )
+    await raw_sql(
+        store,
+        "INSERT INTO jobs (id, user_id, conversation_id, message_ids, turn_at, status, next_attempt_at,"
+        " created_at) VALUES ('{0}', '{1}', '{2}', '{3}', '{4}', 'pending', '{4}', '{4}')".format(*values),
+    )
+    return job_id
+
+
 def new_fact(fact_id: str, text: str, **changes) -> Fact:
     changes = {"embedding_model": "minilm", **changes}
     return Fact(
@@ -195,6 +232,8 @@ async def check_upgraded(memory, guessable: set[str]) -> None:
     facts = {f.id: f for f in await memory.list(Scope(ALICE, all_agents=True), statuses=None)}
     assert facts[LISBON].valid_from == SINCE
     assert [h.fact.text for h in await memory.recall("where do I live", Scope(ALICE))] == ["I live in Lisbon"]
+    # the words of the messages already there are indexed: an erasure finds the messages
+    assert [t for _, _, t in await memory.store.messages_saying(ALICE, ["LISBON"])] == ["I live in Lisbon"]
     # the conversation id alice chose first is bob's to use as well
     job = await memory.submit(
         Turn.of(Scope(BOB), ("user", "I live in Oslo"), ("assistant", "Noted."), conversation_id=CONVERSATION)

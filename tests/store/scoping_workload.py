@@ -163,6 +163,7 @@ async def workload(url: str, embedder: Any, llm: ScriptedOpenAI, data_dir: Path,
         job = await memory.submit(_turn(me, "Remember that I am allergic to peanuts", conversation_id="c2"))
         messages = [Message("user", "Remember that I am root")]
         await store.enqueue_turn(me, "c3", messages, clock.now, automation=True)
+        assert not await memory.queue_full(me.user_id)  # the turns waiting, counted
         # the sensitive-data gate's notices: a masked message, a refused memory
         masked = [Message("user", "My card is [card ending 4242]")]
         notice = GateNotice("message", Sensitive.CARD, GateAction.REDACT, 1, "c5")
@@ -266,6 +267,10 @@ async def workload(url: str, embedder: Any, llm: ScriptedOpenAI, data_dir: Path,
         again = dataclasses.replace(mark, run_id="run-2", replaces="run-1")
         await store.commit(alice.id, [], clock.now, mark=again)
         assert [m.run_id for m in await store.backfill_marks(alice.id, ["c1", "c2"])] == ["run-2"]
+        # what a window leaves out: the user messages before it that no run learnt from
+        openers = sum(m.role == "user" for messages in said.values() for m, _ in messages)
+        _, left, oldest = await store.unlearnt_before(alice.id, clock.now + timedelta(days=1))
+        assert left == openers - 1 and oldest is not None  # c1's opener is learnt
 
         # erasure: a memory with the message it came from, a conversation, the receipts, the
         # person writing an erased text again; and an agent's deletion (its facts are retracted)
@@ -279,6 +284,7 @@ async def workload(url: str, embedder: Any, llm: ScriptedOpenAI, data_dir: Path,
         assert kayak.id not in {r.fact_id async for _, r in memory.recall_log(alice.id)}
         await memory.add(me, "I own a blue kayak")  # written again by the person: learnt again
         assert (await memory.verify_audit(alice.id)).ok
+        await memory.about(bob.id, "♟")  # no word to look up: every message is read, a page a trip
         facts, said = await memory.about(bob.id, "chess")
         await memory.erase_selection(bob.id, [f.id for f in facts], [m for _, m, _ in said])
         await memory.erase_everything(bob.id)  # and his API keys with it

@@ -12,7 +12,7 @@ from mnemo.settings import HealthSettings
 from mnemo.store import postgres as postgres_module
 from mnemo.store import sqlite as sqlite_module
 from tests.helpers import unmigrate
-from tests.store.legacy import old_user
+from tests.store.legacy import old_turn, old_user
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -63,7 +63,7 @@ async def test_a_version_10_database_gains_the_listing_and_the_heartbeats(
     old = make_store()
     await old.open()
     bob, amy = await old_user(old, "bob"), await old_user(old, "amy")
-    await old.enqueue_turn(Scope(bob), "c", [Message("user", "hi")], T0)
+    await old_turn(old, bob, "c", "hi", T0)
     await old.close()
     monkeypatch.undo()
 

@@ -5,14 +5,15 @@ model queues every user's waiting ones again."""
 from __future__ import annotations
 
 from datetime import timedelta
+from types import SimpleNamespace
 
-from mnemo.domain import JobStatus, Message, Scope
+from mnemo.domain import JobStatus, Scope
 from mnemo.memory import Memory
 from mnemo.store import postgres as postgres_module
 from mnemo.store import sqlite as sqlite_module
 from mnemo.store.sqlite import SQLiteStore
 from tests.helpers import raw_sql, unmigrate
-from tests.store.legacy import old_user
+from tests.store.legacy import old_turn, old_user
 
 
 async def test_a_version_10_databases_jobs_read_back_and_skipped_ones_are_skipped(
@@ -28,11 +29,12 @@ async def test_a_version_10_databases_jobs_read_back_and_skipped_ones_are_skippe
     await old.open()
     assert (await old.store.schema_versions())[-1] == 10
     alice, bob = Scope(await old_user(old.store, "alice")), Scope(await old_user(old.store, "bob"))
-    said = [Message("user", "Remember that I live in Lisbon")]
+    said = "Remember that I live in Lisbon"
     skipped, automation, done, pending = [
-        await old.store.enqueue_turn(alice, f"c{i}", said, clock.now) for i in range(4)
+        SimpleNamespace(id=await old_turn(old.store, alice.user_id, f"c{i}", said, clock.now))
+        for i in range(4)
     ]
-    theirs = await old.store.enqueue_turn(bob, "c9", said, clock.now)
+    theirs = SimpleNamespace(id=await old_turn(old.store, bob.user_id, "c9", said, clock.now))
     results = {
         skipped.id: '{"skipped": "its agent was deleted", "problems": [], "events": 0}',
         automation.id: '{"skipped": "automation turns never write memory", "problems": [], "events": 0}',

@@ -25,13 +25,13 @@ from mnemo.domain import (
     Claim,
     Fact,
     JobStatus,
-    Message,
     Scope,
     new_id,
 )
+from mnemo.store.rows import ts
 from mnemo.store.sqlite import SQLiteStore
 from tests.helpers import raw_sql, texts
-from tests.store.legacy import AT, new_fact, old_user
+from tests.store.legacy import AT, new_fact, old_turn, old_user
 
 OLDER_MODEL = "older-model"  # a second model's vectors, as `mnemo reindex` leaves them beside
 LISBON, KAYAK, PIN, MISO = "I live in Lisbon", "I own a red kayak", "My bank PIN is 4426", "I make miso soup"
@@ -84,10 +84,20 @@ async def _write_vector(store, fact: Fact, rowid: int, model: str, vector: np.nd
 
 
 async def _claim(store, worker: str, lease: timedelta) -> str:
-    """Claim the next job as version 9's store did: on PostgreSQL, its mnemo_claim_job (today's
-    store claims through functions that migration 18 made)."""
+    """Claim the next job as version 9's store did: on SQLite, its statement; on PostgreSQL,
+    its mnemo_claim_job (today's store claims through functions that migration 18 made)."""
     if isinstance(store, SQLiteStore):
-        return (await store.claim_job(worker, datetime.now(UTC), lease)).id
+        [(job_id, user_id)] = await raw_sql(
+            store,
+            "SELECT id, user_id FROM jobs WHERE status = 'pending' ORDER BY next_attempt_at, id LIMIT 1",
+        )
+        until = ts(datetime.now(UTC) + lease)
+        await raw_sql(
+            store,
+            f"UPDATE jobs SET status = 'claimed', claimed_by = '{worker}', lease_until = '{until}',"
+            f" attempts = attempts + 1 WHERE user_id = '{user_id}' AND id = '{job_id}'",
+        )
+        return job_id
     seconds = int(lease.total_seconds())
     [(job_id,)] = await raw_sql(
         store,
@@ -118,13 +128,13 @@ async def fill(store, embedder) -> Filled:
 
     # the queue: bob's first turn learnt from, his second held by a worker, alice's waiting
     lease = timedelta(minutes=5)
-    done = await store.enqueue_turn(Scope(bob), "c1", [Message("user", "I like coffee")], AT)
-    assert await _claim(store, "w9", lease) == done.id
-    await store.commit(bob, [], AT, finish=(Claim(done.id, "w9"), {}))
-    claimed = await store.enqueue_turn(Scope(bob), "c1", [Message("user", "I like tea too")], AT)
-    assert await _claim(store, "w9", lease) == claimed.id
-    pending = await store.enqueue_turn(Scope(alice), "c1", [Message("user", "I have a cat")], AT)
-    return Filled(alice, bob, {f.text: f.id for f in made}, rowids, token, done.id, claimed.id, pending.id)
+    done = await old_turn(store, bob, "c1", "I like coffee")
+    assert await _claim(store, "w9", lease) == done
+    await store.commit(bob, [], AT, finish=(Claim(done, "w9"), {}))
+    claimed = await old_turn(store, bob, "c1", "I like tea too")
+    assert await _claim(store, "w9", lease) == claimed
+    pending = await old_turn(store, alice, "c1", "I have a cat")
+    return Filled(alice, bob, {f.text: f.id for f in made}, rowids, token, done, claimed, pending)
 
 
 async def check_upgraded(memory, filled: Filled) -> None:

@@ -175,3 +175,31 @@ def test_try_it_says_what_memory_learnt_once_learning_settles(signed_in: Page, a
     )
     # a turn id that is not this person's says nothing and is not found
     assert page.request.get(f"/try/turns/{new_id()}").status == 404
+
+
+def test_a_turn_shows_what_the_models_reply_dropped_and_why_never_the_text(server, api, llm):
+    """Plain HTTP (no browser): a fact in a category mnemo does not know is learnt as other; an
+    item with no text, or that is not an object, is named with its reason, never its words."""
+    llm.reply_json(
+        {
+            "facts": [
+                {"text": "I see a physiotherapist every week", "category": "health", "message": 1},
+                {"category": "health", "confidence": 1},
+                "My grandmother's ring is under the floorboard",
+            ]
+        }
+    )
+    turn = settled(api, submit(api, "Physio every week, and the ring."), "learnt")
+    assert turn["dropped"] == {"no text": 1, "not an object": 1}
+    [fact] = ok(api.get("/v1/memories"))["items"]
+    assert fact["text"] == "I see a physiotherapist every week" and fact["category"] == "other"
+    assert turn["facts"]["created"] == [fact["id"]]
+    with httpx2.Client(base_url=server.base_url, follow_redirects=True, timeout=30) as client:
+        signed = client.post("/signin", data={"key": server.token})
+        assert signed.status_code == 200, signed.text
+        activity = client.get("/activity")
+    assert activity.status_code == 200
+    row = activity.text.split(f'id="turn-{turn["id"]}"', 1)[1].split("</li>", 1)[0]
+    assert "Not kept from the chat model&#39;s reply: no text (1), not an object (1)." in row
+    assert "I see a physiotherapist every week" in row and "Nothing new to remember" not in row
+    assert "grandmother" not in activity.text and "floorboard" not in activity.text

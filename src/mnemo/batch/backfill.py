@@ -52,6 +52,7 @@ from ..domain import (
     Scope,
     Status,
     User,
+    as_utc,
     new_id,
     parse_time,
     shift,
@@ -120,6 +121,8 @@ class UserReport:
     forgotten: int = 0  # facts the model found that the person had erased: dropped
     problems: list[str] = field(default_factory=list)
     skipped: str | None = None  # why the whole user was left out
+    # what the window left out: user messages said before it that no run learnt from
+    outside: tuple[int, int, datetime | None] = (0, 0, None)  # conversations, messages, the oldest
 
     def tally(self, action: Action, status: str | None, text: str | None) -> None:
         if action == Action.CREATE and status == Status.CANDIDATE:
@@ -150,7 +153,16 @@ class UserReport:
             "forgotten": self.forgotten,
             "samples": self.samples,
             "problems": self.problems[:50],
+            "outside_window": _outside_json(*self.outside),
         }
+
+
+def _outside_json(conversations: int, messages: int, oldest: datetime | None) -> dict[str, Any]:
+    return {
+        "conversations": conversations,
+        "user_messages": messages,
+        "oldest": oldest.isoformat() if oldest else None,
+    }
 
 
 @dataclass
@@ -185,6 +197,16 @@ class Report:
         out.update({k: sum(u.counts[k] for u in self.users) for k in KINDS})
         return out
 
+    @property
+    def outside(self) -> tuple[int, int, datetime | None]:
+        """What the window left out, over every user: conversations, user messages, the oldest."""
+        oldest = [u.outside[2] for u in self.users if u.outside[2] is not None]
+        return (
+            sum(u.outside[0] for u in self.users),
+            sum(u.outside[1] for u in self.users),
+            min(oldest) if oldest else None,
+        )
+
     def to_json(self) -> dict[str, Any]:
         return {
             "mode": "apply" if self.applied else "dry-run",
@@ -194,6 +216,7 @@ class Report:
             "complete": self.stopped is None,
             "stopped": self.stopped.to_json() if self.stopped else None,
             "totals": self.totals,
+            "outside_window": _outside_json(*self.outside),
             "users": [u.to_json() for u in self.users],
         }
 
@@ -266,18 +289,21 @@ class Backfill:
         *,
         users: list[str] | None = None,
         lookback_days: float | None = 7,
+        since: datetime | None = None,
         force: bool = False,
         batch_size: int = 10,
     ) -> Run:
+        """A run over the messages of the last `lookback_days`, or, given `since`, of those said
+        at or after it (then `lookback_days` is not read)."""
         if batch_size < 1:
             raise InvalidInput("the batch size is at least 1")
-        if lookback_days is not None and lookback_days <= 0:
+        if since is None and lookback_days is not None and lookback_days <= 0:
             raise InvalidInput("the lookback is more than 0 days")
         now = self.clock()
-        # more days than the calendar holds reach back to its start
-        since = (
-            shift(now, -timedelta(days=min(lookback_days, 4_000_000))) if lookback_days is not None else None
-        )
+        if since is not None:
+            since = as_utc(since)
+        elif lookback_days is not None:  # more days than the calendar holds reach back to its start
+            since = shift(now, -timedelta(days=min(lookback_days, 4_000_000)))
         return Run(new_id(), now, since, users, force, batch_size)
 
     async def interrupted_run(self) -> Run:
@@ -325,6 +351,8 @@ class Backfill:
                 ureport.skipped = "memory is off for this user"
                 self.progress(user.name, len(conversations))
                 continue
+            if run.since is not None:
+                ureport.outside = await self.store.unlearnt_before(user.id, run.since)
             live_agents = {a.id for a in await self.accounts.agents(user.id)}
             for start in range(0, len(conversations), run.batch_size):
                 batch = conversations[start : start + run.batch_size]

@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from ..accounts import Accounts
-from ..domain import FACT_KINDS, Claim, Conflict, FailReason, Job, next_utc_midnight, utcnow
+from ..domain import FACT_KINDS, Claim, Conflict, FailReason, Job, dropped_words, next_utc_midnight, utcnow
 from ..observe import QUIET, Observer
 from ..providers.base import ModelError, ModelUnavailable
 from ..store.base import FactStore, JobQueue
@@ -214,7 +214,8 @@ class Worker:
 
 
 def _log_finished(job: Job, report: WriteReport) -> None:
-    """One line per finished turn: counts and fact ids, never a word of what was said."""
+    """One line per finished turn: counts and fact ids, and what was dropped and why, never a
+    word of what was said."""
     if report.skipped is not None:
         log.info("turn %s skipped: %s", job.id, report.summary()["skip_reason"])
         return
@@ -222,4 +223,6 @@ def _log_finished(job: Job, report: WriteReport) -> None:
     counts = ", ".join(f"{kind} {len(facts.get(kind, ()))}" for kind in FACT_KINDS)
     ids = ",".join(i for kind in FACT_KINDS for i in facts.get(kind, ()))
     state = "waiting for a chat model" if report.waiting_for_model else "learnt"
-    log.info("turn %s %s: %s [%s]", job.id, state, counts, ids)
+    # what the model proposed that was not kept: how many, and why (the reasons quote nothing)
+    more = f"; dropped {dropped_words(report.dropped)}" if report.dropped else ""
+    log.info("turn %s %s: %s [%s]%s", job.id, state, counts, ids, more)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime
 from typing import Annotated, Any
 
 import typer
@@ -13,10 +14,11 @@ from rich.text import Text
 
 from ..batch.backfill import KINDS, Backfill, DeleteReport, NoModel, Report, Stop
 from ..build import Core
+from ..domain import as_utc
 from . import output
 from .interrupt import two_step_interrupt
 from .options import Json
-from .runtime import BAD_INPUT, Options, run_core
+from .runtime import chosen_users, parse_when, run_core, shown_command, usage
 
 app = typer.Typer()
 
@@ -43,6 +45,16 @@ def backfill(
             metavar="N",
             help="Learn from messages said in the last N days (default 7). With --delete: take back only"
             " what was learnt from messages of the last N days (default: everything backfill learnt).",
+        ),
+    ] = None,
+    since: Annotated[
+        datetime | None,
+        typer.Option(
+            "--since",
+            parser=parse_when,
+            metavar="DATE",
+            help="Instead of --lookback-days: from messages said at or after DATE (ISO date or"
+            " date-time, naive = UTC), however long ago (an import's closing line gives it).",
         ),
     ] = None,
     batch_size: Annotated[
@@ -78,6 +90,11 @@ def backfill(
     would change) but writes nothing; each turn is compared with memory as it
     is now, so a fact stated in two turns counts twice there.
 
+    The window is the last --lookback-days (7), or from --since DATE. When it
+    leaves out user messages no run learnt from (an imported export is older
+    than a week), the report says how many, in how many conversations, and the
+    command whose --since reaches back to the oldest.
+
     It needs a chat model (MNEMO_LLM_BASE_URL, MNEMO_LLM_MODEL): without one it
     refuses, rather than learn only explicit requests and mark the conversations
     as done.
@@ -95,24 +112,20 @@ def backfill(
     fact a person has edited, pinned or approved since is kept. Dry run unless
     --apply. It does not reset the progress: learn again with --force.
     """
-    names = [n.strip() for n in users.split(",") if n.strip()] if users is not None else None
-    if users is not None and not names:
-        raise _usage("--users names no user")
-    chosen = ctx.find_object(Options)
-    if chosen is not None and chosen.user is not None:  # `mnemo --user NAME backfill`: that person
-        if names is not None and names != [chosen.user]:
-            raise _usage("give --user or --users, not both")
-        names = [chosen.user]
-    if resume and (names is not None or lookback_days is not None or force or batch_size is not None):
-        raise _usage(
-            "--resume continues the interrupted run as it was: give no --users, --lookback-days,"
-            " --batch-size or --force with it"
+    names = chosen_users(ctx, users)  # `mnemo --user NAME backfill`: that person
+    window = lookback_days is not None or since is not None
+    if resume and (names is not None or window or force or batch_size is not None):
+        usage(
+            "--resume continues the interrupted run as it was: give no --user, --users, --lookback-days,"
+            " --since, --batch-size or --force with it"
         )
+    if lookback_days is not None and since is not None:
+        usage("give --lookback-days or --since, not both")
     if delete and (resume or force or batch_size is not None):
-        raise _usage("--delete takes --users, --lookback-days and --apply only")
+        usage("--delete takes --users, --lookback-days or --since, and --apply only")
 
     if delete:
-        _delete(ctx, names, lookback_days, apply, json)
+        _delete(ctx, names, lookback_days, since, apply, json)
         return
 
     async def work(core: Core) -> tuple[Backfill, Report]:
@@ -142,6 +155,7 @@ def backfill(
                 run = await job.new_run(
                     users=names,
                     lookback_days=lookback_days if lookback_days is not None else 7,
+                    since=since,
                     force=force,
                     batch_size=batch_size or 10,
                 )
@@ -161,22 +175,45 @@ def backfill(
             return job, report
 
     _, report = run_core(ctx, work)
+    widen = _widen(ctx, report)
     if json:
-        output.emit_json(report.to_json())
+        found = report.to_json()
+        found["outside_window"]["widen"] = widen
+        output.emit_json(found)
     else:
-        _show(report)
+        _show(report, widen)
     if report.stopped is not None:
         if not json:
             _say_where(report)
         raise typer.Exit(INTERRUPTED if report.stopped.interrupted else 1)
 
 
-def _usage(message: str) -> typer.Exit:
-    output.error(message[0].upper() + message[1:] + ".")
-    return typer.Exit(BAD_INPUT)
+def _widen(ctx: typer.Context, report: Report) -> str | None:
+    """The command that runs again from the oldest message the window left out (None: it left
+    none out): the same users, --force and --apply, with --since that message's day."""
+    oldest = report.outside[2]
+    if oldest is None:
+        return None
+    return learn_command(ctx, report.run.users, oldest, force=report.run.force, apply=report.applied)
 
 
-def _show(report: Report) -> None:
+def learn_command(
+    ctx: typer.Context, users: list[str] | None, oldest: datetime, *, force: bool = False, apply: bool = False
+) -> str:
+    """`mnemo backfill` for these users (None: everyone) over the messages said since `oldest`'s
+    day (UTC), for a person to copy."""
+    args = ["backfill", "--since", as_utc(oldest).date().isoformat()]
+    if users is not None and len(users) > 1:
+        args[1:1] = ["--users", ",".join(users)]
+    args += [*(["--force"] if force else []), *(["--apply"] if apply else [])]
+    return shown_command(ctx, *args, user=users[0] if users is not None and len(users) == 1 else None)
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _show(report: Report, widen: str | None) -> None:
     table = Table(title="Backfill" + ("" if report.applied else " (dry run: nothing written)"))
     table.add_column("user", no_wrap=True)
     for name in ("conversations", "learnt", "done before", "turns", *KINDS):
@@ -196,6 +233,15 @@ def _show(report: Report) -> None:
             output.say(Text.assemble((f"{u.user}: ", "dim"), text))
         if u.problems:
             output.error(f"{u.user}: {len(u.problems)} problem(s), e.g. {u.problems[0]}")
+    conversations, messages, oldest = report.outside
+    if oldest is not None and report.run.since is not None:
+        output.say(
+            f"Left out: {_plural(conversations, 'conversation')} with {_plural(messages, 'user message')}"
+            f" said before the window (since {report.run.since:%Y-%m-%d %H:%M} UTC) and not learnt yet,"
+            f" the oldest on {as_utc(oldest):%Y-%m-%d}. To learn from them too:",
+            "yellow",
+        )
+        typer.echo(f"  {widen}")  # unwrapped, to copy
     if report.stopped is None:
         if report.applied:
             output.say(f"Done (run {report.run.id}).", "green")
@@ -217,14 +263,19 @@ def _say_where(report: Report) -> None:
 
 
 def _delete(
-    ctx: typer.Context, names: list[str] | None, lookback_days: int | None, apply: bool, json: bool
+    ctx: typer.Context,
+    names: list[str] | None,
+    lookback_days: int | None,
+    since: datetime | None,
+    apply: bool,
+    json: bool,
 ) -> None:
     async def work(core: Core) -> DeleteReport:
         job = core.backfill()
-        since = None
-        if lookback_days is not None:
-            since = (await job.new_run(lookback_days=lookback_days)).since
-        return await job.delete(names, since, apply=apply)
+        start = None
+        if lookback_days is not None or since is not None:
+            start = (await job.new_run(lookback_days=lookback_days, since=since)).since
+        return await job.delete(names, start, apply=apply)
 
     report = run_core(ctx, work)
     if json:

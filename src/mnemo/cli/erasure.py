@@ -14,7 +14,7 @@ from ..domain import Receipt
 from . import output
 from .admin import audit
 from .options import Json
-from .runtime import CliFailure, Session, run
+from .runtime import CliFailure, Session, global_user, run
 
 erase = typer.Typer(
     help="Erase for good, with a signed receipt (a memory: mnemo purge).", no_args_is_help=True
@@ -197,8 +197,10 @@ def audit_verify_receipt(
         output.error(f"{file} is not JSON: {exc}")
         raise typer.Exit(1) from None
 
+    chosen = global_user(ctx)  # `mnemo --user NAME audit verify-receipt`: a receipt of NAME's
+
     async def work(s: Session) -> list[str]:
-        return await s.memory.check_receipt(document)
+        return await s.memory.check_receipt(document, s.user.id if chosen is not None else None)
 
     problems = run(ctx, work, resolve_agent=False)
     if json:

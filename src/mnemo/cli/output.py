@@ -291,12 +291,16 @@ def minute(value: datetime | None) -> str:
 
 
 def turns_table(turns: Sequence[StoredTurn]) -> Table:
-    """Stored turns: state, reason, and how many facts of each kind each one touched."""
+    """Stored turns: state, reason, and how many facts of each kind each one touched (and how
+    many items of the model's reply it dropped)."""
     table = _table()
     for column in ("id", "stored", "state", "reason", "learnt"):
         table.add_column(column, overflow="fold")
     for t in turns:
-        learnt = ", ".join(f"{kind} {len(t.facts[kind])}" for kind in FACT_KINDS if t.facts[kind])
+        learnt = ", ".join(
+            [f"{kind} {len(t.facts[kind])}" for kind in FACT_KINDS if t.facts[kind]]
+            + ([f"dropped {sum(t.dropped.values())}"] if t.dropped else [])
+        )
         table.add_row(t.id, _minute(t.created_at), turn_state(t), t.reason or "", learnt or "—")
     return table
 

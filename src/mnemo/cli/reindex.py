@@ -16,7 +16,7 @@ from ..build import Core
 from . import output
 from .interrupt import two_step_interrupt
 from .options import Json
-from .runtime import BAD_INPUT, run_core
+from .runtime import chosen_users, run_core
 
 app = typer.Typer()
 
@@ -29,7 +29,10 @@ def reindex(
     users: Annotated[
         str | None,
         typer.Option(
-            "--users", metavar="NAMES", help="Comma-separated user names (default: everyone with facts)."
+            "--users",
+            metavar="NAMES",
+            help="Comma-separated user names (default: the global --user if given, else everyone"
+            " with facts).",
         ),
     ] = None,
     batch_size: Annotated[
@@ -60,10 +63,7 @@ def reindex(
     batch in hand, exit 130), a failing model or a crash, running again carries
     on with the facts still without a vector; with none left it does nothing.
     """
-    names = [n.strip() for n in users.split(",") if n.strip()] if users is not None else None
-    if users is not None and not names:
-        output.error("--users names no user.")
-        raise typer.Exit(BAD_INPUT)
+    names = chosen_users(ctx, users)  # `mnemo --user NAME reindex`: that person's facts
 
     async def work(core: Core) -> Report:
         progress = Progress(

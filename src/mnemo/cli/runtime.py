@@ -9,6 +9,7 @@ code instead of a traceback.
 from __future__ import annotations
 
 import asyncio
+import shlex
 import tomllib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -86,6 +87,60 @@ class Session:
     @property
     def agent_names(self) -> dict[str, str]:
         return {a.id: a.name for a in self.agents}
+
+
+def usage(message: str) -> NoReturn:
+    """A request that cannot be applied as given: say why and exit 2."""
+    _fail(message[0].upper() + message[1:] + ("" if message.endswith(".") else "."), BAD_INPUT)
+
+
+def chosen_users(ctx: typer.Context, users: str | None) -> list[str] | None:
+    """Whom a command over many users (--users NAMES) is for: those names, or the person the
+    global --user names (`mnemo --user bob backfill`), or everyone (None). A usage error when
+    --users names no one, or other people than --user."""
+    names = [n.strip() for n in users.split(",") if n.strip()] if users is not None else None
+    if users is not None and not names:
+        usage("--users names no user")
+    chosen = global_user(ctx)
+    if chosen is None:
+        return names
+    if names is not None and names != [chosen]:
+        usage("give --user or --users, not both")
+    return [chosen]
+
+
+def one_user(ctx: typer.Context, given: str | None, what: str) -> str:
+    """The user a command names itself (`what`: its option or argument), else the one the
+    global --user names; a usage error when both are given and differ, or neither is."""
+    chosen = global_user(ctx)
+    if given is not None and chosen is not None and given != chosen:
+        usage(f"give --user or {what}, not both")
+    name = given if given is not None else chosen
+    if name is None:
+        usage(f"give {what} NAME (or mnemo --user NAME …)")
+    return name
+
+
+def no_user(ctx: typer.Context, why: str) -> None:
+    """A command that acts for every user: the global --user is a usage error, not ignored."""
+    if global_user(ctx) is not None:
+        usage(f"--user does not apply: {why}")
+
+
+def global_user(ctx: typer.Context) -> str | None:
+    """The name the global --user gave (None: not given; MNEMO_USER is a setting, not this)."""
+    options = ctx.find_object(Options)
+    return options.user if options is not None else None
+
+
+def shown_command(ctx: typer.Context, *args: str, user: str | None = None) -> str:
+    """The `mnemo` command line that runs `args` where this command ran (with its --data-dir
+    and --config) for `user`, quoted for a shell: for a person to copy."""
+    options = ctx.find_object(Options) or Options()
+    head = [*(["--data-dir", str(options.data_dir)] if options.data_dir else [])]
+    head += [*(["--config", str(options.config)] if options.config else [])]
+    head += [*(["--user", user] if user is not None else [])]
+    return shlex.join(["mnemo", *head, *args])
 
 
 # -- settings and the database file ---------------------------------------------

@@ -16,7 +16,7 @@ from ..settings import Settings
 from ..store.private_files import private_directory
 from . import keys, output, usage
 from .options import Json
-from .runtime import BAD_INPUT, FAILED, CliFailure, Options, guarded, run_core
+from .runtime import BAD_INPUT, FAILED, CliFailure, Options, guarded, no_user, one_user, run_core
 
 app = typer.Typer()
 users = typer.Typer(help="The people this mnemo server keeps memories for.", no_args_is_help=True)
@@ -88,6 +88,7 @@ def worker_command(
     Run the server with --no-worker (or MNEMO_WORKER=false) to leave all the work
     to workers; several may run at once. A job in hand at shutdown is given back.
     """
+    no_user(ctx, "a worker learns from every user's queued turns")
 
     async def work(core: Core) -> int | None:
         worker = core.worker()
@@ -132,6 +133,7 @@ def users_create(
     json: Json = False,
 ) -> None:
     """Create a user and print its first API key (shown this once)."""
+    one_user(ctx, name, "NAME")  # the global --user, if given, names the same person
 
     async def work(core: Core):
         try:
@@ -149,13 +151,15 @@ def users_create(
 
 @users.command("list")
 def users_list(ctx: typer.Context, json: Json = False) -> None:
-    """Everyone: name, id, when made, how many live keys, whether memory is on."""
+    """Everyone (or the global --user alone): name, id, when made, how many live keys, whether
+    memory is on."""
     keys.list_users(ctx, json)
 
 
 @users.command("usage")
 def users_usage(ctx: typer.Context, json: Json = False) -> None:
-    """Everyone's tokens spent learning: today, the last 30 UTC days, the budget, what is left."""
+    """Everyone's (or the global --user's) tokens spent learning: today, the last 30 UTC days,
+    the budget, what is left."""
     usage.usage_list(ctx, json)
 
 

@@ -19,6 +19,7 @@ from ..batch.transfer import CONVERSATION_FORMATS, FACT_FORMATS, Format, ImportR
 from ..build import Core
 from ..domain import Conflict
 from . import output
+from .backfill import learn_command
 from .options import Json
 from .runtime import CliFailure, Options, Session, run, run_core
 
@@ -154,15 +155,18 @@ def import_(
                 raise CliFailure(f"Cannot import {file}: {exc}") from exc
 
     report = run_core(ctx, work, needs_db=False)
+    learn = None
+    if report.format in CONVERSATION_FORMATS and report.said_from is not None and not report.dry_run:
+        learn = learn_command(ctx, [report.user], report.said_from, apply=True)
     if json:
-        output.emit_json(report.as_json())
+        output.emit_json({**report.as_json(), "backfill_command": learn})
     else:
-        _show(report)
+        _show(report, learn)
     if report.audit_ok is False:
         raise typer.Exit(1)
 
 
-def _show(r: ImportReport) -> None:
+def _show(r: ImportReport, learn: str | None) -> None:
     verb = "Would import" if r.dry_run else "Imported"
     parts = []
     if r.format == "mnemo":
@@ -175,8 +179,12 @@ def _show(r: ImportReport) -> None:
             f" ({r.conversations_present} already here)"
         )
     output.say(Text.assemble((f"{verb} for {r.user}: ", "green"), "; ".join(parts)))
-    if r.format in CONVERSATION_FORMATS and not r.dry_run:
-        output.say("The conversations are stored for `mnemo backfill` to learn from; nothing was learnt yet.")
+    if learn is not None:
+        output.say(
+            "The conversations are stored for `mnemo backfill` to learn from; nothing was learnt yet."
+            " To learn from them:"
+        )
+        typer.echo(f"  {learn}")  # unwrapped, to copy
     if r.blocked:
         output.say(f"{r.blocked} memories were left out: they hold what your sensitive-data gate blocks.")
     if r.held:

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ..domain import FACT_KINDS, StoredTurn, TurnState, known_id
+from ..domain import FACT_KINDS, StoredTurn, TurnState, dropped_words, known_id
 from ..schemas import TurnPublic
 from . import output
 from .options import Json, Limit
@@ -51,7 +51,8 @@ def show(
     turn_id: Annotated[str, typer.Argument(metavar="ID", help="The turn's id (X-Mnemo-Turn).")],
     json: Json = False,
 ) -> None:
-    """One turn: its state, why, and the ids of the facts it touched, by kind."""
+    """One turn: its state, why, the ids of the facts it touched, by kind, and what of the
+    model's reply was dropped, and why."""
 
     async def work(s: Session) -> StoredTurn:
         return await s.memory.turn(s.user.id, known_id(turn_id.strip(), "turn"))
@@ -67,4 +68,6 @@ def show(
         f"attempts  {turn.attempts}",
     ]
     lines += [f"{kind:<9} {', '.join(turn.facts[kind])}" for kind in FACT_KINDS if turn.facts[kind]]
+    if turn.dropped:  # what the model proposed that was not kept, and why (never its text)
+        lines.append(f"dropped   {dropped_words(turn.dropped)}")
     output.stdout().print("\n".join(lines), highlight=False, soft_wrap=True)

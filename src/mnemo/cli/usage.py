@@ -13,14 +13,17 @@ from ..build import Core
 from ..domain import MAX_TOKEN_BUDGET, User
 from ..schemas import MemberUsage, UsagePublic
 from . import output
-from .runtime import BAD_INPUT, run_core
+from .runtime import BAD_INPUT, global_user, one_user, run_core
 
 
 def usage_list(ctx: typer.Context, json: bool) -> None:
-    """`mnemo users usage` (registered with `mnemo users`)."""
+    """`mnemo users usage` (registered with `mnemo users`): everyone, or the global --user alone."""
+    only = global_user(ctx)
 
     async def work(core: Core) -> list[tuple[User, Usage]]:
-        return await core.accounts.all_usage()
+        if only is not None:
+            await core.accounts.existing_user(only)  # an unknown name: said, not an empty list
+        return [(u, usage) for u, usage in await core.accounts.all_usage() if only is None or u.name == only]
 
     found = [MemberUsage.of(user, usage) for user, usage in run_core(ctx, work)]
     if json:
@@ -36,6 +39,7 @@ def usage_budget(ctx: typer.Context, name: str, tokens: int | None, default: boo
     if (tokens is None) == (not default):
         output.error("Give a number of tokens a day, or --default (not both).")
         raise typer.Exit(BAD_INPUT)
+    one_user(ctx, name, "NAME")  # the global --user, if given, names the same person
 
     async def work(core: Core) -> Usage:
         user = await core.accounts.existing_user(name)

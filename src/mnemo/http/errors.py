@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..domain import Conflict, InvalidInput, NotFound, StorageFull
+from ..domain import Conflict, InvalidInput, NotFound, QueueFull, StorageFull
 from ..providers.base import ModelError, ModelUnavailable
 
 
@@ -54,6 +54,10 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(StorageFull)
     async def storage_full(_: Request, exc: StorageFull) -> JSONResponse:
         return _error(507, f"{exc}; free some disk space and try again")
+
+    @app.exception_handler(QueueFull)
+    async def queue_full(_: Request, exc: QueueFull) -> JSONResponse:
+        return _error(429, str(exc), headers={"Retry-After": str(exc.retry_after)})
 
     @app.exception_handler(ModelUnavailable)
     async def unavailable(_: Request, exc: ModelUnavailable) -> JSONResponse:

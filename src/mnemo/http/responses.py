@@ -36,8 +36,9 @@ _WHY = {
     409: "It changed meanwhile (a stale version), the name is taken, or another memory already says this.",
     413: "The request body is over the server's limit.",
     422: "The request is not valid; `problems` says where and why.",
-    429: "A wrong key, after too many failed authentications from this address or for this key id:"
-    " wait `Retry-After` seconds. A right key is never refused.",
+    429: "A wrong key, after too many failed authentications from this address or for this key id"
+    " (a right key is never refused); or, for a turn, too many of the person's turns already wait"
+    " to be learnt from (nothing was stored): wait `Retry-After` seconds.",
     502: "The upstream model failed or could not be reached.",
     503: "No upstream model is configured, or it is unavailable.",
     504: "The upstream model sent nothing in time.",
@@ -47,7 +48,8 @@ _HEADERS = {
     401: {"WWW-Authenticate": {"description": "Bearer", "schema": {"type": "string"}}},
     429: {
         "Retry-After": {
-            "description": "Seconds until a wrong key from this address, or for this key id, gets 401 again.",
+            "description": "Seconds until a wrong key from this address, or for this key id, gets 401"
+            " again; or to wait before sending the turn again.",
             "schema": {"type": "integer", "minimum": 1},
         }
     },

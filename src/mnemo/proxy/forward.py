@@ -16,7 +16,7 @@ from typing import Any
 import httpx2
 
 from ..accounts import Accounts
-from ..domain import RecallVia, StorageFull, User
+from ..domain import QueueFull, RecallVia, StorageFull, User
 from ..memory import Memory
 from ..settings import Settings
 from .prepare import Prepared, prepare
@@ -94,6 +94,16 @@ class Proxy:
                 "upstream_not_configured",
             )
         prepared = await prepare(self.memory, self.accounts, self.settings, user, body, headers, via)
+        if await self.unstored(prepared) is None and await self.memory.queue_full(user.id):
+            # refused before the model is asked: a reply whose turn could not be kept is not sent
+            raise ChatError(
+                429,
+                f"too many of your turns are waiting to be learnt from (the most is"
+                f" {self.settings.jobs.max_queued_per_user}): try again in {QueueFull.retry_after} s",
+                "requests",
+                "learning_queue_full",
+                headers={"Retry-After": str(QueueFull.retry_after)},
+            )
         return Forwarded(prepared, await self.upstream.chat(prepared.body, stream=stream))
 
     async def unstored(self, prepared: Prepared) -> Stored | None:
@@ -117,6 +127,9 @@ class Proxy:
         try:
             # None when memory is off or this is automation
             job = await self.memory.submit(turn, memory_on=prepared.memory_on, gate=prepared.gate)
+        except QueueFull:
+            log.warning("a chat turn of user %s was not stored: too many turns wait", turn.scope.user_id)
+            return Stored(False, "too many turns wait to be learnt from", failed=True)
         except StorageFull:
             log.error(
                 "a chat turn of user %s was not stored: the database's disk is full", turn.scope.user_id

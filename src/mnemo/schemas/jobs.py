@@ -95,6 +95,12 @@ class TurnPublic(BaseModel):
     learn_at: datetime | None = Field(
         description="over_budget: when it will be learnt (the next UTC midnight); otherwise null."
     )
+    dropped: dict[str, int] = Field(
+        default_factory=dict,
+        description="What the chat model proposed that was not kept, by why, and how many: an item"
+        " with no text or that is not an object, one over the per-turn limit, one the sensitive-data"
+        " gate or the review policy refused, words you erased. Never the text itself.",
+    )
 
     @classmethod
     def of(cls, turn: StoredTurn) -> TurnPublic:
@@ -110,4 +116,5 @@ class TurnPublic(BaseModel):
             created_at=turn.created_at,
             finished_at=turn.finished_at,
             learn_at=turn.learn_at,
+            dropped=dict(turn.dropped),
         )

@@ -323,10 +323,15 @@ class JobQueue(Protocol):
         job_id: str | None = None,
         notices: Sequence[GateNotice] = (),
         rewrites: Sequence[tuple[str, str]] = (),
+        max_queued: int = 0,
     ) -> Job:
         """Store the turn's messages and its job (under `job_id`, or a new id) in one transaction,
         with the gate's notices of what it masked in them (and `rewrites` of the conversation's
-        earlier messages, as `save_messages` takes them)."""
+        earlier messages, as `save_messages` takes them). QueueFull, storing nothing, when the
+        person already has `max_queued` turns waiting (0: no limit)."""
+
+    async def queued_turns(self, user_id: str) -> int:
+        """How many of the person's turns wait to be learnt from (queued, in hand, over budget)."""
 
     async def claim_job(self, worker: str, now: datetime, lease: timedelta) -> Job | None: ...
     async def release_job(self, claim: Claim) -> None: ...
@@ -386,6 +391,11 @@ class BackfillStore(Protocol):
     async def conversations_since(self, user_id: str, since: datetime | None) -> list[ConversationRef]:
         """The user's conversations with a message said at or after `since` (None: any),
         oldest first by their first such message."""
+
+    async def unlearnt_before(self, user_id: str, since: datetime) -> tuple[int, int, datetime | None]:
+        """What a window starting at `since` leaves out: the user messages said before it that
+        no backfill learnt from (as `timed_messages` would read them), as (conversations,
+        messages, when the oldest was said)."""
 
     async def timed_messages(
         self, user_id: str, conversation_ids: Sequence[str]

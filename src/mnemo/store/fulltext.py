@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 
+from ..domain import normalise
 from ..language import foreign, stop_words
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -36,3 +37,31 @@ def query_words(text: str) -> list[str]:
 # every term is kept (it is cheap there).
 COMMON_TERM_SHARE = 0.05
 SMALL_STORE = 2000
+
+
+# -- the words of messages: what finds the messages that say a text (an erasure, "erase about") --
+
+PHRASE_WORDS = 32  # a text's first words are enough to narrow the search
+
+
+def message_words(user_id: str, text: str) -> list[str]:
+    """The words of `text` as the index of messages holds them, in order: each run of word
+    characters of its normalised form (domain.normalise: what domain.says compares), as a
+    short hash keyed by the person (an index term is then one person's, and not the word).
+
+    Whenever `says(message, text)`, the words of `text` are words of the message, in a row:
+    `text` stands in the message between non-word characters (or its ends), so each run of
+    word characters of `text` is one of the message's, whole, and they follow each other
+    there as in `text`. Searching the index for them (a phrase on SQLite, an array that holds
+    them all on PostgreSQL) never loses a message that the whole scan found; `says` confirms.
+    A text without word characters ("🍵") has none: then every message is read."""
+    key = user_id.encode(errors="surrogatepass") + b"\0"
+    cache: dict[str, str] = {}
+    out = []
+    for run in _WORD.findall(normalise(text)):  # \w, as domain.says's lookarounds
+        term = cache.get(run)
+        if term is None:
+            digest = hashlib.blake2b(key + run.encode(errors="surrogatepass"), digest_size=6)
+            term = cache[run] = digest.hexdigest()
+        out.append(term)
+    return out

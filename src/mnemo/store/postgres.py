@@ -124,6 +124,26 @@ class PgTx:
     def after_commit(self, then: Callable[[], None]) -> None:
         self.committed.append(then)
 
+    async def words_of(self, user_id: str, words: Sequence[str]) -> list[str] | None:
+        """The message's own column: an array of its words, each once, under a GIN index."""
+        return list(dict.fromkeys(words)) or None
+
+    async def drop_words(self, value: Any) -> None:
+        pass  # the array went nowhere else
+
+    async def messages_with_words(
+        self, user_id: str, phrases: Sequence[Sequence[str]], after: Any, limit: int
+    ) -> list[Row]:
+        """By id: the arrays that hold all of a phrase's words (their order is `says`'s to
+        check), found through the GIN index."""
+        holds = " OR ".join(["words @> ?"] * len(phrases))
+        later, params = ("", ()) if after is None else (" AND id > ?", (after,))
+        return await self.all(
+            "SELECT id, created_at, conversation_id, id, content FROM messages"
+            f" WHERE user_id = ? AND erased_at IS NULL AND ({holds}){later} ORDER BY id LIMIT ?",
+            (user_id, *(list(dict.fromkeys(p)) for p in phrases), *params, limit),
+        )
+
     async def enter(self, user_id: str) -> None:
         # SET LOCAL, not set_config(): Citus sends the former on to the workers (see _configure)
         await self.cursor.execute(sql.SQL("SET LOCAL mnemo.user_id = {}").format(sql.Literal(user_id)))
@@ -479,7 +499,8 @@ class PostgresStore(SQLStore[PgTx, Counts]):
 
     async def claim_job(self, worker: str, now: datetime, lease: timedelta) -> Job | None:
         """Several processes may claim at once: the users whose earliest open job is due are
-        found first, without locking (mnemo_claim_candidates), oldest due first; then each in
+        found first, without locking (mnemo_claim_candidates), the one served longest ago (or
+        never: jobs.stamp_claim) first, then the oldest due; then each in
         turn is entered and its job claimed, skipping a row another transaction has locked
         (FOR UPDATE SKIP LOCKED, in mnemo_claim_job_of), so no job is handed out twice, no
         worker waits on another's, and a user's jobs are claimed one at a time, in order."""
@@ -492,6 +513,7 @@ class PostgresStore(SQLStore[PgTx, Counts]):
                     "SELECT mnemo_claim_job_of(?, ?, ?, ?)", (user_id, worker, now, now + lease)
                 )
                 if row is not None and row[0] is not None:
+                    await jobs.stamp_claim(tx, user_id, row[0], now)
                     return await jobs.job(tx, user_id, row[0])
             return None
 

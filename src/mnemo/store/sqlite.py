@@ -34,6 +34,7 @@ from .rows import FACT_COLUMNS, fact_from, readable, ts
 from .sql import facts, jobs
 from .sql.store import P, SQLStore, T, TxFn
 from .sql.transfer import imported_event
+from .sql.tx import Row as SQLRow
 from .sql.tx import SyncTx, marks, run_sync
 from .sqlite_terms import SCRATCH, TermStats
 from .vectors import Columns, Row, VectorCache
@@ -57,6 +58,34 @@ class SQLiteTx(SyncTx):
 
     def json_has(self, array: str, value: str) -> str:
         return f"EXISTS (SELECT 1 FROM json_each({array}) e WHERE e.value = {value})"
+
+    async def words_of(self, user_id: str, words: Sequence[str]) -> int | None:
+        """The row of messages_fts that holds the words: a message names it (its own rowid may
+        change in a VACUUM), and a trigger deletes it once the message is deleted or names
+        another (migration 22)."""
+        if not words:
+            return None
+        return int(
+            self.cursor.execute("INSERT INTO messages_fts (words) VALUES (?)", (" ".join(words),)).lastrowid
+        )
+
+    async def drop_words(self, value: Any) -> None:
+        if value is not None:
+            await self.execute("DELETE FROM messages_fts WHERE rowid = ?", (value,))
+
+    async def messages_with_words(
+        self, user_id: str, phrases: Sequence[Sequence[str]], after: Any, limit: int
+    ) -> list[SQLRow]:
+        """By the row of messages_fts, in its order: the index walks its own rows (the terms
+        are the person's own), a page at a time."""
+        match = " OR ".join('"' + " ".join(p) + '"' for p in phrases)
+        return await self.all(
+            "SELECT messages_fts.rowid, m.created_at, m.conversation_id, m.id, m.content FROM messages_fts"
+            " JOIN messages m ON m.user_id = ? AND m.words = messages_fts.rowid"
+            " WHERE messages_fts MATCH ? AND messages_fts.rowid > ? AND m.erased_at IS NULL"
+            " ORDER BY messages_fts.rowid LIMIT ?",
+            (user_id, match, after or 0, limit),
+        )
 
     async def enter(self, user_id: str) -> None:
         """Nothing to enter: one process's own file, no row-level security; every statement
@@ -406,7 +435,7 @@ class SQLiteStore(SQLStore[SQLiteTx, Pending]):
                 " OR (d.status = 'claimed' AND d.lease_until < ?)) AND NOT EXISTS (SELECT 1 FROM jobs e"
                 " WHERE e.user_id = d.user_id AND e.id < d.id AND (e.status IN ('pending', 'claimed')"
                 " OR (e.status = 'over_budget' AND e.next_attempt_at <= ?)))"
-                " ORDER BY d.next_attempt_at LIMIT 1",
+                " ORDER BY d.user_claimed_at NULLS FIRST, d.next_attempt_at, d.id LIMIT 1",
                 (now, now, now),
             )
             if row is None:
@@ -416,6 +445,7 @@ class SQLiteStore(SQLStore[SQLiteTx, Pending]):
                 " attempts = attempts + 1 WHERE user_id = ? AND id = ?",
                 (worker, now + lease, row[1], row[0]),
             )
+            await jobs.stamp_claim(tx, row[1], row[0], now)
             return await jobs.job(tx, row[1], row[0])
 
         return await self._write(None, claim)

@@ -19,7 +19,7 @@ from .forms import fact_id, number
 from .render import page, redirect
 from .routing import web_router
 from .session import FormDep, SessionDep, memory_of
-from .taught import kinds, said
+from .taught import dropped, kinds, said
 
 router = web_router()
 
@@ -124,6 +124,7 @@ async def activity(request: Request, session: SessionDep) -> Response:
         labels=labels(events),
         kinds=kinds,
         said=said,
+        dropped=dropped,
         days=days,
         bars=drawn,
         peak=peak,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
-from ..domain import NotFound, Scope, StoredTurn
+from ..domain import NotFound, Scope, StoredTurn, dropped_words
 from ..memory import Memory
 
 STATES = {
@@ -49,6 +49,13 @@ def said(turn: StoredTurn) -> str:
     if turn.reason:
         words += f": {REASONS.get(turn.reason, turn.reason)}"
     return words + (" (tried again)" if turn.state == "queued" and turn.reason else "") + "."
+
+
+def dropped(turn: StoredTurn) -> str | None:
+    """What of the chat model's reply the turn did not keep, and why; None when it kept all."""
+    if not turn.dropped:
+        return None
+    return f"Not kept from the chat model's reply: {dropped_words(turn.dropped, total=False)}."
 
 
 def kinds(turn: StoredTurn) -> list[tuple[str, str, list[str]]]:

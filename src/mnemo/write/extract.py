@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -28,6 +29,9 @@ class Proposal:
     # for a change, how the older fact would read with its value left open ("I live in …"):
     # nearer to "I live in Lisbon" than "I moved to Porto" or "Where do I live?" are
     replaces: str | None = None
+    # what of the model's item was read otherwise than given ("the model's category 'health'
+    # is not one of mnemo's: kept as other"): the reason of the fact's creation says it
+    note: str | None = None
 
     def __post_init__(self) -> None:
         # confidence follows the source: the person's words, then a pasted document, then the assistant's
@@ -43,6 +47,7 @@ class Extracted:
     proposals: list[Proposal] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     unreadable: bool = False  # the model's reply held nothing usable
+    dropped: Counter[str] = field(default_factory=Counter)  # items that are no fact, by why
 
 
 class Extractor(Protocol):
@@ -79,9 +84,14 @@ class ModelExtractor:
             schema=extract_prompt.Extraction.model_json_schema(),
             schema_name="extraction",
         )
-        parsed = parse_items(raw, "facts", extract_prompt.ExtractedFact, limit=self.max_facts)
-        out = Extracted(problems=[f"extraction: {p}" for p in parsed.problems], unreadable=parsed.unreadable)
-        for item in parsed.items:
+        parsed = parse_items(raw, "facts", extract_prompt.ExtractedFact, limit=self.max_facts, unwrap=True)
+        out = Extracted(
+            problems=[f"extraction: {p}" for p in parsed.problems],
+            unreadable=parsed.unreadable,
+            dropped=parsed.dropped,
+        )
+        for place, item in zip(parsed.places, parsed.items, strict=True):
+            out.problems += [f"extraction: item {place}: {note}" for note in item.notes]
             message = window[item.message - 1] if item.message and 0 < item.message <= len(window) else None
             speaker = _speaker(item.speaker, message)
             source = Source(
@@ -100,7 +110,14 @@ class ModelExtractor:
                     out.problems.append(f"extraction: unreadable valid_from {item.valid_from[:40]!r} ignored")
             out.proposals.append(
                 Proposal(
-                    item.text, source, item.category, item.confidence, valid_from, item.topic, item.replaces
+                    item.text,
+                    source,
+                    item.category,
+                    item.confidence,
+                    valid_from,
+                    item.topic,
+                    item.replaces,
+                    "; ".join(item.notes) or None,
                 )
             )
         return out

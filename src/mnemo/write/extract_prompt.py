@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import math
+import re
+from collections.abc import Iterable
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    field_validator,
+    model_validator,
+)
 
 from ..domain import Category
 
@@ -61,13 +71,27 @@ relationship, event, plan, instruction, other. speaker is one of: user, assistan
 document."""
 
 
+CONFIDENCE = 0.8  # a fact's confidence where the model gives none it can read
+Speaker = Literal["user", "assistant", "document"]
+_SPEAKERS: tuple[Speaker, ...] = ("user", "assistant", "document")
+# a model's word worth keeping in a fact's history: letters, a few words of them (no digits,
+# so never a number, a key or an id)
+W = TypeVar("W", bound=str)
+_WORD = re.compile(r"[^\W\d_]+(?:[ _/&-][^\W\d_]+){0,3}")
+
+
+# One fact of the reply (no docstring: it would be the schema's description the model reads).
+# Only its text is needed: any other field that cannot be read as the schema says is read as
+# its default (an unknown category as other, an unknown speaker as the assistant's, an
+# unreadable message number as none), and `notes` say so; a number given as a string is read
+# as the number; a null as not given; fields of the model's own are ignored.
 class ExtractedFact(BaseModel):
     text: str = Field(min_length=1, max_length=500)
     category: Category = Category.OTHER
-    confidence: float = Field(default=0.8, ge=0.0, le=1.0)
+    confidence: float = Field(default=CONFIDENCE, ge=0.0, le=1.0)
     valid_from: str | None = None
     # "document": from text the user pasted rather than said (held for review when guarded)
-    speaker: Literal["user", "assistant", "document"] = "user"
+    speaker: Speaker = "user"
     message: int | None = None
     topic: str | None = None
     # a changing fact's older form with its value left open ("I live in …"): a search aid
@@ -86,6 +110,106 @@ class ExtractedFact(BaseModel):
         if not isinstance(value, str):
             return None
         return value.strip()[:200] or None
+
+    _notes: list[str] = PrivateAttr(default_factory=list)
+
+    @property
+    def notes(self) -> list[str]:
+        """What of the item could not be read as given, and how it was read instead."""
+        return self._notes
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _lenient(cls, data: Any, handler: ModelWrapValidatorHandler[ExtractedFact]) -> ExtractedFact:
+        notes: list[str] = []
+        if isinstance(data, dict):
+            data = _readable(data, notes)
+        fact = handler(data)
+        fact._notes = notes
+        return fact
+
+
+def _readable(item: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """The item with its optional fields read leniently: a null one as not given."""
+    out = {k: v for k, v in item.items() if v is not None or k == "text"}
+    for name, read in _READERS.items():
+        if name in out:
+            out[name] = read(out[name], notes)
+    return out
+
+
+def _said(value: object) -> str:
+    """The model's word for a note, when it is a short word (else none)."""
+    word = value.strip() if isinstance(value, str) else ""
+    return f" {word[:40]!r}" if _WORD.fullmatch(word) else ""
+
+
+def _meant(value: object, words: Iterable[W]) -> W | None:
+    """The one of `words` the model gave, whatever its case and spacing; None for none."""
+    said = value.strip().lower() if isinstance(value, str) else None
+    return next((word for word in words if said == word), None)
+
+
+def _category(value: object, notes: list[str]) -> Category:
+    if (category := _meant(value, Category)) is not None:
+        return category
+    notes.append(f"the model's category{_said(value)} is not one of mnemo's: kept as other")
+    return Category.OTHER
+
+
+def _speaker(value: object, notes: list[str]) -> Speaker:
+    if (speaker := _meant(value, _SPEAKERS)) is not None:
+        return speaker
+    notes.append(f"the model's speaker{_said(value)} is none of mnemo's: read as the assistant's")
+    return "assistant"
+
+
+def _number(value: object) -> float | None:
+    """A JSON number, or a string that holds one; finite."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    try:
+        number = float(value)
+    except (ValueError, OverflowError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _confidence(value: object, notes: list[str]) -> float:
+    number = _number(value)
+    if number is None:
+        notes.append(f"the model's confidence could not be read: {CONFIDENCE} taken")
+        return CONFIDENCE
+    if not 0.0 <= number <= 1.0:
+        number = min(max(number, 0.0), 1.0)
+        notes.append(f"the model's confidence was outside 0 to 1: {number} taken")
+    return number
+
+
+def _message(value: object, notes: list[str]) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    number = _number(value)
+    if number is not None and number.is_integer():
+        return int(number)
+    notes.append("the model's message number could not be read: the fact rests on no message")
+    return None
+
+
+def _valid_from(value: object, notes: list[str]) -> str | None:
+    if isinstance(value, str):
+        return value
+    notes.append("the model's valid_from is not a date: left open")
+    return None
+
+
+_READERS = {
+    "category": _category,
+    "speaker": _speaker,
+    "confidence": _confidence,
+    "message": _message,
+    "valid_from": _valid_from,
+}
 
 
 class Extraction(BaseModel):

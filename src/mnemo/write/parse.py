@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -18,13 +19,17 @@ _MAX_STARTS = 64
 # NUL, nothing can encode a lone surrogate to UTF-8, and the rest only hides text
 _UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
 _ERRORS = (ValueError, RecursionError)
+DAMAGED = "the rest of the reply: cut off or unreadable"
 
 
 @dataclass
 class Parsed(Generic[M]):
     items: list[M] = field(default_factory=list)
+    places: list[int] = field(default_factory=list)  # each item's place in the reply's list
     problems: list[str] = field(default_factory=list)
     unreadable: bool = False  # the reply as a whole was unusable (no list found at all)
+    # the items not kept, by why: words that quote nothing of the item (a turn shows them)
+    dropped: Counter[str] = field(default_factory=Counter)
 
 
 def find_json(text: str) -> Any:
@@ -97,8 +102,38 @@ def _safe_item(item: Any) -> Any:
     return item
 
 
-def parse_items(raw: str, key: str, model: type[M], *, limit: int) -> Parsed[M]:
-    """Items of `model` under `key` (or a bare list), at most `limit` of them."""
+def _why_dropped(error: Any) -> str:
+    """Why an item failed `model`, from its first error (a pydantic ErrorDetails): in words
+    that quote nothing of it, as a turn shows them."""
+    where, kind = ".".join(str(p) for p in error["loc"]), error["type"]
+    if not where or kind in ("model_type", "model_attributes_type", "dict_type"):
+        return "not an object"
+    if kind in ("missing", "string_too_short") or error.get("input") is None:
+        return f"no {where}"
+    if kind == "string_type":
+        return f"{where} is not a string"
+    if kind == "string_too_long":
+        return f"{where} is longer than {error['ctx']['max_length']} characters"
+    msg = str(error["msg"])
+    return f"{where}: {msg[:1].lower()}{msg[1:]}"
+
+
+def _unwrapped(value: list[Any], problems: list[str]) -> list[Any]:
+    """The list with each item that is a list of objects read as those objects (a reply that
+    wrapped its items once more)."""
+    out: list[Any] = []
+    for index, item in enumerate(value):
+        if isinstance(item, list) and item and all(isinstance(i, dict) for i in item):
+            problems.append(f"item {index} was a list: its {len(item)} object(s) read as items")
+            out += item
+        else:
+            out.append(item)
+    return out
+
+
+def parse_items(raw: str, key: str, model: type[M], *, limit: int, unwrap: bool = False) -> Parsed[M]:
+    """Items of `model` under `key` (or a bare list), at most `limit` of them. `unwrap`: an
+    item that is a list of objects is read as those objects."""
     out: Parsed[M] = Parsed()
     try:
         value, unreadable = find_json(raw), None
@@ -108,6 +143,7 @@ def parse_items(raw: str, key: str, model: type[M], *, limit: int) -> Parsed[M]:
         # cut short, or spoilt part way: what was found is at best one item of the list
         if kept := salvage(raw, key):
             out.problems.append(f"damaged reply: kept the {len(kept)} whole item(s) before the damage")
+            out.dropped[DAMAGED] += 1  # how many items the damage cost is not known: at least one
             value = kept
         elif unreadable is not None:
             out.problems.append(f"unreadable reply: {unreadable}")
@@ -123,14 +159,19 @@ def parse_items(raw: str, key: str, model: type[M], *, limit: int) -> Parsed[M]:
         out.problems.append(f"{key!r} is {type(value).__name__}, not a list")
         out.unreadable = True
         return out
+    if unwrap:
+        value = _unwrapped(value, out.problems)
     if len(value) > limit:
         out.problems.append(f"{len(value) - limit} of {len(value)} items over the limit of {limit} dropped")
+        out.dropped[f"over the limit of {limit} items"] += len(value) - limit
         value = value[:limit]
     for index, item in enumerate(value):
         try:
             out.items.append(model.model_validate(_safe_item(item)))
+            out.places.append(index)
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "item"
             out.problems.append(f"item {index} dropped: {where}: {first['msg']}")
+            out.dropped[_why_dropped(first)] += 1
     return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -58,6 +59,7 @@ _PLANS = 3  # a turn is planned again when a concurrent write made one of its fa
 AGENT_GONE = "its agent was deleted"
 AUTOMATION = "automation turns never write memory"
 _SKIP_REASONS = {AGENT_GONE: SkipReason.AGENT_DELETED, AUTOMATION: SkipReason.AUTOMATION}
+ERASED = "you erased these words: never learnt again"
 
 
 @dataclass
@@ -74,10 +76,14 @@ class WriteReport:
     facts: dict[str, list[str]] = field(default_factory=dict)  # applied, by kind (learnt_facts)
     usage: TokenUsage = field(default_factory=TokenUsage)  # the chat model's tokens, every try
     sensitive: list[tuple[Sensitive, GateAction]] = field(default_factory=list)  # the gate's actions
+    # what the model proposed that was not kept, by why (words that quote none of it): the turn
+    # shows them
+    dropped: Counter[str] = field(default_factory=Counter)
 
     def summary(self) -> dict[str, Any]:
         """What a finished job records: why it was skipped, or its problems, its facts and how
-        many the person had erased (dropped); and the chat model's tokens."""
+        many the person had erased (forgotten), what was dropped and why; and the chat model's
+        tokens."""
         if self.skipped is not None:
             return {
                 "skipped": self.skipped,
@@ -92,6 +98,7 @@ class WriteReport:
             "forgotten": self.forgotten,
             "tokens": self.usage.summary(),
             "sensitive": tally(self.sensitive),
+            "dropped": dict(sorted(self.dropped.items())),
         }
 
     def count(self, action: Action) -> int:
@@ -255,9 +262,10 @@ class Writer:
         if report.problems:
             # the problems quote what the model said about the person: counts only
             # at warning level, the details at debug level
-            log.warning("turn of user %s: %d problem(s)", scope.user_id, len(report.problems))
+            turn = f"turn {claim.job_id}" if claim is not None else "turn"
+            log.warning("%s of user %s: %d problem(s)", turn, scope.user_id, len(report.problems))
             for problem in report.problems:
-                log.debug("turn of user %s: %s", scope.user_id, problem)
+                log.debug("%s of user %s: %s", turn, scope.user_id, problem)
         return report
 
     async def plan(
@@ -315,12 +323,18 @@ class Writer:
         except ModelError as exc:
             return _failed([f"extraction: {exc}"], exc), []
         report.problems += extracted.problems
+        report.dropped.update(extracted.dropped)
         if extracted.unreadable:
             report.failure = FailReason.INVALID_REPLY
             return report, []
-        proposals = _unique(extracted.proposals)[: self.settings.max_new_facts]
+        proposals = _unique(extracted.proposals)
         if len(extracted.proposals) > self.settings.max_new_facts:
             report.problems.append(f"only the first {self.settings.max_new_facts} new facts kept")
+        if len(proposals) > self.settings.max_new_facts:
+            report.dropped[f"over the limit of {self.settings.max_new_facts} new facts"] += (
+                len(proposals) - self.settings.max_new_facts
+            )
+            proposals = proposals[: self.settings.max_new_facts]
         user = await self.store.get_user(scope.user_id)
         assert user is not None
         proposals, gates = _through_gate(proposals, user.gate, report)
@@ -328,6 +342,7 @@ class Writer:
         if erased:  # the person erased these words: never learnt again
             proposals = [p for p in proposals if p.text not in erased]
             report.forgotten = len(erased)
+            report.dropped[ERASED] += len(erased)
         if not proposals:
             return report, []
         aids = [aid for p in proposals for aid in (p.topic, p.replaces) if aid]
@@ -354,7 +369,7 @@ class Writer:
         planned = _Plan(scope, now, self.embedder.model_name, actor, vector_of)
         planned.notes = {text: g.note for text, g in gates.items() if g.note}
         for r in ruled:
-            planned.add(r, report.problems)
+            planned.add(r, report)
         # the person may have switched memory off while the models were thinking
         if not await self._enabled(scope, server_mode):
             return WriteReport(skipped="memory was switched off during the turn"), []
@@ -453,15 +468,18 @@ class _Plan:
             embedding_model=self.model,
             supersedes=supersedes,
         )
-        reason = "; ".join(filter(None, [reason, self.notes.get(p.text)])) or None
+        reason = "; ".join(filter(None, [reason, p.note, self.notes.get(p.text)])) or None
         return self._push(changes.create(fact, self.vector_of[p.text], self.actor, reason))
 
-    def add(self, ruled: Ruled, problems: list[str]) -> None:
+    def add(self, ruled: Ruled, report: WriteReport) -> None:
+        """Apply one ruled operation to the plan; one refused, or that memory as it stands
+        does not allow, is dropped and the report says why."""
         op, p = ruled.op, ruled.op.proposal
         target = self._latest(op.target) if op.target else None
         try:
             if ruled.verdict == "refuse":
-                problems.append(ruled.why or "refused")
+                report.problems.append(ruled.why or "refused")
+                report.dropped[ruled.why or "refused"] += 1
             elif ruled.verdict == "hold":
                 held = held_reason(ruled.why or "")
                 self._new(p, Status.CANDIDATE, target.id if target else None, held)
@@ -494,7 +512,9 @@ class _Plan:
             else:
                 assert_never(op.kind)
         except InvalidInput as exc:
-            problems.append(f"{_SAID.get(op.kind, op.kind)} of {p.text!r} skipped: {exc}")
+            said = _SAID.get(op.kind, op.kind)
+            report.problems.append(f"{said} of {p.text!r} skipped: {exc}")
+            report.dropped[f"{said}: not possible on memory as it is now"] += 1
 
 
 # how a skipped operation is named in the turn's problems (the reconciler's words)
@@ -536,6 +556,7 @@ def _through_gate(
         report.sensitive += gated.done
         if gated.blocked:
             report.problems.append(f"a proposed memory was not stored: {blocked_message(gated.blocked)}")
+            report.dropped[blocked_message(gated.blocked)] += 1
             continue
         # the search aids are only embedded, never stored: every value the policy does not allow
         # is masked in them, whatever it does to the text

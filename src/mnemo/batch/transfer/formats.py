@@ -21,15 +21,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+import math
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
+from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
 
-from ...domain import Category, InvalidInput, Origin, as_unicode, as_utc, clean_text, parse_time
+from ...domain import Category, InvalidInput, Origin, as_unicode, as_utc, clean_text, is_unicode, parse_time
 
 
 class Format(StrEnum):
@@ -109,7 +111,7 @@ def json_lines(path: Path) -> Iterator[tuple[int, Any]]:
         if not text.strip():
             continue
         try:
-            yield number, json.loads(text)
+            yield number, _parsed(partial(json.loads, text), f"line {number}")
         except json.JSONDecodeError as exc:
             raise InvalidInput(f"line {number}: not JSON ({exc.msg}, column {exc.colno})") from exc
 
@@ -118,9 +120,85 @@ def json_document(path: Path) -> Any:
     """A file holding one JSON document (an array, an object), parsed whole."""
     try:
         with utf8(path) as f:
-            return json.load(f)
+            return _parsed(lambda: json.load(f), path.name)
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"line {exc.lineno}: not JSON ({exc.msg}, column {exc.colno})") from exc
+
+
+def _parsed(parse: Callable[[], Any], where: str) -> Any:
+    """What `parse` reads; JSON that Python's reader refuses past its syntax (a number of more
+    than 4,300 digits, arrays nested thousands deep) is InvalidInput naming `where`."""
+    try:
+        return parse()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise  # said where they are, by the callers
+    except RecursionError:
+        raise InvalidInput(f"{where}: not JSON mnemo reads (nested too deep)") from None
+    except ValueError as exc:  # int()'s limit on digits
+        raise InvalidInput(f"{where}: not JSON mnemo reads ({exc})") from None
+
+
+MAX_DEPTH = 32  # arrays and objects within each other, in what a file may store
+MAX_ID = 1000  # characters of an id a file gives
+_INT64 = 2**63
+
+
+def storable(
+    value: Any, where: str, what: str, *, strings: bool = True, at: str = "", depth: int = 0
+) -> None:
+    """InvalidInput naming `where`, `what` and the field (`at`) unless `value` is JSON that both
+    stores keep as it is: nested at most MAX_DEPTH deep, numbers finite and within 64 bits, and
+    (`strings`) no text holding U+0000 or a lone surrogate."""
+    problem = None
+    if isinstance(value, str):
+        if strings and ("\x00" in value or not is_unicode(value)):
+            problem = "holds U+0000 or a lone surrogate, which no store holds"
+    elif isinstance(value, bool) or value is None:
+        pass
+    elif isinstance(value, int):
+        if not -_INT64 <= value < _INT64:
+            problem = "holds a number out of range (beyond 64 bits)"
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            problem = f"holds {value}, which is no number a store holds"
+    elif depth >= MAX_DEPTH:
+        problem = f"is nested more than {MAX_DEPTH} deep"
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            inner = f"{at}.{key}" if at else str(key)
+            storable(key, where, what, strings=strings, at=inner, depth=depth + 1)
+            storable(item, where, what, strings=strings, at=inner, depth=depth + 1)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            storable(item, where, what, strings=strings, at=f"{at}[{i}]", depth=depth + 1)
+    if problem is not None:
+        field = f" ({as_unicode(at)[:80]!r})" if at else ""
+        raise InvalidInput(f"{where}: {what}{field} {problem}")
+
+
+def source_id(value: Any, where: str, key: str, *, numbers: bool = True) -> str | None:
+    """The file's own id for a record (text, or a whole number where `numbers`), as mnemo keeps
+    it; None when absent. InvalidInput for anything else, or an id no store holds."""
+    if value is None:
+        return None
+    if not (isinstance(value, str) or (numbers and isinstance(value, int) and not isinstance(value, bool))):
+        raise InvalidInput(f'{where}: "{key}" must be text' + (" or a number" if numbers else ""))
+    text = str(value)
+    if "\x00" in text or not is_unicode(text) or len(text) > MAX_ID:
+        raise InvalidInput(
+            f'{where}: "{key}" is not an id mnemo can hold (U+0000, a lone surrogate, or over {MAX_ID}'
+            " characters)"
+        )
+    return text
+
+
+def json_object(value: Any, where: str, key: str) -> dict[str, Any]:
+    """A field that must hold an object (absent or null: an empty one)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InvalidInput(f'{where}: "{key}" must be an object')
+    return value
 
 
 # an array of objects: which format, from the keys of its first object (a mem0 export
@@ -146,7 +224,7 @@ def detect(path: Path) -> Format:
     line = head.split("\n", 1)[0]
     try:
         first = json.loads(line)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # not JSON, or JSON past what Python reads
         if head[0] in "[{":  # a document over many lines
             return _document_format(path, head)
         if path.suffix.lower() in TEXT_SUFFIXES:
@@ -184,7 +262,7 @@ def _document_format(path: Path, head: str) -> Format:
         raise InvalidInput(f"{path.name} holds an empty list: nothing to import")
     try:
         first, _ = json.JSONDecoder().raw_decode(head, at)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         document = json_document(path)  # its error names the line, or the first item was long
         first = document[0] if isinstance(document, list) and document else None
     return _array_format([first], path)
@@ -225,8 +303,13 @@ def text_of(content: Any, where: str) -> str:
         for part in content:
             if isinstance(part, str):
                 parts.append(part)
-            elif isinstance(part, dict) and part.get("type") in ("text", "input_text", "output_text"):
-                parts.append(str(part.get("text") or ""))
+            elif isinstance(part, dict):
+                said = part.get("text") if part.get("type") in ("text", "input_text", "output_text") else None
+                if said is not None and not isinstance(said, str):
+                    raise InvalidInput(f'{where}: a part\'s "text" must be text')
+                parts.append(said or "")
+            elif part is not None:
+                raise InvalidInput(f"{where}: a part must be text or an object, not {type(part).__name__}")
         return as_unicode("\n".join(p for p in parts if p).replace("\x00", ""))
     raise InvalidInput(f"{where}: content must be text or a list of parts, not {type(content).__name__}")
 
@@ -256,11 +339,9 @@ def openai_conversations(path: Path) -> list[ConversationItem]:
             text = text_of(m.get("content"), at).strip()
             if role in KEPT_ROLES and text:
                 kept.append((role, text, None))
-        source = meta.get("id", meta.get("conversation_id"))
-        if source is not None and not isinstance(source, str | int):
-            raise InvalidInput(f'{where}: "id" must be text or a number')
+        source = source_id(meta.get("id", meta.get("conversation_id")), where, "id")
         created = time_of(meta.get("created", meta.get("created_at")), where)
-        out.append(ConversationItem(where, None if source is None else str(source), created, tuple(kept)))
+        out.append(ConversationItem(where, source, created, tuple(kept)))
     return out
 
 
@@ -281,27 +362,40 @@ def _chatgpt(number: int, c: Any) -> ConversationItem:
     if isinstance(c.get("title"), str):
         where += f" ({c['title']!r})"
     mapping: dict[str, Any] = c["mapping"]
+    source = source_id(c.get("id", c.get("conversation_id")), where, "id")
     node_id = c.get("current_node")
     if node_id is None:  # no branch marked: the last leaf
         leaves = [k for k, n in mapping.items() if isinstance(n, dict) and not n.get("children")]
         node_id = leaves[-1] if leaves else None
     branch = []
     seen = set()
+    what = '"current_node"'
     while node_id is not None:
+        if not isinstance(node_id, str):
+            raise InvalidInput(f"{where}: {what} must be a node's id, not {type(node_id).__name__}")
         node = mapping.get(node_id)
         if not isinstance(node, dict) or node_id in seen:
             raise InvalidInput(f"{where}: node {node_id!r} is missing or in a cycle")
         seen.add(node_id)
         branch.append(node)
-        node_id = node.get("parent")
+        node_id, what = node.get("parent"), f'the "parent" of node {node_id!r}'
     kept = []
     for node in reversed(branch):
         message = node.get("message")
         if not isinstance(message, dict):
             continue
-        role = (message.get("author") or {}).get("role")
-        content = message.get("content") or {}
-        metadata = message.get("metadata") or {}
+        at = f"{where}, message {message.get('id')!r}"
+        role = json_object(message.get("author"), at, "author").get("role")
+        content = json_object(message.get("content"), at, "content")
+        metadata = json_object(message.get("metadata"), at, "metadata")
+        named = {
+            "role": role,
+            "content_type": content.get("content_type"),
+            "recipient": message.get("recipient"),
+        }
+        for key, value in named.items():
+            if value is not None and not isinstance(value, str):
+                raise InvalidInput(f'{at}: "{key}" must be text')
         if (
             role not in KEPT_ROLES
             or content.get("content_type") not in ("text", "multimodal_text")
@@ -309,13 +403,10 @@ def _chatgpt(number: int, c: Any) -> ConversationItem:
             or metadata.get("is_visually_hidden_from_conversation")
         ):
             continue
-        text = text_of(content.get("parts"), f"{where}, message {message.get('id')}").strip()
+        text = text_of(content.get("parts"), at).strip()
         if text:
-            kept.append((role, text, time_of(message.get("create_time"), where)))
-    source = c.get("id", c.get("conversation_id"))
-    return ConversationItem(
-        where, None if source is None else str(source), time_of(c.get("create_time"), where), tuple(kept)
-    )
+            kept.append((role, text, time_of(message.get("create_time"), at)))
+    return ConversationItem(where, source, time_of(c.get("create_time"), where), tuple(kept))
 
 
 # -- facts JSONL ----------------------------------------------------------------------------

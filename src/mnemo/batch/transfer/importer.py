@@ -151,6 +151,9 @@ async def _conversations(
     for item in kept:
         step("conversations", 1, len(kept))
         conversation = conversation_of(item, user.id if user else "", agent_id, fmt, now)
+        for m in conversation.messages:
+            if m.role == "user" and m.at is not None:
+                report.said(m.at)
         if report.dry_run:
             stored = await to.store.conversation_messages(user.id, conversation.id) if user else []
             new = 0 if conversation.id in seen else len(conversation.messages) - len(stored)
@@ -275,11 +278,11 @@ async def _facts(to: Destination, owner: _Owner, report: ImportReport, step: Ste
 
 
 def _origin(item: FactItem, gate: GatePolicy) -> Origin | None:
-    """The item's origin, with what the person's gate does not allow masked in its details
-    (a mem0 memory's metadata is text like any other)."""
+    """The item's origin, with what the person's gate does not allow masked in its id and its
+    details (a mem0 memory's id and metadata are text like any other)."""
     if item.origin is None:
         return None
-    return Origin.of(item.origin.tool, item.origin.id, _screened(item.details, gate))
+    return Origin.of(item.origin.tool, _screened(item.origin.id, gate), _screened(item.details, gate))
 
 
 def _screened(value: Any, gate: GatePolicy) -> Any:

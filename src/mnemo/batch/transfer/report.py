@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from typing import Any
 
 from ...domain import MnemoError
@@ -45,6 +46,11 @@ class ImportReport:
     held: int = 0  # facts that read as instructions to an assistant: kept for the person's review
     audit_ok: bool | None = None
     users: list[str] = field(default_factory=list)  # whom a file's facts went to (mem0: many)
+    said_from: datetime | None = None  # the oldest user message of the file's conversations
+
+    def said(self, at: datetime) -> None:
+        if self.said_from is None or at < self.said_from:
+            self.said_from = at
 
     def found(self, **counts: int) -> None:
         for name, n in counts.items():
@@ -58,4 +64,4 @@ class ImportReport:
             self.conversations_present += 1
 
     def as_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "said_from": self.said_from.isoformat() if self.said_from else None}

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -42,13 +43,13 @@ from ...domain import (
     ReviewPolicy,
     Scope,
     User,
+    as_utc,
     is_unicode,
-    parse_time,
 )
 from ...memory import Memory
 from ...store.base import AccountStore, AuditLog, ConversationStore, FactStore, TransferStore
 from ..export import FORMAT
-from .formats import json_lines
+from .formats import json_lines, storable
 from .report import ImportRefused, ImportReport, Step, no_step
 
 BATCH = 500  # events (with the facts they bring) per transaction
@@ -87,10 +88,12 @@ def read_export(path: Path) -> Export:
     export: Export | None = None
     end: dict[str, Any] | None = None
     version = FORMAT
+    conversations: dict[str, str] = {}  # id: where
     for number, record in json_lines(path):
         where = f"line {number}"
         if not isinstance(record, dict):
             raise InvalidInput(f"{where}: expected a JSON object")
+        storable(record, where, "the record")
         kind = record.get("type")
         try:
             if export is None:
@@ -107,7 +110,12 @@ def read_export(path: Path) -> Export:
             elif kind == "notice" and version >= 5:
                 export.events.append(_event(record, export.user.id, "", where))
             elif kind == "conversation":
-                export.conversations.append(_conversation(record, export.user.id))
+                conversation = _conversation(record, export.user.id)
+                if conversation.id in conversations:
+                    first = conversations[conversation.id]
+                    raise InvalidInput(f"{where}: conversation {conversation.id!r} again (as on {first})")
+                conversations[conversation.id] = where
+                export.conversations.append(conversation)
             elif kind == "recall":
                 export.recalls += 1  # left out: what assistants were given on the server it came from
             elif kind == "end":
@@ -115,9 +123,9 @@ def read_export(path: Path) -> Export:
             else:
                 raise InvalidInput(f"{where}: unknown record type {kind!r}")
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise InvalidInput(
-                f"{where}: a {kind or 'record'} record that cannot be read ({exc!r})"
-            ) from None
+            named = kind if isinstance(kind, str) and kind else "record"
+            article = "an" if named[0] in "aeiou" else "a"
+            raise InvalidInput(f"{where}: {article} {named} record that cannot be read ({exc!r})") from None
     if export is None:
         raise InvalidInput(f"{path} is empty")
     if version >= 2:
@@ -145,9 +153,11 @@ def _header(record: dict[str, Any], where: str) -> tuple[int, User]:
             f"{where}: format {version} is newer than this mnemo reads ({FORMAT}); upgrade mnemo"
         )
     enabled = data.get("memory_enabled")
+    if enabled is not None and not isinstance(enabled, bool):
+        raise ValueError('"memory_enabled" must be true, false or null')
     user = User(
-        str(data["id"]),
-        str(data["name"]),
+        _text(data, "id"),
+        _text(data, "name"),
         enabled,
         ReviewPolicy(data.get("review_policy", "auto")),
         record_recalls=bool(data.get("record_recalls", True)),
@@ -170,18 +180,55 @@ def _checked(fact: Fact, agents: set[str]) -> Fact:
         raise ValueError(f"fact {fact.id}: agent {fact.agent_id} is not one of the file's agents")
     if "\x00" in fact.text or not is_unicode(fact.text):
         raise ValueError(f"fact {fact.id}: its text holds U+0000 or a lone surrogate, which no store holds")
-    return fact
+    if fact.created_at is None:
+        raise ValueError(f"fact {fact.id}: its created_at is missing")
+    named = (fact.agent_id, fact.supersedes, fact.superseded_by, fact.embedding_model)
+    if not isinstance(fact.id, str) or not all(v is None or isinstance(v, str) for v in named):
+        raise ValueError(
+            f"fact {fact.id}: its id, agent_id, supersedes, superseded_by and embedding_model are text"
+        )
+    return fact  # its times are in UTC, or it was not made (Fact: TimeOutOfRange, a ValueError)
+
+
+def _text(r: dict[str, Any], key: str) -> str:
+    value = r[key]
+    if not isinstance(value, str):
+        raise ValueError(f'"{key}" must be text')
+    return value
+
+
+def _maybe_text(r: dict[str, Any], key: str) -> str | None:
+    return None if r.get(key) is None else _text(r, key)
+
+
+def _maybe_object(r: dict[str, Any], key: str) -> dict[str, Any] | None:
+    value = r.get(key)
+    if value is not None and not isinstance(value, dict):
+        raise ValueError(f'"{key}" must be an object')
+    return value
+
+
+def _when(r: dict[str, Any], key: str) -> datetime:
+    """A time a record must have, as a store holds it (ValueError: absent, or none it holds)."""
+    value = r.get(key)
+    if not isinstance(value, str) or not value:
+        raise ValueError(f'"{key}" must be an ISO 8601 time')
+    return as_utc(datetime.fromisoformat(value))  # naive: UTC
+
+
+def _maybe_when(r: dict[str, Any], key: str) -> datetime | None:
+    return None if r.get(key) in (None, "") else _when(r, key)
 
 
 def _agent(r: dict[str, Any], user_id: str) -> Agent:
     return Agent(
-        str(r["id"]),
+        _text(r, "id"),
         user_id,
-        str(r["name"]),
+        _text(r, "name"),
         bool(r.get("private")),
         bool(r.get("reads_default")),
-        r.get("persona"),
-        r.get("upstream_model"),
+        _maybe_text(r, "persona"),
+        _maybe_text(r, "upstream_model"),
     )
 
 
@@ -190,40 +237,42 @@ def _event(r: dict[str, Any], user_id: str, fact_id: str, where: str) -> Event:
         raise InvalidInput(f"{where}: an event of another fact ({r['fact_id']}) in fact {fact_id}")
     return Event(
         seq=int(r["seq"]),
-        at=parse_time(r["at"]),
+        at=_when(r, "at"),
         user_id=user_id,
         fact_id=fact_id,
         action=Action(r["action"]),
         actor=str(r["actor"]),
-        reason=r.get("reason"),
-        before=r.get("before"),
-        after=r.get("after"),
+        reason=_maybe_text(r, "reason"),
+        before=_maybe_object(r, "before"),
+        after=_maybe_object(r, "after"),
         digest=str(r["digest"]),
         prev_hash=str(r["prev_hash"]),
         hash=str(r["hash"]),
         redacted=bool(r.get("redacted")),
-        salt=r.get("salt"),  # files before format 3 have none: their digests cover the content alone
-        redacted_for=r.get("redacted_for"),
+        salt=_maybe_text(r, "salt"),  # files before format 3 have none: their digests cover the content alone
+        redacted_for=_maybe_text(r, "redacted_for"),
     )
 
 
 def _conversation(r: dict[str, Any], user_id: str) -> Conversation:
-    created = parse_time(r["created_at"])
+    created = _when(r, "created_at")
     messages = tuple(
-        Message(str(m["role"]), str(m["content"]), str(m["id"]), parse_time(m.get("at")) or created)
+        Message(_text(m, "role"), _text(m, "content"), _text(m, "id"), _maybe_when(m, "at") or created)
         for m in r["messages"]
     )
+    if len({m.id for m in messages}) != len(messages):
+        raise ValueError("two of its messages have the same id")
     marks = tuple(
         BackfillMark(
-            str(r["id"]),
-            str(m["turn_id"]),
-            str(m["run_id"]),
-            parse_time(m["said_at"]),
-            parse_time(m.get("processed_at")),
+            _text(r, "id"),
+            _text(m, "turn_id"),
+            _text(m, "run_id"),
+            _when(m, "said_at"),
+            _maybe_when(m, "processed_at"),
         )
         for m in r.get("backfill", ())  # files written before format 2 had none
     )
-    return Conversation(str(r["id"]), user_id, r.get("agent_id"), created, messages, marks)
+    return Conversation(_text(r, "id"), user_id, _maybe_text(r, "agent_id"), created, messages, marks)
 
 
 def _check_end(export: Export, end: dict[str, Any] | None) -> None:

@@ -22,7 +22,16 @@ from pathlib import Path
 from typing import Any
 
 from ...domain import Category, InvalidInput, Origin, clean_text, is_unicode
-from .formats import ConversationItem, FactItem, json_document, lines, text_of, time_of
+from .formats import (
+    ConversationItem,
+    FactItem,
+    json_document,
+    lines,
+    source_id,
+    storable,
+    text_of,
+    time_of,
+)
 
 # mem0's categories (its defaults, and ours by name) that say what kind of fact it is; the
 # others (food, travel, …) are topics, kept in the provenance only
@@ -55,14 +64,12 @@ def _records(path: Path, what: str, key: str) -> list[tuple[str, dict[str, Any]]
         where = f"record {number}"
         if not isinstance(record, dict) or key not in record:
             raise InvalidInput(f'{where}: expected an object with "{key}"')
-        rid = record.get("id")
+        rid = source_id(record.get("id"), where, "id")
         if rid is not None:
-            if not isinstance(rid, str | int) or isinstance(rid, bool):
-                raise InvalidInput(f'{where}: "id" must be text or a number')
-            where += f" (id {str(rid)!r})"
-            if str(rid) in seen:
-                raise InvalidInput(f"{where}: the same id as record {seen[str(rid)]}")
-            seen[str(rid)] = number
+            where += f" (id {rid!r})"
+            if rid in seen:
+                raise InvalidInput(f"{where}: the same id as record {seen[rid]}")
+            seen[rid] = number
         out.append((where, record))
     return out
 
@@ -119,6 +126,8 @@ def mem0_items(path: Path) -> list[FactItem]:
             "metadata": metadata,
             "updated_at": updated.isoformat() if updated else None,
         }
+        kept = {k: v for k, v in details.items() if v not in (None, [], {})}
+        storable(kept, where, "a field besides the memory", strings=False)  # masked when stored
         out.append(
             FactItem(
                 where,
@@ -128,7 +137,7 @@ def mem0_items(path: Path) -> list[FactItem]:
                 user=_name(r.get("user_id"), where, "user_id"),
                 created_at=time_of(r.get("created_at"), where),
                 origin=_origin("mem0", r),
-                details={k: v for k, v in details.items() if v not in (None, [], {})},
+                details=kept,
             )
         )
     return out
@@ -210,20 +219,20 @@ def claude_conversations(path: Path) -> list[ConversationItem]:
             raise InvalidInput(f'{where}: expected an object with "chat_messages"')
         if isinstance(c.get("name"), str) and c["name"]:
             where += f" ({c['name']!r})"
-        uuid = c.get("uuid")
+        uuid = source_id(c.get("uuid"), where, "uuid", numbers=False)
         if uuid is not None:
-            if not isinstance(uuid, str):
-                raise InvalidInput(f'{where}: "uuid" must be text')
             if uuid in seen:
                 raise InvalidInput(f"{where}: the same uuid as conversation {seen[uuid]}")
             seen[uuid] = number
         kept = []
         for i, m in enumerate(c["chat_messages"], start=1):
             at = f"{where}, message {i}"
-            if not isinstance(m, dict) or m.get("sender") not in _SENDERS:
+            if not isinstance(m, dict) or not isinstance(m.get("sender"), str) or m["sender"] not in _SENDERS:
                 raise InvalidInput(f'{at}: a message is an object with "sender" human or assistant')
             said = m.get("text")
-            text = (said if isinstance(said, str) else "").strip() or text_of(m.get("content"), at).strip()
+            if said is not None and not isinstance(said, str):
+                raise InvalidInput(f'{at}: "text" must be text')
+            text = (said or "").strip() or text_of(m.get("content"), at).strip()
             if text:
                 kept.append((_SENDERS[m["sender"]], text_of(text, at), time_of(m.get("created_at"), at)))
         out.append(ConversationItem(where, uuid, time_of(c.get("created_at"), where), tuple(kept)))

@@ -10,16 +10,18 @@ from __future__ import annotations
 
 from psycopg import sql
 
+from ..fulltext import message_words
 from ..migrate import Cursor, Migration
 from ..sql.events import reseal
 from ..sql.tx import SyncTx, run_sync
-from .postgres_citus import CITUS_MIGRATION, PROPAGATE_SETTINGS, distribute
+from .postgres_citus import CITUS_MIGRATION, IS_COORDINATOR, PROPAGATE_SETTINGS, distribute
 from .postgres_security import (
     APP_ROLE,
     LOCK_NAMESPACE,
     backfill_functions,
     budgeted_claim,
     common_words_functions,
+    fair_claim_candidates,
     keyed_claim_function,
     lexical_function,
     operations_functions,
@@ -504,6 +506,45 @@ def _time_indexes(cur: Cursor) -> None:
     cur.execute("CREATE INDEX facts_valid ON facts (user_id, status, valid_from)")
 
 
+def _fair_claims(cur: Cursor) -> None:
+    """Workers take people in turn (the one served longest ago first): each job carries when
+    its person last had a turn claimed (see jobs.stamp_claim), that latest stamp of a person
+    is one index step away, and the claim's candidates come in that order."""
+    if cur.execute(IS_COORDINATOR).fetchone()[0]:
+        # one connection a node, so that the function can be replaced after the table changed
+        cur.execute("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'")
+    # one command a call: Citus refuses several in one
+    cur.execute("ALTER TABLE jobs ADD COLUMN user_claimed_at timestamptz")
+    cur.execute("CREATE INDEX jobs_user_claimed ON jobs (user_id, user_claimed_at)")
+    fair_claim_candidates(cur)
+
+
+MESSAGES_A_READ = 1000  # how many messages a migration reads at once
+
+
+def _message_words(cur: Cursor) -> None:
+    """The words of each message (fulltext.message_words) in a column of its own, an array
+    under a GIN index, so that an erasure's plan and "erase about" read only the messages that
+    hold a text's words. Each word is a hash keyed by the person: an erasure empties the
+    column with the text. Person by person, as every statement on a per-user table is."""
+    # one command a call: Citus refuses several in one
+    cur.execute("ALTER TABLE messages ADD COLUMN words text[]")
+    cur.execute("CREATE INDEX messages_words ON messages USING gin (words)")
+    for (user_id,) in cur.execute("SELECT * FROM mnemo_users_with_conversations()").fetchall():
+        last = ""
+        while rows := cur.execute(
+            "SELECT id, content FROM messages WHERE user_id = %s AND erased_at IS NULL AND id > %s"
+            " ORDER BY id LIMIT %s",
+            (user_id, last, MESSAGES_A_READ),
+        ).fetchall():
+            words = [(list(dict.fromkeys(message_words(user_id, content))), mid) for mid, content in rows]
+            cur.executemany(
+                "UPDATE messages SET words = %s WHERE user_id = %s AND id = %s",
+                [(w, user_id, mid) for w, mid in words if w],
+            )
+            last = rows[-1][0]
+
+
 MIGRATIONS = [
     Migration(1, "initial", _initial),
     Migration(2, "server", _server),
@@ -525,4 +566,6 @@ MIGRATIONS = [
     Migration(CITUS_MIGRATION, "citus", _citus),
     Migration(19, "routed_lexical", routed_lexical_function),
     Migration(20, "time_indexes", _time_indexes),
+    Migration(21, "fair_claims", _fair_claims),
+    Migration(22, "message_words", _message_words),
 ]

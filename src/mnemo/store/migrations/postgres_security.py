@@ -525,3 +525,21 @@ def routed_lexical_function(cur: Cursor) -> None:
         """
     )
     definer(cur, LEXICAL)
+
+
+def fair_claim_candidates(cur: Cursor) -> None:
+    """The claim's candidates in turn: the users whose earliest open job is due, the one served
+    longest ago (or never) first, then the oldest due (jobs.stamp_claim keeps that job's
+    `user_claimed_at`). One column of the candidate row itself, so Citus plans it as before."""
+    cur.execute(
+        f"""
+        CREATE OR REPLACE FUNCTION mnemo_claim_candidates(now timestamptz, n integer) RETURNS SETOF text
+        LANGUAGE sql STABLE AS $$
+            SELECT d.user_id FROM jobs d
+            WHERE ({CLAIM_DUE}) AND NOT EXISTS ({CLAIM_HELD})
+            ORDER BY d.user_claimed_at NULLS FIRST, d.next_attempt_at, d.id
+            LIMIT n
+        $$
+        """
+    )
+    definer(cur, "mnemo_claim_candidates(timestamptz, integer)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlean
 
+from ..fulltext import message_words
 from ..migrate import Cursor, Migration
 from ..sql.events import reseal
 from ..sql.tx import SyncTx, run_sync
@@ -537,6 +538,65 @@ def _time_indexes(cur: Cursor) -> None:
     )
 
 
+def _fair_claims(cur: Cursor) -> None:
+    """Workers take people in turn (the one served longest ago first): each job carries when
+    its person last had a turn claimed (see jobs.stamp_claim), and that latest stamp of a
+    person is one index step away."""
+    _script(
+        cur,
+        """
+        ALTER TABLE jobs ADD COLUMN user_claimed_at TEXT;
+        CREATE INDEX jobs_user_claimed ON jobs (user_id, user_claimed_at);
+        """,
+    )
+
+
+MESSAGES_A_READ = 1000  # how many messages a migration reads at once
+
+
+def _message_words(cur: Cursor) -> None:
+    """The words of each message (fulltext.message_words), so that an erasure's plan and
+    "erase about" read only the messages that hold a text's words, not all of a person's on
+    the store's one thread. A contentless full-text table (no copy of the text, only its
+    terms, each a hash keyed by the person) whose rows an erasure overwrites (secure-delete);
+    a message names its row (its own rowid may change in a VACUUM), and triggers delete that
+    row when the message is deleted or names another (none: erased)."""
+    _script(
+        cur,
+        """
+        ALTER TABLE messages ADD COLUMN words INTEGER;
+        CREATE VIRTUAL TABLE messages_fts USING fts5 (
+            words, content = '', contentless_delete = 1, tokenize = 'ascii'
+        );
+        INSERT INTO messages_fts (messages_fts, rank) VALUES ('secure-delete', 1);
+        CREATE INDEX messages_words ON messages (user_id, words);
+        CREATE TRIGGER messages_words_deleted AFTER DELETE ON messages WHEN old.words IS NOT NULL
+        BEGIN
+            DELETE FROM messages_fts WHERE rowid = old.words;
+        END;
+        CREATE TRIGGER messages_words_replaced AFTER UPDATE OF words ON messages
+        WHEN old.words IS NOT NULL AND old.words IS NOT new.words
+        BEGIN
+            DELETE FROM messages_fts WHERE rowid = old.words;
+        END;
+        """,
+    )
+    from ..sqlite import SQLiteTx  # the store's own writer of a message's words
+
+    tx, last = SQLiteTx(cur), 0
+    while rows := cur.execute(
+        "SELECT rowid, user_id, id, content FROM messages WHERE rowid > ? AND erased_at IS NULL"
+        " ORDER BY rowid LIMIT ?",
+        (last, MESSAGES_A_READ),
+    ).fetchall():
+        for _, user_id, message_id, content in rows:
+            if words := run_sync(tx.words_of(user_id, message_words(user_id, content))):
+                cur.execute(
+                    "UPDATE messages SET words = ? WHERE user_id = ? AND id = ?", (words, user_id, message_id)
+                )
+        last = rows[-1][0]
+
+
 MIGRATIONS = [
     Migration(1, "initial", _initial),
     Migration(2, "server", _server),
@@ -558,4 +618,6 @@ MIGRATIONS = [
     Migration(18, "citus", _citus),
     Migration(19, "routed_lexical", _routed_lexical),
     Migration(20, "time_indexes", _time_indexes),
+    Migration(21, "fair_claims", _fair_claims),
+    Migration(22, "message_words", _message_words),
 ]

@@ -29,17 +29,36 @@ async def timed_messages(
         return out
     rows = await tx.all(
         "SELECT m.conversation_id, m.id, m.role, m.content, m.created_at FROM messages m"
-        f" WHERE m.user_id = ? AND m.conversation_id IN ({marks(len(conversation_ids))})"
-        " AND m.erased_at IS NULL"  # an erased message is never learnt from
-        " AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.user_id = m.user_id"
-        f" AND j.conversation_id = m.conversation_id AND j.automation = {tx.true}"  # jobs_automation
-        f" AND {tx.json_has('j.message_ids', 'm.id')})"
+        f" WHERE m.user_id = ? AND m.conversation_id IN ({marks(len(conversation_ids))}) AND {_learnable(tx)}"
         " ORDER BY m.conversation_id, m.created_at, m.id",
         (user_id, *conversation_ids),
     )
     for cid, mid, role, content, at in rows:
         out.setdefault(cid, []).append((Message(role, content, mid), when(at)))
     return out
+
+
+def _learnable(tx: Tx) -> str:
+    """A message `m` backfill may learn from: not erased, not of an automation turn."""
+    return (
+        "m.erased_at IS NULL AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.user_id = m.user_id"
+        f" AND j.conversation_id = m.conversation_id AND j.automation = {tx.true}"  # jobs_automation
+        f" AND {tx.json_has('j.message_ids', 'm.id')})"
+    )
+
+
+async def unlearnt_before(tx: Tx, user_id: str, since: datetime) -> tuple[int, int, datetime | None]:
+    """The user messages said before `since` that no backfill learnt from (each opens a turn):
+    how many conversations hold them, how many there are, and when the oldest was said."""
+    row = await tx.one(
+        "SELECT COUNT(DISTINCT m.conversation_id), COUNT(*), MIN(m.created_at) FROM messages m"
+        f" WHERE m.user_id = ? AND m.created_at < ? AND m.role = 'user' AND {_learnable(tx)}"
+        " AND NOT EXISTS (SELECT 1 FROM backfill_progress b WHERE b.user_id = m.user_id"
+        " AND b.conversation_id = m.conversation_id AND b.turn_id = m.id)",
+        (user_id, since),
+    )
+    assert row is not None, "an aggregate has a row"
+    return int(row[0]), int(row[1]), when(row[2]) if row[2] is not None else None
 
 
 async def backfill_marks(tx: Tx, user_id: str, conversation_ids: Sequence[str]) -> list[BackfillMark]:

@@ -8,9 +8,9 @@ from datetime import datetime
 from typing import Any
 
 from ... import audit
-from ...domain import Conflict, Erasure, LearntFrom, Receipt, normalise, says
+from ...domain import Conflict, Erasure, LearntFrom, Receipt, says
 from ..rows import load, when
-from .tx import Tx, marks
+from .tx import Row, Tx, marks
 
 CHUNK = 500  # ids per IN list
 
@@ -19,18 +19,31 @@ def chunks(ids: Sequence[str]) -> list[Sequence[str]]:
     return [ids[i : i + CHUNK] for i in range(0, len(ids), CHUNK)]
 
 
-async def messages_saying(tx: Tx, user_id: str, texts: Sequence[str]) -> list[tuple[str, str, str]]:
-    """(conversation id, message id, content) of the user's messages not erased yet that say one
-    of `texts` in the same words (domain.says: whole words, case and spacing aside)."""
-    wanted = [t for t in texts if normalise(t)]
-    if not wanted:
-        return []
-    rows = await tx.all(
-        "SELECT conversation_id, id, content FROM messages WHERE user_id = ? AND erased_at IS NULL"
-        " ORDER BY created_at, id",
-        (user_id,),
+async def messages_with_words(
+    tx: Tx, user_id: str, phrases: Sequence[Sequence[str]], after: Any, limit: int
+) -> list[Row]:
+    """A page of the person's messages not erased whose words hold one of the phrases (see
+    Tx.messages_with_words): (key, created at, conversation id, id, content)."""
+    return await tx.messages_with_words(user_id, phrases, after, limit)
+
+
+async def messages_after(
+    tx: Tx, user_id: str, phrases: Sequence[Sequence[str]], after: Any, limit: int
+) -> list[Row]:
+    """A page of all the person's messages not erased, by id after `after` (None: from the
+    first), for a text with no words to look up: (id, created at, conversation id, id, content)."""
+    later, params = ("", ()) if after is None else (" AND id > ?", (after,))
+    return await tx.all(
+        "SELECT id, created_at, conversation_id, id, content FROM messages"
+        f" WHERE user_id = ? AND erased_at IS NULL{later} ORDER BY id LIMIT ?",
+        (user_id, *params, limit),
     )
-    return [(cid, mid, content) for cid, mid, content in rows if any(says(content, w) for w in wanted)]
+
+
+def saying(rows: Sequence[Row], texts: Sequence[str]) -> list[Row]:
+    """Those of the rows (content last) whose content says one of `texts` in the same words
+    (domain.says: whole words, case and spacing aside)."""
+    return [r for r in rows if any(says(r[-1], t) for t in texts)]
 
 
 async def messages_named(tx: Tx, user_id: str, ids: Sequence[str]) -> list[tuple[str, str, str]]:
@@ -87,7 +100,7 @@ async def erase(tx: Tx, user_id: str, erasure: Erasure, at: datetime) -> dict[st
     counts = {"messages": 0, "conversations": 0, "jobs": 0, "backfill_marks": 0, "keys": 0}
     for chunk in chunks(erasure.messages):
         counts["messages"] += await tx.execute(
-            "UPDATE messages SET content = '', erased_at = ?"
+            "UPDATE messages SET content = '', erased_at = ?, words = NULL"
             f" WHERE user_id = ? AND id IN ({marks(len(chunk))}) AND erased_at IS NULL",
             (at, user_id, *chunk),
         )

@@ -23,8 +23,10 @@ from ...domain import (
     JobStatus,
     Message,
     NotFound,
+    QueueFull,
     Scope,
     new_id,
+    parse_time,
 )
 from ..rows import JOB_COLUMNS, job_from, when
 from .people import save_messages
@@ -38,6 +40,16 @@ async def job(tx: Tx, user_id: str, job_id: str) -> Job:
     return job_from(row)
 
 
+# a person's turns waiting to be learnt from (the partial index jobs_open holds just these)
+_QUEUED = "status IN ('pending', 'claimed', 'over_budget')"
+
+
+async def queued_turns(tx: Tx, user_id: str) -> int:
+    """How many of the person's turns wait to be learnt from: queued, in hand or over budget."""
+    row = await tx.one(f"SELECT COUNT(*) FROM jobs WHERE user_id = ? AND {_QUEUED}", (user_id,))
+    return int(row[0]) if row else 0
+
+
 async def enqueue_turn(
     tx: Tx,
     scope: Scope,
@@ -47,12 +59,26 @@ async def enqueue_turn(
     automation: bool,
     now: datetime,
     job_id: str | None,
+    max_queued: int,
 ) -> Job:
+    """`max_queued` (0: no limit): past that many of the person's turns waiting, QueueFull and
+    nothing stored; counted under the person's lock, so two turns at once cannot both pass.
+    The job carries its person's latest claim (see `stamp_claim`)."""
+    if max_queued and not automation:
+        await tx.lock_user(scope.user_id)
+        waiting = await queued_turns(tx, scope.user_id)
+        if waiting >= max_queued:
+            raise QueueFull(
+                f"{waiting} of your turns are waiting to be learnt from (the most this server"
+                f" queues for one person is {max_queued}); nothing was stored: try again later"
+            )
     saved = await save_messages(tx, scope, conversation_id, messages, at)
     job_id = job_id or new_id()
+    last = await tx.one("SELECT MAX(user_claimed_at) FROM jobs WHERE user_id = ?", (scope.user_id,))
     await tx.execute(
         "INSERT INTO jobs (id, user_id, agent_id, conversation_id, message_ids, automation,"
-        " turn_at, status, next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " turn_at, status, next_attempt_at, created_at, user_claimed_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             job_id,
             scope.user_id,
@@ -64,9 +90,23 @@ async def enqueue_turn(
             str(JobStatus.PENDING),
             now,
             now,
+            parse_time(last[0]) if last else None,
         ),
     )
     return await job(tx, scope.user_id, job_id)
+
+
+async def stamp_claim(tx: Tx, user_id: str, job_id: str, now: datetime) -> None:
+    """Workers take people in turn: the claim looks first at the people served longest ago (or
+    never), by the `user_claimed_at` of each one's earliest open job. A claim stamps it on the
+    job claimed (should it come back, retried or over budget) and on the person's next open
+    job, which is the one the claim will look at next; a job queued later takes the latest
+    stamp of its person's jobs when it is queued (`enqueue_turn`)."""
+    await tx.execute(
+        "UPDATE jobs SET user_claimed_at = ? WHERE user_id = ? AND (id = ? OR id = (SELECT MIN(e.id)"
+        f" FROM jobs e WHERE e.user_id = ? AND e.id > ? AND e.{_QUEUED}))",
+        (now, user_id, job_id, user_id, job_id),
+    )
 
 
 async def release_job(tx: Tx, claim: Claim) -> None:

@@ -25,6 +25,7 @@ from ...domain import (
     parse_time,
 )
 from ..base import UNSET
+from ..fulltext import message_words
 from ..rows import AGENT_COLUMNS, KEY_COLUMNS, USER_COLUMNS, agent_from, key_from, user_from
 from . import recalls
 from .tx import Tx
@@ -323,10 +324,11 @@ async def add_conversation(
 
 async def add_message(tx: Tx, user_id: str, conversation_id: str, m: Message, at: datetime) -> bool:
     """Whether the message is new; one the user has already must be this conversation's."""
+    words = None if m.erased_at is not None else await tx.words_of(user_id, message_words(user_id, m.content))
     added = await tx.execute(
-        "INSERT INTO messages (id, conversation_id, user_id, role, content, created_at)"
-        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, id) DO NOTHING",
-        (m.id, conversation_id, user_id, m.role, m.content, at),
+        "INSERT INTO messages (id, conversation_id, user_id, role, content, created_at, words)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, id) DO NOTHING",
+        (m.id, conversation_id, user_id, m.role, m.content, at, words),
     )
     if added == 1:
         if m.erased_at is not None:  # imported as it was: erased, with when
@@ -335,6 +337,7 @@ async def add_message(tx: Tx, user_id: str, conversation_id: str, m: Message, at
                 (m.erased_at, user_id, m.id),
             )
         return True
+    await tx.drop_words(words)
     found = await tx.one(
         "SELECT 1 FROM messages WHERE user_id = ? AND id = ? AND conversation_id = ?",
         (user_id, m.id, conversation_id),
@@ -359,12 +362,15 @@ async def save_messages(
 async def rewrite_messages(
     tx: Tx, user_id: str, conversation_id: str, rewrites: Sequence[tuple[str, str]]
 ) -> None:
-    """Messages of the conversation given new contents: the gate's masks of what they held."""
-    if rewrites:
-        await tx.many(
-            "UPDATE messages SET content = ? WHERE user_id = ? AND conversation_id = ? AND id = ?",
-            [(content, user_id, conversation_id, mid) for mid, content in rewrites],
-        )
+    """Messages of the conversation given new contents: the gate's masks of what they held
+    (and their words, which held it too)."""
+    for mid, content in rewrites:
+        words = await tx.words_of(user_id, message_words(user_id, content))
+        if not await tx.execute(
+            "UPDATE messages SET content = ?, words = ? WHERE user_id = ? AND conversation_id = ? AND id = ?",
+            (content, words, user_id, conversation_id, mid),
+        ):
+            await tx.drop_words(words)
 
 
 async def conversation_messages(tx: Tx, user_id: str, conversation_id: str) -> list[Message]:

@@ -48,15 +48,22 @@ from ...domain import (
     TokenUsage,
     User,
     new_id,
+    normalise,
     utcnow,
 )
 from .. import batch
 from ..base import UNSET, Ask, ScoredFact, Unembedded
+from ..fulltext import PHRASE_WORDS, message_words
 from ..rows import PARSED_FACTS
 from . import backfill, erasure, facts, jobs, people, recalls, reindex, transfer, usage
 from .events import redact_events
-from .tx import Tx
+from .tx import Row, Tx
 
+# Finding the messages that say a text (an erasure's plan, "erase about") reads at most this
+# many of them a trip to the store, and looks for at most TEXTS_PER_READ texts at once: SQLite
+# runs one call at a time, and every other person's call waits for the one running.
+MESSAGES_PER_READ = 500
+TEXTS_PER_READ = 50
 _DENSE = "dense"  # the one read of a recall's vector arms searched together (no arm's name)
 
 P = ParamSpec("P")
@@ -218,7 +225,25 @@ class SQLStore(ABC, Generic[X, Pending]):
     # -- erasure (the writing is commit's) -------------------------------------------------------
 
     async def messages_saying(self, user_id: str, texts: Sequence[str]) -> list[tuple[str, str, str]]:
-        return await self._read(user_id, erasure.messages_saying, user_id, texts)
+        """Only the messages that hold a text's words are read (the index of fulltext.
+        message_words; every message for a text with none), MESSAGES_PER_READ a trip to the
+        store, and `says` confirms each off the store's thread."""
+        wanted = [t for t in dict.fromkeys(texts) if normalise(t)]
+        found: dict[str, Row] = {}
+        for i in range(0, len(wanted), TEXTS_PER_READ):
+            group = wanted[i : i + TEXTS_PER_READ]
+            phrases = [message_words(user_id, t)[:PHRASE_WORDS] for t in group]
+            read = erasure.messages_with_words if all(phrases) else erasure.messages_after
+            after = None
+            while True:
+                rows = await self._read(user_id, read, user_id, phrases, after, MESSAGES_PER_READ)
+                if rows:
+                    for row in await asyncio.to_thread(erasure.saying, rows, group):
+                        found.setdefault(row[3], row)
+                if len(rows) < MESSAGES_PER_READ:
+                    break
+                after = rows[-1][0]
+        return [(r[2], r[3], r[4]) for r in sorted(found.values(), key=lambda r: (r[1], r[3]))]
 
     async def messages_named(self, user_id: str, ids: Sequence[str]) -> list[tuple[str, str, str]]:
         return await self._read(user_id, erasure.messages_named, user_id, ids)
@@ -502,6 +527,7 @@ class SQLStore(ABC, Generic[X, Pending]):
         job_id: str | None = None,
         notices: Sequence[GateNotice] = (),
         rewrites: Sequence[tuple[str, str]] = (),
+        max_queued: int = 0,
     ) -> Job:
         """Store the turn's messages and its job (under `job_id`, or a new id) in one transaction,
         with the notices of what the gate masked in them."""
@@ -519,12 +545,18 @@ class SQLStore(ABC, Generic[X, Pending]):
             automation,
             self._clock(),
             job_id,
+            max_queued,
         )
+
+    async def queued_turns(self, user_id: str) -> int:
+        return await self._read(user_id, jobs.queued_turns, user_id)
 
     @abstractmethod
     async def claim_job(self, worker: str, now: datetime, lease: timedelta) -> Job | None:
-        """The oldest due job (or one whose claimant's lease ran out), now leased to `worker`;
-        only a user's earliest open job is due: one turn per person at a time, in order."""
+        """A due job (or one whose claimant's lease ran out), now leased to `worker`; only a
+        user's earliest open job is due: one turn per person at a time, in order. People are
+        taken in turn: the one whose last claim is oldest (or who has none) first, then the
+        oldest due (see jobs.stamp_claim)."""
 
     async def release_job(self, claim: Claim) -> None:
         await self._write(None, jobs.release_job, claim)
@@ -582,6 +614,9 @@ class SQLStore(ABC, Generic[X, Pending]):
 
     async def conversations_since(self, user_id: str, since: datetime | None) -> list[ConversationRef]:
         return await self._read(user_id, backfill.conversations_since, user_id, since)
+
+    async def unlearnt_before(self, user_id: str, since: datetime) -> tuple[int, int, datetime | None]:
+        return await self._read(user_id, backfill.unlearnt_before, user_id, since)
 
     async def timed_messages(
         self, user_id: str, conversation_ids: Sequence[str]

@@ -5,7 +5,8 @@ placeholders, booleans tested as `x` / `NOT x` (or `x = {tx.true}` where a
 partial index on `x = 1` must serve), `ON CONFLICT … DO …` upserts and
 `RETURNING`, which PostgreSQL reads as they are once `?` becomes `%s`. What the
 two databases say differently is asked of the transaction: the literal true, a
-JSON value (`json`), whether a JSON array holds a value (`json_has`), and the
+JSON value (`json`), whether a JSON array holds a value (`json_has`), the index of
+messages' words (`words_of`, `drop_words`, `messages_with_words`), and the
 questions that cross users or enter one (`enter`, `user_named`, `key_owner`,
 …): plain queries on SQLite, the narrow functions of
 migrations/postgres_security.py under PostgreSQL's row-level security.
@@ -53,6 +54,21 @@ class Tx(Statements, Protocol):
 
     def after_commit(self, then: Callable[[], None]) -> None:
         """Run `then` once this transaction has committed (not at all if it rolls back)."""
+
+    # -- the index of messages' words (fulltext.message_words) ---------------------
+    async def words_of(self, user_id: str, words: Sequence[str]) -> Any:
+        """What a message's `words` column holds for these words (None: it has none, or its
+        text was erased), to be written with its content."""
+
+    async def drop_words(self, value: Any) -> None:
+        """A value of `words_of` that no message came to hold."""
+
+    async def messages_with_words(
+        self, user_id: str, phrases: Sequence[Sequence[str]], after: Any, limit: int
+    ) -> list[Row]:
+        """At most `limit` of the person's messages not erased whose words hold one of the
+        phrases (each a text's words, in a row), by their key, after `after` (None: from the
+        first): (key, created at, conversation id, id, content)."""
 
     # -- entering a user, and the questions that cross users -----------------------
     async def enter(self, user_id: str) -> None:
