@@ -23,7 +23,7 @@ from .accounts import Accounts
 from .auth import Authenticator
 from .build import Core, open_core
 from .domain import RecallVia, User
-from .http import errors, timeouts
+from .http import access_log, errors, timeouts
 from .http.metrics import Metrics, RequestTimer
 from .mcp.http import McpEndpoint
 from .proxy.prepare import check_body
@@ -122,4 +122,5 @@ def create_app(settings: Settings, core: Core | None = None) -> FastAPI:
     web.install(app, TryIt(app))  # the person's page at /, outside the API's schema
     # Starlette serves an ASGI app given as a route's endpoint; its annotation names only handlers
     app.add_route(mcp.path, mcp, include_in_schema=False)  # type: ignore[arg-type]
+    access_log.name_routes(access_log.route_paths(app.routes))
     return app

@@ -304,14 +304,17 @@ MAX_TEXT = 2000  # characters of a fact's text, as stored
 # display as something other than what it stores ("Trojan Source"). The marks LRM, RLM and
 # ALM stay: they only place neutral characters, and right-to-left writing needs them.
 _BIDI_CONTROLS = dict.fromkeys(map(ord, "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"))
+# control characters (Unicode's Cc) read as a space: NUL, which PostgreSQL cannot store, and the
+# escape sequences that would drive the terminal a fact is printed on
+_CONTROLS = {c: " " for c in [*range(0x20), *range(0x7F, 0xA0)]}
 
 
 def clean_text(text: str) -> str:
-    """A fact's text as stored: valid Unicode, its spacing collapsed, no NUL (PostgreSQL cannot
-    store it and it means nothing in a sentence) and no directional overrides."""
+    """A fact's text as stored: valid Unicode, its spacing collapsed, no control character (NUL,
+    which PostgreSQL cannot store, a terminal's escape) and no directional overrides."""
     if not is_unicode(text):
         raise InvalidInput("a memory must be valid Unicode (it holds a lone surrogate)")
-    text = " ".join(text.replace("\x00", " ").translate(_BIDI_CONTROLS).split())
+    text = " ".join(text.translate(_CONTROLS).translate(_BIDI_CONTROLS).split())
     if not text:
         raise InvalidInput("a memory needs some text")
     if len(text) > MAX_TEXT:

@@ -97,19 +97,46 @@ _PEM = re.compile(
     re.DOTALL,
 )
 # keys whose prefix names them, beyond detect-secrets' plugins: GitHub's fine-grained tokens,
-# Anthropic's and OpenAI's project keys, Google's API keys, Hugging Face's tokens
+# Anthropic's and OpenAI's project keys, Google's API keys, OAuth client secrets and access
+# tokens, Hugging Face's, Groq's, Replicate's, Perplexity's, xAI's, Stripe's webhook secrets,
+# Shopify's, DigitalOcean's, Notion's, Linear's and npm's tokens
 _KEY_PREFIXES = re.compile(
     r"(?<![\w-])(?:github_pat_[A-Za-z0-9_]{22,}|sk-ant-[A-Za-z0-9_-]{20,}|sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}"
-    r"|sk-[A-Za-z0-9]{32,}|AIza[0-9A-Za-z_-]{35}|hf_[A-Za-z0-9]{30,})"
+    r"|sk-[A-Za-z0-9]{32,}|AIza[0-9A-Za-z_-]{35}|GOCSPX-[A-Za-z0-9_-]{20,}|ya29\.[A-Za-z0-9_-]{20,}"
+    r"|hf_[A-Za-z0-9]{30,}|gsk_[A-Za-z0-9]{20,}|r8_[A-Za-z0-9]{20,}|pplx-[A-Za-z0-9]{20,}|xai-[A-Za-z0-9]{20,}"
+    r"|whsec_[A-Za-z0-9+/=]{20,}|shp(?:at|ss|ca|pa)_[a-fA-F0-9]{20,}|dop_v1_[a-f0-9]{40,}"
+    r"|ntn_[A-Za-z0-9]{20,}|lin_api_[A-Za-z0-9]{20,}|npm_[A-Za-z0-9]{30,})"
 )
 # "my password is hunter2", "password for the wifi was Tr0ub4dor&3", "Mein Passwort ist …",
 # "mon mot de passe est …", "mi contraseña es …", "my pw is …" (a PIN is not taken: it opens
 # nothing without the card)
+_PASSWORD_WORD = (
+    r"(?:password|passwort|kennwort|passwd|passphrase|passcode|pw|pwd|mot de passe|contraseña"
+    r"|contrasena|clave|senha|parola d'ordine|wachtwoord|hasło|haslo|пароль|şifre(?:m|si)?|sifre(?:m|si)?"
+    r"|lösenord|losenord|adgangskode|salasana)"
+)
+# the gap between the word and its verb: no sentence's end (a full stop inside a name, as in
+# "gmail.com", is not one; a question may come before "it's")
+_GAP = r"(?:[^.\n!]|\.(?=\S)){0,30}?"
 _STATED_PASSWORD = re.compile(
-    r"\b(?:password|passwort|kennwort|passwd|passphrase|passcode|pw|pwd|mot de passe|contraseña"
-    r"|contrasena|senha|parola d'ordine)\b[^.\n?!]{0,30}?"
-    r"(?:\b(?:is|was|ist|war|est|était|es|era|é|è)(?!\w)|[:=])\s*[\"'“‘«]?([^\s\"'”’»]+)",
+    rf"\b{_PASSWORD_WORD}\b{_GAP}"
+    r"(?:\b(?:is|was|it's|it is|ist|war|lautet|heißt|est|était|es|era|é|è|är|var|er|jest|это|—)(?!\w)"
+    r"|[:=])[ \t]*(?:[\"“‘«'](?P<quoted>[^\"”’»'\n]{4,80})[\"”’»']"
+    # a bare value holds a digit or a sign (else the gap grows: "password to my bank? It's …")
+    r"|[\"'“‘«]?(?P<bare>(?=[^\s\"'”’»]*[^\s\"'”’»A-Za-z])[^\s\"'”’»]+))",
     re.IGNORECASE,
+)
+# "wifi password Wifi2024pw", "hasło to Lato2024!": the word right before a value of letters
+# and digits
+_NAMED_PASSWORD = re.compile(
+    rf"\b{_PASSWORD_WORD}[ \t]+(?:(?:to|jest)[ \t]+)?[(\[]?"
+    r"(?P<bare>(?=[^\s]*\d)(?=[^\s]*[^\W\d])[^\s\"'”’»]{6,})",
+    re.IGNORECASE,
+)
+# Chinese, Japanese and Korean, which set no space between words: "我的密码是Sommer2024"
+_CJK_PASSWORD = re.compile(
+    r"(?:密码|密碼|口令|パスワード|暗証番号|비밀번호|암호)\s*(?:是|為|为|は|:|=|은|는)\s*"
+    r"(?P<bare>[A-Za-z0-9!#$%&*+\-./:;<=>?@^_~]{4,})"
 )
 # an assignment in a credentials or .env file: DB_PASSWORD=…, aws_secret_access_key = …,
 # export GITHUB_TOKEN="…": a name of words joined by "_" (at most eight, each at most 40
@@ -124,10 +151,11 @@ _ASSIGNED = re.compile(
     r"(?:\"(?P<dq>[^\"\n]{1,200})\"|'(?P<sq>[^'\n]{1,200})'|(?P<bare>[^\s\"',;]+))",
     re.IGNORECASE,
 )
-# "the API key is …", "aws secret: …": a token-like value (letters and digits, 16 or more)
+# "the API key is …", "aws secret: …": a token-like value (letters and digits, 16 or more);
+# "aws secret wJalr…": with no verb, a long run of letters, digits, "/" and "+" (32 or more)
 _STATED_KEY = re.compile(
-    r"\b(?:secret|token|key)\b(?! fingerprint)[^.\n?!]{0,30}?(?:\bis\b|[:=])"
-    r"\s*[\"'“‘]?([A-Za-z0-9/+_\-.=]{16,})",
+    r"\b(?:secret|token|key)\b(?! fingerprint)(?:[^.\n?!]{0,30}?(?:\bis\b|[:=])"
+    r"\s*[\"'“‘]?([A-Za-z0-9/+_\-.=]{16,})|\s+([A-Za-z0-9/+]{32,}))",
     re.IGNORECASE,
 )
 
@@ -210,13 +238,20 @@ def _credentials(text: str) -> Iterator[tuple[int, int]]:
         for m in pattern.finditer(text):
             yield _token_around(text, *m.span())
     for m in _STATED_PASSWORD.finditer(text):
-        if _looks_like_password(m.group(1)):
-            yield m.start(1), m.start(1) + len(m.group(1).rstrip(".,;:!?)"))
+        if m["quoted"] is not None and not m["quoted"].startswith(tuple(_TEMPLATE)):
+            yield m.span("quoted")  # quoted: a phrase is a passphrase, letters alone or not
+        elif m["bare"] is not None and _looks_like_password(m["bare"]):
+            yield m.start("bare"), m.start("bare") + len(m["bare"].rstrip(".,;:!?)"))
+    for pattern in (_NAMED_PASSWORD, _CJK_PASSWORD):
+        for m in pattern.finditer(text):
+            if _looks_like_password(m["bare"]):
+                yield m.start("bare"), m.start("bare") + len(m["bare"].rstrip(".,;:!?)"))
     for m in _STATED_KEY.finditer(text):
-        value = m.group(1)
+        group = 1 if m.group(1) is not None else 2
+        value = m.group(group)
         url = value.startswith("/") or "//" in value or value.lower().startswith("www.")
         if not url and any(c.isdigit() for c in value) and any(c.isalpha() for c in value):
-            yield m.span(1)
+            yield m.span(group)
 
 
 def _token_around(text: str, start: int, end: int) -> tuple[int, int]:
@@ -231,7 +266,12 @@ def _token_around(text: str, start: int, end: int) -> tuple[int, int]:
 # -- numbers confirmed by a checksum -------------------------------------------------------
 
 # 13 to 19 digits with spaces or dashes between, or four groups of four with dots
-_CARD = re.compile(r"(?<![\w.,/=-])(?:\d(?:[ -]?\d){12,18}|\d{4}(?:\.\d{4}){3})(?![\w/-]|[.,]\d)")
+_CARD = re.compile(
+    r"(?<![\w.,/-])(?:\d(?:(?: {1,2}|-)?\d){12,18}|\d{4}([./_,])\d{4}\1\d{4}\1\d{4})"
+    r"(?!\w|-\d|[.,]\d|/(?!\d\d\b))"  # an expiry may follow ("…0004/12/27")
+)
+# a card followed by its security code ("…-0004-123"): the number is a prefix of the digits
+_CARD_RUN = re.compile(r"(?<![\w.,/-])\d(?:(?: {1,2}|-)?\d){15,22}(?![\w])")
 _IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?:[ -]?[A-Z0-9]{4}){2,7}(?:[ -]?[A-Z0-9]{1,3})?\b", re.IGNORECASE)
 _SSN = re.compile(r"(?<![\w-])\d{3}-\d{2}-\d{4}(?![\w-])")
 _DNI = re.compile(r"\b[XYZ]?\d{7,8}-?[A-Z]\b")
@@ -239,7 +279,9 @@ _CODICE_FISCALE = re.compile(r"\b[A-Z]{6}\d{2}[A-Z]\d{2}[A-Z]\d{3}[A-Z]\b")
 _NIR = re.compile(r"(?<![\w-])[12] ?\d{2} ?\d{2} ?(?:\d{2}|2[AB]) ?\d{3} ?\d{3} ?\d{2}(?![\w-])")
 # a social security number written without its dashes: only where the text names it
 _NAMED_SSN = re.compile(
-    r"\b(?:ssn|social security(?: number| no\.?| #)?)\b[^\d\n]{0,20}(?<!\d)(\d{9})(?!\d)", re.IGNORECASE
+    r"\b(?:ssn|social(?: security)?(?: number| no\.?| #)?)\b[^\d\n]{0,20}"
+    r"(?<!\d)(\d{3}([ .-]?)\d{2}\2\d{4})(?!\d)",
+    re.IGNORECASE,
 )
 # weak checksums (one number in ten passes): only where the text names them
 _NAMED_ID = re.compile(
@@ -253,11 +295,20 @@ def _digits(value: str) -> str:
     return "".join(c for c in value if c.isdigit())
 
 
+def _card_number(digits: str) -> bool:
+    return 13 <= len(digits) <= 19 and digits[0] in "23456" and luhn.is_valid(digits)
+
+
 def _cards(text: str) -> Iterator[tuple[int, int]]:
     for m in _CARD.finditer(text):
-        digits = _digits(m.group())
-        if 13 <= len(digits) <= 19 and digits[0] in "23456" and luhn.is_valid(digits):
+        if _card_number(_digits(m.group())):
             yield m.span()
+    for m in _CARD_RUN.finditer(text):  # the card's own groups, before what follows them
+        groups = list(re.finditer(r"\d+", m.group()))
+        for last in range(len(groups) - 1, 0, -1):
+            if _card_number("".join(g.group() for g in groups[:last])):
+                yield m.start(), m.start() + groups[last - 1].end()
+                break
 
 
 def _ibans(text: str) -> Iterator[tuple[int, int]]:
@@ -292,7 +343,7 @@ def _government_ids(text: str) -> Iterator[tuple[int, int]]:
         if idnr.is_valid(m.group(1)) or bsn.is_valid(m.group(1)):
             yield m.span(1)
     for m in _NAMED_SSN.finditer(text):
-        if _ssn_valid(m.group(1)):
+        if _ssn_valid(_digits(m.group(1))):
             yield m.span(1)
 
 
@@ -355,9 +406,10 @@ _INVISIBLE = frozenset("\u00ad\u180e\u200b\u200c\u200d\u2060\ufeff")
 
 def normalised(text: str) -> tuple[str, list[int] | None]:
     """The text as the finders read it: each character in its NFKC form ("４２４２" is
-    "4242"), every space separator a plain space, the invisible characters left out; and,
-    per character of it, the index of the character of `text` it came from (None when the
-    text is plain ASCII, which reads as it is)."""
+    "4242"), a digit of any script as its ASCII digit ("٤" is "4"), every dash a hyphen and
+    every space separator a plain space, the invisible characters left out; and, per
+    character of it, the index of the character of `text` it came from (None when the text is
+    plain ASCII, which reads as it is)."""
     if text.isascii():
         return text, None
     out: list[str] = []
@@ -365,17 +417,31 @@ def normalised(text: str) -> tuple[str, list[int] | None]:
     for i, c in enumerate(text):
         if c in _INVISIBLE:
             continue
-        form = " " if unicodedata.category(c) == "Zs" else unicodedata.normalize("NFKC", c)
-        out.append(form)
+        out.append(form := _READ_AS.get(c) or _plain(c))
         origin += [i] * len(form)
     return "".join(out), origin
+
+
+def _plain(c: str) -> str:
+    kind = unicodedata.category(c)
+    if kind == "Zs":
+        return " "
+    if kind == "Pd":
+        return "-"
+    if kind == "Nd":
+        return str(unicodedata.decimal(c))
+    return unicodedata.normalize("NFKC", c)
+
+
+_READ_AS: dict[str, str] = {}  # the ASCII characters read as themselves (the common case, fast)
+_READ_AS.update((chr(i), chr(i)) for i in range(128))
 
 
 def placeholder(kind: Sensitive, value: str) -> str:
     """What stands for a masked value: the last four digits of a card or an account at most."""
     if kind in (Sensitive.CARD, Sensitive.BANK_ACCOUNT):
         noun = "card" if kind == Sensitive.CARD else "bank account"
-        return f"[{noun} ending {_digits(value)[-4:]}]"
+        return f"[{noun} ending {_digits(normalised(value)[0])[-4:]}]"
     return _PLACEHOLDERS[kind]
 
 
@@ -431,9 +497,9 @@ def tally(found: Collection[tuple[Sensitive, GateAction]]) -> dict[str, dict[str
     return out
 
 
-# an echo is masked only of a value at least this long (normalised), standing alone: a short
-# one would mask every word it is part of
-ECHO_MIN = 6
+# an echo is masked only of a value at least this long (normalised), standing alone: a shorter
+# one would mask every word it is part of (a stated password is at least this long)
+ECHO_MIN = 4
 
 
 def screen_messages(
@@ -476,14 +542,17 @@ def echoed(messages: Sequence[Message], values: dict[str, Sensitive]) -> list[tu
 
 
 def _echoes(text: str, values: dict[str, Sensitive], taken: Sequence[Finding]) -> list[Finding]:
-    """Where `text` (read normalised, as `find` reads it) repeats one of `values` (the longest
-    first) standing alone (no letter or digit right before or after it), outside `taken`."""
+    """Where `text` (read normalised, as `find` reads it, and in either case: "TR0UB4DOR&3"
+    repeats "Tr0ub4dor&3") repeats one of `values` (the longest first) standing alone (no
+    letter or digit right before or after it), outside `taken`."""
     plain, origin = normalised(text)
+    plain = _lower(plain)
     out: list[Finding] = []
     used = bytearray(len(text))  # the characters a finding already covers: linear, however many
     for f in taken:
         used[f.start : f.end] = b"\1" * (f.end - f.start)
     for value in sorted(values, key=len, reverse=True):
+        kind, value = values[value], _lower(value)
         at = plain.find(value)
         while at >= 0:
             end = at + len(value)
@@ -492,10 +561,19 @@ def _echoes(text: str, values: dict[str, Sensitive], taken: Sequence[Finding]) -
             )
             start, stop = (at, end) if origin is None else (origin[at], origin[end - 1] + 1)
             if alone and not any(used[start:stop]):
-                out.append(Finding(values[value], start, stop))
+                out.append(Finding(kind, start, stop))
                 used[start:stop] = b"\1" * (stop - start)
             at = plain.find(value, at + 1)
     return out
+
+
+def _lower(text: str) -> str:
+    """`text` in lower case, character for character (a character whose lower case is longer,
+    as "İ", is kept), so that its places are the text's."""
+    lowered = text.lower()
+    if len(lowered) == len(text):
+        return lowered
+    return "".join(low if len(low := c.lower()) == 1 else c for c in text)
 
 
 def blocked_message(kinds: Collection[Sensitive]) -> str:

@@ -261,4 +261,5 @@ def test_a_hostile_file_is_exit_2_naming_the_record_and_stores_nothing(
     else:
         assert said.lower() in " ".join(result.stderr.split()).lower(), result.stderr
     assert "Traceback" not in result.output
+    assert "sys." not in result.output and "Hostile.json" not in result.output  # mnemo's words, its name
     assert as_json(mnemo("users", "list", "--json")) == []  # nothing stored: not even the user

@@ -22,13 +22,14 @@ VECTOR = object()  # the writer's vector travels untouched
     [
         ("  I   live\tin\nLisbon  ", "I live in Lisbon"),
         ("I\x00live", "I live"),
+        ("I like \x1b[2J\x1b]0;pwned\x07tea\x9b31m", "I like [2J ]0;pwned tea 31m"),  # no terminal escapes
         ("evil\u202etxt.exe\u2066x\u2069", "eviltxt.exex"),  # directional overrides and isolates go
         ("a\u200eb\u200fc\u061cd", "a\u200eb\u200fc\u061cd"),  # the marks LRM, RLM and ALM stay
         ("x" * 2000, "x" * 2000),
         ("x " * 1000, ("x " * 1000).strip()),  # 1999 characters once the spacing is collapsed
     ],
 )
-def test_clean_text_stores_one_spacing_without_nul_or_overrides(given, stored):
+def test_clean_text_stores_one_spacing_without_controls_or_overrides(given, stored):
     assert changes.clean_text(given) == stored
 
 

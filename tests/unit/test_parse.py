@@ -133,6 +133,14 @@ def test_a_reply_without_a_list_of_items_is_one_problem(reply, problem):
     assert parsed(reply) == ([], [problem])
 
 
+def test_one_object_where_the_list_was_due_is_read_as_a_list_of_one_when_unwrapping():
+    out = parse_items(
+        '{"facts": {"text": "I keep bees", "confidence": 0.9}}', "facts", Item, limit=10, unwrap=True
+    )
+    assert [(i.text, i.confidence) for i in out.items] == [("I keep bees", 0.9)] and not out.unreadable
+    assert out.problems == ["'facts' is one object, not a list: read as a list of one"]
+
+
 def test_control_characters_in_an_items_strings_become_spaces():
     items, problems = parsed(r'[{"text": "a\u0000b\ud800c"}]')
     assert items == [("a b c", 0.5)] and problems == []

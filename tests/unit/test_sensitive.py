@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mnemo.domain import GateAction, GatePolicy, InvalidInput, Message, Sensitive
-from mnemo.sensitive import echoed, find, gate_fact, mask, screen, screen_messages
+from mnemo.sensitive import ECHO_MIN, echoed, find, gate_fact, mask, screen, screen_messages
 from tests.sensitive_cases import MASKS, ORDINARY, SAID
 
 EVERYTHING = set(Sensitive)
@@ -140,6 +140,47 @@ STRIPE_106 = (
         ("iban de89 3704 0044 0532 0130 00", "3704 0044 0532", "bank_account"),
         ("key AKIAZ7QPLM\u200bXV4RTY2KWB", "XV4RTY2KWB", "credential"),  # a zero-width space inside
         ("my SSN is 078051120", "078051120", "government_id"),
+        # the second attack round
+        ("Mein Passwort lautet Sommer2024#", "Sommer2024#", "credential"),
+        ("Mijn wachtwoord is Zomer2024!", "Zomer2024!", "credential"),
+        ("Moje hasło to Lato2024!", "Lato2024!", "credential"),
+        ("Мой пароль: Лето2024!", "Лето2024!", "credential"),
+        ("mi clave es Verano2024!", "Verano2024!", "credential"),
+        ("şifrem: Yaz2024!", "Yaz2024!", "credential"),
+        ("Mitt lösenord är Sommar2024!", "Sommar2024!", "credential"),
+        ("我的密码是Summer2024!", "Summer2024!", "credential"),
+        ("パスワードは Natsu2024! です", "Natsu2024!", "credential"),
+        ("My password for gmail.com is Gmail9pass", "Gmail9pass", "credential"),
+        ("The password to my bank account? It's Bank2024pw", "Bank2024pw", "credential"),
+        ("wifi password Wifi2024pw", "Wifi2024pw", "credential"),
+        ("my password is 'correct horse battery staple'", "horse battery", "credential"),
+        ("my password is “sunshinepurple”", "sunshinepurple", "credential"),
+        ("gsk_AbCdEfGhIjKlMnOpQrStUvWx0123", "AbCdEfGhIjKlMnOp", "credential"),
+        ("r8_AbCdEfGhIjKlMnOpQrStUvWx0123", "AbCdEfGhIjKlMnOp", "credential"),
+        ("pplx-AbCdEfGhIjKlMnOpQrStUvWx0123", "AbCdEfGhIjKlMnOp", "credential"),
+        ("xai-AbCdEfGhIjKlMnOpQrStUvWx0123", "AbCdEfGhIjKlMnOp", "credential"),
+        ("GOCSPX-AbCdEfGhIjKlMnOpQrStUvWx", "AbCdEfGhIjKlMnOp", "credential"),
+        ("ya29.a0AbCdEfGhIjKlMnOpQrStUvWx0123", "AbCdEfGhIjKlMnOp", "credential"),
+        ("whsec_AbCdEfGhIjKlMnOpQrStUvWx0123", "AbCdEfGhIjKlMnOp", "credential"),
+        ("shpat_0123456789abcdef0123456789abcdef", "0123456789abcdef01", "credential"),
+        ("dop_v1_" + "0123456789abcdef" * 4, "0123456789abcdef01", "credential"),
+        ("ntn_AbCdEfGhIjKlMnOpQrStUvWx0123", "AbCdEfGhIjKlMnOp", "credential"),
+        ("lin_api_AbCdEfGhIjKlMnOpQrStUvWx0123", "AbCdEfGhIjKlMnOp", "credential"),
+        ("npm_AbCdEfGhIjKlMnOpQrStUvWx0123456789", "AbCdEfGhIjKlMnOp", "credential"),
+        ("aws secret wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI", "credential"),
+        ("card=4111111111111111", "4111111111111111", "card"),
+        ("5500 0000 0000 0004/12/27", "5500 0000 0000 0004", "card"),
+        ("5500-0000-0000-0004-123", "5500-0000-0000-0004", "card"),
+        ("5500/0000/0000/0004", "5500/0000", "card"),
+        ("5500_0000_0000_0004", "5500_0000", "card"),
+        ("5500,0000,0000,0004", "5500,0000", "card"),
+        ("5500–0000–0000–0004", "0000–0000", "card"),
+        ("4111  1111  1111  1111", "1111  1111", "card"),
+        ("card ٤١١١١١١١١١١١١١١١", "١١١١", "card"),
+        ("my SSN is 219 09 9999", "219 09 9999", "government_id"),
+        ("my SSN is 219.09.9999", "219.09.9999", "government_id"),
+        ("219–09–9999", "219–09", "government_id"),
+        ("social 219099999", "219099999", "government_id"),
     ],
 )
 def test_the_secrets_an_attack_found_are_masked_whole(text, needle, kind):
@@ -177,6 +218,15 @@ def test_the_secrets_an_attack_found_are_masked_whole(text, needle, kind):
         "SECRET=changeme",
         "ssn 123",
         "I played 4242.42 minutes",
+        "I need a password reset today",
+        "my password is too short",
+        "the password was changed yesterday",
+        "wifi password changed",
+        "The key takeaway from 2024 is growth",
+        "primary key constraint on id",
+        "order 2024/12/31 4111 1111",
+        "SKU 5500-0000-0000-0001-77",  # no card inside: its checksum fails at every cut
+        "social media 2019 stats",
     ],
 )
 def test_assignments_and_numbers_that_hold_no_secret(text):
@@ -185,7 +235,7 @@ def test_assignments_and_numbers_that_hold_no_secret(text):
 
 def test_an_echo_is_masked_where_it_stands_alone_and_read_as_the_gate_reads():
     """A value found in one message is masked in the others where it stands as a word, also
-    written with an invisible character or full-width digits; a short one, or one inside a
+    written with an invisible character, full-width digits or in another case; a short one, or one inside a
     longer word or number, masks nothing else."""
     said = [
         Message("user", "my password is Tr0ub4dor&3Zq, and a pin 1234! and first_pass: d0ne1"),
@@ -195,12 +245,19 @@ def test_an_echo_is_masked_where_it_stands_alone_and_read_as_the_gate_reads():
         ),
     ]
     out, _, found = screen_messages(said, GatePolicy())
-    assert out[1].content == (
-        "Keeping [credential] safe (and ＴＲ０ub4dor&3Zq?) - Order 12345, abandoned, d0ne12"
-    )
-    assert "Tr0ub4dor&3Zq" in found and all(len(v) >= 6 for v in found)
+    assert out[1].content == "Keeping [credential] safe (and [credential]?) - Order 12345, abandoned, d0ne12"
+    assert "Tr0ub4dor&3Zq" in found and all(len(v) >= ECHO_MIN for v in found)
     earlier = [
         Message("user", "set it to Tr0ub4dor&3Zq.", id="m1"),
         Message("user", "xTr0ub4dor&3Zqx", id="m2"),
     ]
     assert echoed(earlier, found) == [("m1", "set it to [credential].")]
+
+
+def test_an_echo_in_another_case_or_of_a_short_password_is_masked():
+    said = [
+        Message("user", "My password is Tr0ub4dor&3x and the door code password: abc12"),
+        Message("assistant", "Saved: TR0UB4DOR&3X. I'll remember abc12 too (not abc123)."),
+    ]
+    out, _, _ = screen_messages(said, GatePolicy())
+    assert out[1].content == "Saved: [credential]. I'll remember [credential] too (not abc123)."

@@ -89,9 +89,16 @@ class Session:
         return {a.id: a.name for a in self.agents}
 
 
+def _capitalised(text: str) -> str:
+    """`text` opening with a capital, unless its first word is a name as given (a file's,
+    "notes_2024.md"), which keeps its own case."""
+    first = text.split(maxsplit=1)[0] if text.strip() else ""
+    return text if any(c in first for c in "./_\\") else text[:1].upper() + text[1:]
+
+
 def usage(message: str) -> NoReturn:
     """A request that cannot be applied as given: say why and exit 2."""
-    _fail(message[0].upper() + message[1:] + ("" if message.endswith(".") else "."), BAD_INPUT)
+    _fail(_capitalised(message) + ("" if message.endswith(".") else "."), BAD_INPUT)
 
 
 def chosen_users(ctx: typer.Context, users: str | None) -> list[str] | None:
@@ -324,8 +331,7 @@ def _is_database_error(exc: BaseException) -> bool:
 
 
 def _sentence(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    text = text[0].upper() + text[1:]
+    text = _capitalised(str(exc).strip() or type(exc).__name__)
     return text if text.endswith((".", "!", "?")) else text + "."
 
 

@@ -133,7 +133,8 @@ def _unwrapped(value: list[Any], problems: list[str]) -> list[Any]:
 
 def parse_items(raw: str, key: str, model: type[M], *, limit: int, unwrap: bool = False) -> Parsed[M]:
     """Items of `model` under `key` (or a bare list), at most `limit` of them. `unwrap`: an
-    item that is a list of objects is read as those objects."""
+    item that is a list of objects is read as those objects, and one object under `key` as a
+    list of one."""
     out: Parsed[M] = Parsed()
     try:
         value, unreadable = find_json(raw), None
@@ -155,6 +156,9 @@ def parse_items(raw: str, key: str, model: type[M], *, limit: int, unwrap: bool 
             out.unreadable = True
             return out
         value = value[key]
+    if unwrap and isinstance(value, dict):  # one object where a list of them was due
+        out.problems.append(f"{key!r} is one object, not a list: read as a list of one")
+        value = [value]
     if not isinstance(value, list):
         out.problems.append(f"{key!r} is {type(value).__name__}, not a list")
         out.unreadable = True

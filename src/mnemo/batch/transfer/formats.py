@@ -134,8 +134,8 @@ def _parsed(parse: Callable[[], Any], where: str) -> Any:
         raise  # said where they are, by the callers
     except RecursionError:
         raise InvalidInput(f"{where}: not JSON mnemo reads (nested too deep)") from None
-    except ValueError as exc:  # int()'s limit on digits
-        raise InvalidInput(f"{where}: not JSON mnemo reads ({exc})") from None
+    except ValueError:  # int()'s limit on digits (its message names a Python function)
+        raise InvalidInput(f"{where}: not JSON mnemo reads (a number of more than 4,300 digits)") from None
 
 
 MAX_DEPTH = 32  # arrays and objects within each other, in what a file may store
