@@ -520,6 +520,10 @@ class Fact:
     def evolve(self, **changes: Any) -> Fact:
         return replace(self, **changes)
 
+    def ended(self, now: datetime) -> bool:
+        """Active, and past the end it was given: no longer recalled as true now."""
+        return self.status == Status.ACTIVE and self.valid_to is not None and self.valid_to <= now
+
     def is_valid_at(self, at: datetime) -> bool:
         return (self.valid_from is None or self.valid_from <= at) and (
             self.valid_to is None or self.valid_to > at

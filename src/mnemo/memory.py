@@ -18,6 +18,7 @@ import sys
 from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
+from types import EllipsisType
 from typing import TypeVar
 
 import numpy as np
@@ -321,6 +322,7 @@ class Memory:
         category: Category = Category.OTHER,
         pinned: bool = False,
         valid_from: datetime | None = None,
+        valid_to: datetime | None = None,
         confidence: float = 1.0,
         actor: str = "user",
         source: Source | None = None,
@@ -334,7 +336,9 @@ class Memory:
         waiting candidate reinforces it). The same text added many times at once makes one
         fact, reinforced by the others. `reason`: what its creation records (why it is held);
         `created_at`: when it was first kept, if before now (an import from another tool).
+        `valid_to`: when it stops being true (past it, recall no longer takes it as true now).
         The person's sensitive-data gate may mask the text, hold it, or refuse it."""
+        _check_end(valid_from, valid_to)
         gated = await self._gated(scope.user_id, clean_text(text))
         text = gated.text
         held = held or bool(gated.held)
@@ -370,6 +374,7 @@ class Memory:
                 category=category,
                 confidence=confidence,
                 valid_from=valid_from,
+                valid_to=valid_to,
                 embedding_model=self.embedder.model_name,
                 pinned=pinned,
                 status=status,
@@ -418,15 +423,20 @@ class Memory:
         text: str | None = None,
         category: Category | None = None,
         pinned: bool | None = None,
+        valid_to: datetime | EllipsisType | None = ...,
         actor: str = "user",
         reason: str | None = None,
     ) -> Fact:
-        """A person's change to text, category and pin, in one transaction: same id and
-        created date; Conflict if `version` is given and is not the one stored.
-        Nothing new: no event."""
+        """A person's change to text, category, pin and end (`valid_to`: a time, or None to
+        clear it; `...` leaves it), in one transaction: same id and created date; Conflict if
+        `version` is given and is not the one stored. Nothing new: no event."""
         fact = await self._current(scope, fact_id, version)
         now = self.clock()
         batch: list[Change] = []
+        if not isinstance(valid_to, EllipsisType) and valid_to != fact.valid_to:
+            _check_end(fact.valid_from, valid_to)
+            batch.append(changes.end(fact, valid_to, now=now, actor=actor, reason=reason))
+            fact = batch[-1].fact
         new_text = fact.text
         if text is not None:  # what the person writes themselves is theirs to review: no hold
             gated = await self._gated(scope.user_id, clean_text(text))
@@ -803,3 +813,9 @@ async def _settled(attempt: Callable[[], Awaitable[T]]) -> T:
 
 
 __all__ = ["Hit", "Memory", "WriteReport"]
+
+
+def _check_end(valid_from: datetime | None, valid_to: datetime | None) -> None:
+    """An end must come after the start: InvalidInput, changing nothing, for one that does not."""
+    if valid_to is not None and valid_from is not None and valid_to <= valid_from:
+        raise InvalidInput("valid_to must be after valid_from: a memory ends after it begins")

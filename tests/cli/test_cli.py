@@ -93,6 +93,18 @@ def test_added_text_comes_back_from_search_list_and_show(mnemo: Invoke) -> None:
     assert "I drink green tea every morning" in ok(mnemo("show", tea["id"])).stdout
 
 
+def test_an_end_is_set_with_add_shown_when_past_and_cleared_with_end(mnemo: Invoke) -> None:
+    trip = add(mnemo, "I am in Lisbon this week", "--until", "2020-01-05")
+    assert trip["valid_to"].startswith("2020-01-05")
+    assert "ended 2020-01-05" in ok(mnemo("list")).stdout
+    assert as_json(mnemo("search", "Lisbon", "--json")) == []  # past its end: not recalled as true now
+    cleared = as_json(mnemo("end", trip["id"], "--json"))
+    assert cleared["valid_to"] is None and cleared["version"] == 2
+    assert "ended" not in ok(mnemo("list")).stdout
+    assert as_json(mnemo("search", "Lisbon", "--json"))[0]["fact"]["id"] == trip["id"]
+    assert "Ends 2999-01-01" in ok(mnemo("end", trip["id"], "2999-01-01")).stdout
+
+
 def test_restating_a_memory_reinforces_it(mnemo: Invoke) -> None:
     first = add(mnemo, "I like aisle seats")
     again = ok(mnemo("add", "i like aisle seats."))

@@ -259,6 +259,14 @@ OPENAI = [
 ]
 
 
+async def test_a_jsonl_file_whose_first_line_is_longer_than_a_megabyte_is_told_by_that_line(memory, tmp_path):
+    long_turn = {"messages": [{"role": "user", "content": "I keep a diary. " + "Today was calm. " * 200_000}]}
+    path = _jsonl(tmp_path / "chats.jsonl", long_turn, OPENAI[1])
+    assert path.stat().st_size > 3_000_000
+    report = await import_file(into(memory), path, user="local")
+    assert (report.format, report.conversations_added) == ("openai", 2)
+
+
 async def _conversations(memory: Memory, user_id: str) -> list:
     return await memory.store.list_conversations(user_id)
 

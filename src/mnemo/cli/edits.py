@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import Annotated
 
 import typer
@@ -11,7 +12,7 @@ from rich.text import Text
 from ..domain import Fact, Receipt
 from . import output
 from .options import FactId, Json
-from .runtime import CliFailure, Session, run
+from .runtime import CliFailure, Session, parse_when, run
 
 app = typer.Typer()
 
@@ -59,6 +60,24 @@ def edit(
         "Edited",
         lambda s: s.memory.edit(s.view, fact_id, text, version=version, reason=reason),
     )
+
+
+@app.command()
+def end(
+    ctx: typer.Context,
+    fact_id: FactId,
+    until: Annotated[
+        datetime | None,
+        typer.Argument(
+            parser=parse_when, metavar="[DATE]", help="True until (ISO date or time); none: no end."
+        ),
+    ] = None,
+    json: Json = False,
+) -> None:
+    """Set, move or clear when a memory stops being true: past it, it is not recalled as true now
+    (it stays, and is found for the time it held)."""
+    verb = f"Ends {until.isoformat()}" if until else "No end"
+    _apply(ctx, fact_id, json, verb, lambda s: s.memory.update(s.view, fact_id, valid_to=until))
 
 
 @app.command()

@@ -32,12 +32,23 @@ def add(
         datetime | None,
         typer.Option("--valid-from", parser=parse_when, metavar="DATE", help="True since (ISO date)."),
     ] = None,
+    until: Annotated[
+        datetime | None,
+        typer.Option(
+            "--until",
+            parser=parse_when,
+            metavar="DATE",
+            help="True until (ISO date or time): not recalled past it.",
+        ),
+    ] = None,
     json: Json = False,
 ) -> None:
     """Remember TEXT (restating a memory you already have reinforces it)."""
 
     async def work(s: Session):
-        fact = await s.memory.add(s.scope, text, category=category, pinned=pin, valid_from=valid_from)
+        fact = await s.memory.add(
+            s.scope, text, category=category, pinned=pin, valid_from=valid_from, valid_to=until
+        )
         if pin and not fact.pinned:  # a restated fact comes back reinforced, not pinned
             fact = await s.memory.pin(s.scope, fact.id)
         return fact

@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..accounts import Member
-from ..domain import FACT_KINDS, Agent, ApiKey, AuditReport, Event, Fact, StoredTurn
+from ..domain import FACT_KINDS, Agent, ApiKey, AuditReport, Event, Fact, StoredTurn, utcnow
 from ..recall.fuse import Hit
 
 ERASED = "(erased)"
@@ -89,7 +89,9 @@ def _fact_text(fact: Fact) -> Text:
 
 
 def _status(fact: Fact) -> str:
-    return f"{fact.status}, pinned" if fact.pinned else str(fact.status)
+    """The status, with "ended <day>" for an active fact past its end, and "pinned"."""
+    ended = f", ended {_day(fact.valid_to)}" if fact.ended(utcnow()) else ""
+    return f"{fact.status}{ended}, pinned" if fact.pinned else f"{fact.status}{ended}"
 
 
 def _table(**kwargs: Any) -> Table:

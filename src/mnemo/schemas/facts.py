@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from types import EllipsisType
 from typing import TYPE_CHECKING, Annotated, Any, Self
 
 from pydantic import BaseModel, Field, StrictBool, StringConstraints, model_validator
@@ -16,6 +17,7 @@ from ..domain import (
     RecallSummary,
     RecallVia,
     Status,
+    utcnow,
 )
 from ..shapes import (
     ArmPublic,
@@ -69,7 +71,14 @@ class FactPublic(BaseModel):
     recorded_at: datetime | None
     last_seen_at: datetime | None
     valid_from: datetime | None
-    valid_to: datetime | None
+    valid_to: datetime | None = Field(
+        description="When it stops being true (said, or set by the person); null: no end known."
+    )
+    ended: bool = Field(
+        False,
+        description="Active, and past its valid_to: no longer recalled as true now (still found for"
+        " the time it held, with as_of); clear or move valid_to to bring it back.",
+    )
     retired_at: datetime | None
     supersedes: str | None
     superseded_by: str | None
@@ -77,9 +86,9 @@ class FactPublic(BaseModel):
     source: SourcePublic
 
     @classmethod
-    def of(cls, fact: Fact) -> FactPublic:
+    def of(cls, fact: Fact, now: datetime | None = None) -> FactPublic:
         data = {k: v for k, v in fact.snapshot().items() if k in cls.model_fields}
-        return cls.model_validate(data)
+        return cls.model_validate({**data, "ended": fact.ended(now or utcnow())})
 
 
 class FactCreate(Request):
@@ -87,6 +96,9 @@ class FactCreate(Request):
     category: Category = Category.OTHER
     pinned: StrictBool = False
     valid_from: UtcTime | None = None
+    valid_to: UtcTime | None = Field(
+        None, description="When it stops being true, if it will (after valid_from)."
+    )
     agent_id: Id | None = Field(None, description="The agent it belongs to; the default assistant if absent.")
 
 
@@ -95,12 +107,21 @@ class FactUpdate(Request):
     text: FactText | None = None
     category: Category | None = None
     pinned: StrictBool | None = None
+    valid_to: UtcTime | None = Field(
+        None, description="When it stops being true: a time sets or moves the end, null clears it."
+    )
 
     @model_validator(mode="after")
     def _something(self) -> Self:
-        if self.text is None and self.category is None and self.pinned is None:
-            raise ValueError("give at least one of text, category, pinned")
+        changed = [f for f in ("text", "category", "pinned") if getattr(self, f) is not None]
+        if not changed and "valid_to" not in self.model_fields_set:  # valid_to: null clears the end
+            raise ValueError("give at least one of text, category, pinned, valid_to")
         return self
+
+    @property
+    def end(self) -> datetime | EllipsisType | None:
+        """The end to set (None: clear it), or `...` when the request leaves it as it is."""
+        return self.valid_to if "valid_to" in self.model_fields_set else ...
 
 
 class ReasonBody(Request):

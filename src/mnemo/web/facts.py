@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import UTC, date, datetime, time, timedelta
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -105,6 +105,31 @@ async def edit(request: Request, session: SessionDep, form: FormDep, fact: str) 
         return await render_fact(request, session, fid, edit=typed, error=str(exc), status=422)
     back = local_path(form.get("next"), f"/memories/{fid}")
     return redirect(back, "Saved. The earlier text is kept in its history.")
+
+
+@router.post("/memories/{fact}/end")
+async def end(request: Request, session: SessionDep, form: FormDep, fact: str) -> Response:
+    """Set, move or clear (an empty day) when the memory stops being true: it holds until the
+    end of that day (UTC); past it, it is no longer recalled as true now."""
+    fid = fact_id(fact)
+    version, day = number(text(form, "version", 20), low=1), text(form, "until", 20)
+    try:
+        until = datetime.combine(date.fromisoformat(day), time(), UTC) + timedelta(days=1) if day else None
+    except ValueError:
+        return await render_fact(
+            request, session, fid, error=f"{day!r} is not a day (YYYY-MM-DD).", status=422
+        )
+    if version is None:
+        return await render_fact(request, session, fid, error="The form was incomplete.", status=422)
+    try:
+        await memory_of(request).update(session.scope, fid, version=version, valid_to=until)
+    except Conflict:
+        problem = "This memory changed since you opened it (it now reads as shown above): set its end again."
+        return await render_fact(request, session, fid, error=problem, status=409)
+    except InvalidInput as exc:
+        return await render_fact(request, session, fid, error=str(exc), status=422)
+    said = f"It holds until the end of {day}." if until else "It has no end now."
+    return redirect(f"/memories/{fid}", f"Saved. {said}")
 
 
 @router.post("/memories/{fact}/retract")

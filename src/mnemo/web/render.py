@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import base64
 import json
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse
 
-from ..domain import as_utc
+from ..domain import Fact, as_utc, utcnow
 from ..http.headers import HEADERS
 from .history import rests_on, source_label
 
@@ -74,8 +74,20 @@ environment = Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
-environment.filters.update(when=when, iso=iso, percent=percent, ago=ago)
-environment.globals.update(plural=plural, source_text=source_label, rests_on=rests_on)
+
+
+def end_day(value: datetime) -> str:
+    """The day (YYYY-MM-DD, UTC) at whose end a memory stops being true: the page's form."""
+    return (as_utc(value) - timedelta(microseconds=1)).date().isoformat()
+
+
+def ended(fact: Fact) -> bool:
+    """Active, and past the end it was given (Fact.ended, as of now)."""
+    return fact.ended(utcnow())
+
+
+environment.filters.update(when=when, iso=iso, percent=percent, ago=ago, end_day=end_day)
+environment.globals.update(plural=plural, source_text=source_label, rests_on=rests_on, ended=ended)
 
 
 def page(request: Request, template: str, *, status: int = 200, **context: Any) -> HTMLResponse:

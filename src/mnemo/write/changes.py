@@ -33,6 +33,7 @@ def new_fact(
     category: Category = Category.OTHER,
     confidence: float = 1.0,
     valid_from: datetime | None = None,
+    valid_to: datetime | None = None,
     embedding_model: str | None = None,
     pinned: bool = False,
     supersedes: str | None = None,
@@ -52,6 +53,7 @@ def new_fact(
         recorded_at=now if status == Status.ACTIVE else None,
         source=source,
         valid_from=valid_from,
+        valid_to=valid_to,
         embedding_model=embedding_model,
         pinned=pinned,
         supersedes=supersedes,
@@ -97,6 +99,17 @@ def edit(
         last_seen_at=now,
     )
     return Change(after, Action.EDIT, actor, before=fact, reason=reason, vector=vector)
+
+
+def end(
+    fact: Fact, valid_to: datetime | None, *, now: datetime, actor: str, reason: str | None = None
+) -> Change:
+    """When the fact stops being true set, moved or cleared (None): the same fact, a new version.
+    Past its end it is not recalled as true now; it stays, and is found for the time it held."""
+    _require(fact, Status.ACTIVE, Status.CANDIDATE, doing="set the end of")
+    said = f"ends {valid_to.date().isoformat()}" if valid_to is not None else "no end"
+    after = _bump(fact, valid_to=valid_to, last_seen_at=now)
+    return Change(after, Action.EDIT, actor, before=fact, reason=reason or said)
 
 
 def supersede(old: Fact, new: Fact, *, now: datetime, actor: str, reason: str | None = None) -> Change:

@@ -32,6 +32,9 @@ class Proposal:
     # what of the model's item was read otherwise than given ("the model's category 'health'
     # is not one of mnemo's: kept as other"): the reason of the fact's creation says it
     note: str | None = None
+    # when the words say it stops being true ("this week", "until Friday"): past it, the fact
+    # is no longer recalled as true now (it stays, and is found for the time it held)
+    valid_to: datetime | None = None
 
     def __post_init__(self) -> None:
         # confidence follows the source: the person's words, then a pasted document, then the assistant's
@@ -102,12 +105,11 @@ class ModelExtractor:
                 extractor_model=self.chat.model_name,
                 prompt_version=extract_prompt.VERSION,
             )
-            valid_from = None
-            if item.valid_from:
-                try:
-                    valid_from = _valid_from(item.valid_from)
-                except (ValueError, OverflowError):
-                    out.problems.append(f"extraction: unreadable valid_from {item.valid_from[:40]!r} ignored")
+            valid_from = _time(item.valid_from, "valid_from", out.problems)
+            valid_to = _time(item.valid_to, "valid_to", out.problems)
+            if valid_to is not None and valid_from is not None and valid_to <= valid_from:
+                out.problems.append("extraction: a valid_to not after its valid_from ignored")
+                valid_to = None
             out.proposals.append(
                 Proposal(
                     item.text,
@@ -118,6 +120,7 @@ class ModelExtractor:
                     item.topic,
                     item.replaces,
                     "; ".join(item.notes) or None,
+                    valid_to,
                 )
             )
         return out
@@ -140,12 +143,19 @@ def _speaker(claimed: str, message: Message | None) -> str | None:
     return "assistant" if message.role != "user" else claimed
 
 
-def _valid_from(value: str) -> datetime:
-    """An ISO 8601 time every store can hold: in UTC, within the years 1 to 9999 there."""
-    parsed = parse_time(value)
-    if parsed is None:
-        raise ValueError("no time")
-    return as_utc(parsed)
+def _time(value: str | None, name: str, problems: list[str]) -> datetime | None:
+    """An ISO 8601 time every store can hold (in UTC, within the years 1 to 9999 there); None,
+    with a problem said, for one that cannot be read."""
+    if not value:
+        return None
+    try:
+        parsed = parse_time(value)
+        if parsed is None:
+            raise ValueError("no time")
+        return as_utc(parsed)
+    except (ValueError, OverflowError):
+        problems.append(f"extraction: unreadable {name} {value[:40]!r} ignored")
+        return None
 
 
 # "remember that …" in English, German, French, Spanish, Portuguese and Italian: what

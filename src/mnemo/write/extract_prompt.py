@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any, Literal, TypeVar
 
@@ -19,7 +19,7 @@ from pydantic import (
 
 from ..domain import Category
 
-VERSION = "extract-2026-12-5"
+VERSION = "extract-2026-12-6"
 
 SYSTEM = """\
 You keep a long-term memory of facts about one person, the user, so that their \
@@ -53,6 +53,11 @@ date it names, reckoned from that date, never from your own sense of today: "I w
 hiking last Saturday", said on Monday, 8 May 2023, is "I went hiking on 6 May 2023".
 - valid_from: the date the fact became true, ISO 8601 (a relative date resolved as \
 above), only when the conversation says it.
+- valid_to: the date the fact stops being true, ISO 8601, only when the words give \
+an end, resolved as above: "I'm in Lisbon this week" ends on that week's Sunday, \
+"until Friday" on that Friday, "for the next two months" two months on, "my sister \
+stays with us until Christmas" on 25 December. Leave it out for anything with no \
+end in the words ("I live in Lisbon", "I ran a marathon on Sunday").
 - confidence: 0 to 1, how sure you are that this is a durable, true fact about the user.
 - message: the number of the message the fact comes from.
 - topic: the short, plain question the fact answers, in the user's voice ("Where do \
@@ -66,9 +71,9 @@ Stadt"). Leave it out for anything else.
 - Nothing worth remembering: return {"facts": []}.
 
 Answer with JSON only, shaped {"facts": [{"text", "category", "confidence", \
-"valid_from", "speaker", "message", "topic", "replaces"}]}. category is one of: identity, preference, \
-relationship, event, plan, instruction, other. speaker is one of: user, assistant, \
-document."""
+"valid_from", "valid_to", "speaker", "message", "topic", "replaces"}]}. category is \
+one of: identity, preference, relationship, event, plan, instruction, other. speaker \
+is one of: user, assistant, document."""
 
 
 CONFIDENCE = 0.8  # a fact's confidence where the model gives none it can read
@@ -90,6 +95,7 @@ class ExtractedFact(BaseModel):
     category: Category = Category.OTHER
     confidence: float = Field(default=CONFIDENCE, ge=0.0, le=1.0)
     valid_from: str | None = None
+    valid_to: str | None = None
     # "document": from text the user pasted rather than said (held for review when guarded)
     speaker: Speaker = "user"
     message: int | None = None
@@ -196,11 +202,14 @@ def _message(value: object, notes: list[str]) -> int | None:
     return None
 
 
-def _valid_from(value: object, notes: list[str]) -> str | None:
-    if isinstance(value, str):
-        return value
-    notes.append("the model's valid_from is not a date: left open")
-    return None
+def _date(name: str) -> Callable[[object, list[str]], str | None]:
+    def read(value: object, notes: list[str]) -> str | None:
+        if isinstance(value, str):
+            return value
+        notes.append(f"the model's {name} is not a date: left open")
+        return None
+
+    return read
 
 
 _READERS = {
@@ -208,7 +217,8 @@ _READERS = {
     "speaker": _speaker,
     "confidence": _confidence,
     "message": _message,
-    "valid_from": _valid_from,
+    "valid_from": _date("valid_from"),
+    "valid_to": _date("valid_to"),
 }
 
 

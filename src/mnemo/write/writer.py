@@ -465,6 +465,7 @@ class _Plan:
             category=p.category,
             confidence=p.confidence,
             valid_from=p.valid_from,
+            valid_to=p.valid_to,
             embedding_model=self.model,
             supersedes=supersedes,
         )

@@ -218,7 +218,10 @@ def detect(path: Path) -> Format:
     """The format of a file: from its first line (JSONL), the first item of the JSON document it
     is, or, for text that is not JSON, its name (.md, .markdown, .txt, .text: a list of facts)."""
     with utf8(path) as f:
-        head = f.read(_HEAD).lstrip()
+        head = f.read(_HEAD)
+        if len(head) == _HEAD and "\n" not in head.lstrip():
+            head += f.readline()  # a first line longer than the head: all of it (a long JSONL line)
+        head = head.lstrip()
     if not head:
         raise InvalidInput(f"{path.name} is empty")
     line = head.split("\n", 1)[0]

@@ -94,6 +94,7 @@ async def create_memory(
         category=body.category,
         pinned=body.pinned,
         valid_from=body.valid_from,
+        valid_to=body.valid_to,
         actor="user",
     )
     if fact.version > 1:
@@ -132,6 +133,7 @@ async def update_memory(
         text=body.text,
         category=body.category,
         pinned=body.pinned,
+        valid_to=body.end,
         actor="user",
     )
     return FactPublic.of(fact)

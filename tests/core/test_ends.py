@@ -1,0 +1,79 @@
+"""Facts that end: a fact given an end (said by the person, or set by them) leaves recall once the
+clock passes it, not the store; it is found for the time it held (as_of), shows as ended, and
+clearing or moving its end brings it back in one action. Both backends."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from mnemo.domain import Action, InvalidInput, Status, Turn
+from tests.helpers import extraction, texts
+
+LISBON = "I am in Lisbon this week"
+
+
+async def test_a_fact_past_its_end_leaves_recall_not_the_store(memory, alice, clock):
+    said = clock.now
+    trip = await memory.add(alice, LISBON, valid_to=said + timedelta(days=3))
+    await memory.add(alice, "I live in Berlin")
+    assert LISBON in texts(await memory.recall("where am I staying?", alice))
+    assert not trip.ended(clock.now)
+
+    clock.advance(days=4)  # the week is over
+    assert LISBON not in texts(await memory.recall("where am I staying?", alice))
+    assert "I live in Berlin" in texts(await memory.recall("where am I staying?", alice))
+    kept = await memory.get(alice, trip.id)
+    assert (kept.status, kept.valid_to, kept.version) == (Status.ACTIVE, trip.valid_to, 1)
+    assert kept.ended(clock.now) and LISBON in texts(await memory.list(alice))
+    # asked about the time it held, it is found
+    during = await memory.recall("where was I staying?", alice, as_of=said + timedelta(days=1))
+    assert LISBON in texts(during)
+
+
+async def test_clearing_or_moving_the_end_brings_it_back_in_one_action(memory, alice, clock):
+    trip = await memory.add(alice, LISBON, valid_to=clock.now + timedelta(days=3))
+    clock.advance(days=4)
+    back = await memory.update(alice, trip.id, version=1, valid_to=None)
+    assert back.valid_to is None and back.version == 2 and not back.ended(clock.now)
+    assert LISBON in texts(await memory.recall("where am I staying?", alice))
+    moved = await memory.update(alice, trip.id, version=2, valid_to=clock.now + timedelta(days=7))
+    assert moved.valid_to == clock.now + timedelta(days=7)
+    # each change of the end is in the fact's history, with what it became
+    history = await memory.history(alice, trip.id)
+    assert [(e.action, e.reason) for e in history[1:]] == [
+        (Action.EDIT, "no end"),
+        (Action.EDIT, f"ends {(clock.now + timedelta(days=7)).date().isoformat()}"),
+    ]
+    assert (await memory.verify_audit(alice.user_id)).ok
+    # leaving the end alone changes nothing; an end before the start is refused, nothing changed
+    assert (await memory.update(alice, trip.id, version=3, pinned=False)).version == 3
+    started = await memory.add(alice, "I train for the marathon", valid_from=clock.now)
+    with pytest.raises(InvalidInput, match="valid_to must be after valid_from"):
+        await memory.update(alice, started.id, valid_to=clock.now - timedelta(days=1))
+    with pytest.raises(InvalidInput, match="valid_to must be after valid_from"):
+        await memory.add(alice, "I am off coffee", valid_from=clock.now, valid_to=clock.now)
+    assert (await memory.get(alice, started.id)).valid_to is None
+
+
+async def test_the_end_the_model_reads_in_the_words_is_kept(llm_memory, scripted_llm, alice, clock):
+    week_end = (clock.now + timedelta(days=5)).date().isoformat()
+    scripted_llm.reply_json(
+        extraction(
+            {"text": LISBON, "message": 1, "valid_to": week_end},
+            {"text": "I ran a marathon", "message": 1, "valid_from": "2026-03-01", "valid_to": "2026-02-01"},
+            {"text": "My sister stays with us", "message": 1, "valid_to": "until Christmas"},
+        )
+    )
+    report = await llm_memory.remember(
+        Turn.of(alice, ("user", "I'm in Lisbon this week. I ran a marathon. My sister stays with us."))
+    )
+    facts = {f.text: f for f in await llm_memory.list(alice)}
+    assert facts[LISBON].valid_to.date().isoformat() == week_end
+    # an end before its start, or that is no date, is left open and said
+    assert facts["I ran a marathon"].valid_to is None and facts["My sister stays with us"].valid_to is None
+    assert any("valid_to not after its valid_from" in p for p in report.problems)
+    assert any("unreadable valid_to 'until Christmas'" in p for p in report.problems)
+    clock.advance(days=6)
+    assert LISBON not in texts(await llm_memory.recall("Where am I?", alice))
