@@ -347,7 +347,7 @@ class Memory:
                     "the person erased this text; it is not written again unless they write it themselves"
                 )
             # the person writes it again themselves: it may be learnt again
-            await self.store.unforget(scope.user_id, await self.forgotten.of_texts(scope.user_id, [text]))
+            await self.store.unforget(scope.user_id, await self.forgotten.every_digest(scope.user_id, [text]))
 
         async def attempt() -> Fact:
             nonlocal vector

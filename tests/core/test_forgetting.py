@@ -348,3 +348,60 @@ async def test_an_erasure_takes_the_problems_that_quote_it_from_the_jobs(llm_mem
     _, receipt = await llm_memory.purge(alice, fact.id)
     assert "660311" not in repr(await llm_memory.job(alice.user_id, job.id))
     assert receipt.body["erased"]["counts"]["jobs_scrubbed"] == 1
+
+
+PORK = "I don't eat pork"
+# what an erased text looks like copied back: a trailing zero-width space, typographic quotes and
+# dashes, a soft hyphen, a byte order mark, a no-break space, another case
+LOOKALIKES = [
+    "I don’t eat pork\u200b",
+    "I DON’T EAT PORK.",
+    "I don\u2019t eat\u00a0pork\ufeff",
+    "I don't eat po\u00adrk",
+    "I don`t eat pork\u200d!",
+]
+
+
+async def test_an_erased_text_is_not_learnt_again_when_it_only_looks_different(
+    llm_memory, scripted_llm, alice
+):
+    """The digest is of the text as it shows: copies that differ only in characters that show
+    nothing or in the kind of quote are dropped; another text is still learnt."""
+    from tests.helpers import extraction
+
+    fact = await llm_memory.add(alice, "I don’t eat pork — ever")
+    await llm_memory.purge(alice, fact.id)
+    assert await llm_memory.forgotten.dropped(alice.user_id, ["I don't eat pork - ever\u200b"])
+    other = await llm_memory.add(alice, PORK)
+    await llm_memory.purge(alice, other.id)
+    assert await llm_memory.forgotten.dropped(alice.user_id, LOOKALIKES) == set(LOOKALIKES)
+    assert await llm_memory.forgotten.dropped(alice.user_id, ["I don't eat beef"]) == set()
+
+    scripted_llm.reply_json(extraction(LOOKALIKES[0], "I don't eat beef"))
+    scripted_llm.reply_json({"decisions": []})
+    report = await llm_memory.remember(
+        Turn.of(alice, ("user", "I don’t eat pork\u200b, nor beef"), ("assistant", "Noted."))
+    )
+    assert report.forgotten == 1
+    assert texts(await llm_memory.list(alice)) == ["I don't eat beef"]
+
+
+async def test_a_digest_kept_before_the_plain_form_still_matches(memory, alice):
+    """An erasure of an earlier version kept the digest of domain.normalise's form (a curly
+    apostrophe kept as it was): the text is still dropped; the person writing it again brings
+    it back under both digests."""
+    import hashlib
+    import hmac
+
+    from mnemo.domain import Erasure, normalise
+
+    said = "I don’t eat pork"
+    key = (await memory.accounts.secret("erased-texts")).encode()
+    old = hmac.new(key, f"text\0{alice.user_id}\0{normalise(said)}".encode(), hashlib.sha256).hexdigest()
+    assert old not in await memory.forgotten.of_texts(alice.user_id, [said])
+    await memory.store.commit(alice.user_id, [], memory.clock(), erase=Erasure(forget=(old,)))
+    assert await memory.forgotten.dropped(alice.user_id, [said, PORK]) == {said}
+
+    await memory.add(alice, said)  # the person's own words
+    assert await memory.forgotten.dropped(alice.user_id, [said]) == set()
+    assert await memory.store.erased(alice.user_id, [old]) == set()
