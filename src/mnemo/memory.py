@@ -642,6 +642,11 @@ class Memory:
     async def receipt(self, user_id: str, receipt_id: str) -> Receipt:
         return await self.store.receipt(user_id, receipt_id)
 
+    async def lingering(self) -> str | None:
+        """Why an erased text may still be in the database's files, while it may (see
+        SQLiteStore.lingering): the faces add it to an erasure's answer."""
+        return await self.store.lingering()
+
     async def receipt_key(self) -> str:
         """The public key that checks this server's receipts."""
         return await self.eraser.public_key()

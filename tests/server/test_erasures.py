@@ -151,3 +151,24 @@ def test_erasing_everything_keeps_the_person_their_key_in_use_and_a_verified_log
     assert "660311" not in repr(ok(client.get("/v1/audit")))
     keys = ok(client.get("/v1/me/keys"))
     assert spare["id"] not in repr(keys)
+
+
+@pytest.mark.backend("sqlite")
+def test_an_erasure_says_when_a_reader_holds_its_text_in_the_log(client, server_settings):
+    """Another process reading the database keeps the write-ahead log's frames: the erasure's
+    answer (not its signed body) and the purge's header say the text stays in the -wal file
+    until that reader lets go; once it has, the next erasure says nothing of it."""
+    import sqlean
+
+    first, second, third = (add(client, f"{PIN}{n}") for n in range(3))
+    reader = sqlean.connect(str(server_settings.data_dir / "mnemo.db"), isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM facts").fetchone()
+    receipt = ok(client.post("/v1/erasures", json={"memory_id": first["id"]}), 201)
+    assert "another process is reading" in receipt["lingering"] and "mnemo.db-wal" in receipt["lingering"]
+    assert "lingering" not in receipt["body"]
+    purged = client.delete(f"/v1/memories/{second['id']}", params={"purge": "true"})
+    assert "mnemo.db-wal" in purged.headers["x-mnemo-lingering"]
+    reader.execute("COMMIT")
+    reader.close()
+    assert ok(client.post("/v1/erasures", json={"memory_id": third["id"]}), 201)["lingering"] is None

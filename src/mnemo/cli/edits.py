@@ -25,10 +25,13 @@ def _apply(
     verb: str,
     change: Callable[[Session], Awaitable[Fact]],
     receipt: list[Receipt] | None = None,  # an erasure's, once `change` ran
+    lingering: list[str] | None = None,  # why its text stays in a file a while
 ) -> None:
     fact = run(ctx, change, fact_id=fact_id)
     if json:
-        output.emit_json({**output.fact_json(fact), **({"receipt_id": receipt[0].id} if receipt else {})})
+        note = lingering[0] if lingering else None
+        erased = {"receipt_id": receipt[0].id, "lingering": note} if receipt else {}
+        output.emit_json({**output.fact_json(fact), **erased})
         return
     shown = output.ERASED if fact.purged else fact.text
     output.say(
@@ -38,6 +41,7 @@ def _apply(
     )
     if receipt:
         output.say(f"Receipt: {receipt[0].id} (mnemo receipts show {receipt[0].id})")
+    output.lingering(lingering[0] if lingering else None)
 
 
 @app.command()
@@ -108,6 +112,7 @@ def purge(
     """Erase a memory's text for good, here, in its whole history and in the messages it was
     learnt from (cannot be undone); prints the id of its signed receipt."""
     receipt: list[Receipt] = []
+    lingering: list[str] = []
 
     async def work(s: Session) -> Fact:
         if not yes:
@@ -121,6 +126,8 @@ def purge(
             )
         fact, made = await s.memory.purge(s.view, fact_id, reason=reason)
         receipt.append(made)
+        note = await s.memory.lingering()
+        lingering.extend([note] if note else [])
         return fact
 
-    _apply(ctx, fact_id, json, "Purged", work, receipt)
+    _apply(ctx, fact_id, json, "Purged", work, receipt, lingering)

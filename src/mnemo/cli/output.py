@@ -34,6 +34,12 @@ def error(message: str) -> None:
     Console(stderr=True, highlight=False).print(Text(message, style="red"))
 
 
+def lingering(note: str | None) -> None:
+    """Why an erased text stays in the database's files a while (Memory.lingering), if it does."""
+    if note:
+        say(f"Note: {note}.", "yellow")
+
+
 def say(message: str | Text, style: str | None = None) -> None:
     stdout().print(message if isinstance(message, Text) else Text(message, style=style or ""))
 

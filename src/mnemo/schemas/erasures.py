@@ -112,10 +112,18 @@ class ReceiptPublic(BaseModel):
     at: str
     body: dict[str, Any]
     signature: str
+    lingering: str | None = Field(
+        None,
+        description="In the answer to an erasure, when the erased text is still in the database's "
+        "files for a while, and why (SQLite: another process reading holds its write-ahead log "
+        "back; it is emptied once that reader lets go). Not part of the signed body.",
+    )
 
     @classmethod
-    def of(cls, r: Receipt) -> ReceiptPublic:
-        return cls(id=r.id, kind=r.kind, at=r.at.isoformat(), body=r.body, signature=r.signature)
+    def of(cls, r: Receipt, lingering: str | None = None) -> ReceiptPublic:
+        return cls(
+            id=r.id, kind=r.kind, at=r.at.isoformat(), body=r.body, signature=r.signature, lingering=lingering
+        )
 
 
 class ReceiptKey(BaseModel):

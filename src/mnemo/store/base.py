@@ -275,6 +275,10 @@ class ErasureStore(Protocol):
     async def unforget(self, user_id: str, hashes: Sequence[str]) -> None:
         """The person wrote these texts again themselves: they may be learnt again."""
 
+    async def lingering(self) -> str | None:
+        """Why an erased text may still be in the store's files (SQLite: its write-ahead log,
+        while another process reads), as long as it may; None once it is not."""
+
     async def receipts(self, user_id: str, *, limit: int = 50, offset: int = 0) -> list[Receipt]:
         """The user's receipts, newest first."""
 

@@ -11,7 +11,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from .. import keys
-from ..domain import InvalidInput, InvalidValue, NotFound, conversation_id
+from ..domain import InvalidInput, InvalidValue, NotFound, Receipt, conversation_id
 from ..erasure import CONFIRM_EVERYTHING as EVERYTHING
 from .forms import fact_id, flag, text
 from .render import page, redirect
@@ -24,6 +24,13 @@ _TICKS = 10_000
 _GONE = "Some of what you ticked is no longer there; look again."
 _NONE = "Tick at least one memory that is not erased yet."
 _DONE = "Erased what you ticked; this is its signed receipt."
+
+
+async def receipt_page(request: Request, receipt: Receipt, said: str) -> Response:
+    """To the erasure's receipt, saying what was erased; and, while the erased text stays in the
+    database's files a while, why (Memory.lingering)."""
+    lingering = await memory_of(request).lingering()
+    return redirect(f"/erasures/{receipt.id}", f"{said} Note: {lingering}." if lingering else said)
 
 
 def _ticked(values: Sequence[object]) -> list[str]:
@@ -52,7 +59,7 @@ async def erase_memories(request: Request, session: SessionDep, form: FormDep) -
         return redirect("/memories", _GONE, kind="error")
     except InvalidInput:
         return redirect("/memories", _NONE, kind="error")
-    return redirect(f"/erasures/{receipt.id}", _DONE)
+    return await receipt_page(request, receipt, _DONE)
 
 
 @router.get("/conversations/{conversation:path}/erase")
@@ -70,7 +77,7 @@ async def erase_conversation(
     receipt = await memory_of(request).erase_conversation(
         session.user.id, _conversation_id(conversation), with_facts=flag(form, "with_memories")
     )
-    return redirect(f"/erasures/{receipt.id}", "Erased the conversation; this is its signed receipt.")
+    return await receipt_page(request, receipt, "Erased the conversation; this is its signed receipt.")
 
 
 def _conversation_id(value: str) -> str:
@@ -100,7 +107,7 @@ async def erase_about(request: Request, session: SessionDep, form: FormDep) -> R
         receipt = await memory_of(request).erase_selection(session.user.id, facts, messages)
     except NotFound:
         return redirect(back, _GONE, kind="error")
-    return redirect(f"/erasures/{receipt.id}", _DONE)
+    return await receipt_page(request, receipt, _DONE)
 
 
 @router.get("/erase/everything")
@@ -119,4 +126,4 @@ async def erase_everything(request: Request, session: SessionDep, form: FormDep)
     receipt = await memory_of(request).erase_everything(
         session.user.id, keep_key=signed_with[0] if signed_with else None
     )
-    return redirect(f"/erasures/{receipt.id}", "Erased all of your data; this is its signed receipt.")
+    return await receipt_page(request, receipt, "Erased all of your data; this is its signed receipt.")

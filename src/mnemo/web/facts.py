@@ -10,6 +10,7 @@ from starlette.responses import Response
 
 from .. import receipts
 from ..domain import MAX_TEXT, Category, Conflict, Duplicate, InvalidInput, RecallSummary, known_id
+from .erasure import receipt_page
 from .forms import choice, fact_id, flag, number, text
 from .history import story
 from .render import ago, local_path, page, plural, redirect
@@ -154,8 +155,9 @@ async def confirm_purge(request: Request, session: SessionDep, fact: str) -> Res
 async def purge(request: Request, session: SessionDep, form: FormDep, fact: str) -> Response:
     fid = fact_id(fact)
     _, receipt = await memory_of(request).purge(session.scope, fid, reason=text(form, "reason", 500) or None)
-    return redirect(
-        f"/erasures/{receipt.id}",
+    return await receipt_page(
+        request,
+        receipt,
         "Erased, with the messages it was learnt from. Its history keeps a record that an erasure"
         " happened, without the text; this is its signed receipt.",
     )

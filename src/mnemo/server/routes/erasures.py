@@ -89,7 +89,7 @@ async def erase(
         receipt = await memory.erase_everything(user.id, keep_key=key, actor="user")
     else:
         receipt = await memory.erase_selection(user.id, body.memory_ids, body.message_ids, actor="user")
-    return ReceiptPublic.of(receipt)
+    return ReceiptPublic.of(receipt, await memory.lingering())
 
 
 @router.get("/key")

@@ -262,6 +262,9 @@ class SQLStore(ABC, Generic[X, Pending]):
     async def unforget(self, user_id: str, hashes: Sequence[str]) -> None:
         await self._write(user_id, erasure.unforget, user_id, hashes)
 
+    async def lingering(self) -> str | None:
+        return None  # see SQLiteStore.lingering; PostgreSQL: docs/reliability.md, "Erasure on PostgreSQL"
+
     async def receipts(self, user_id: str, *, limit: int = 50, offset: int = 0) -> list[Receipt]:
         return await self._read(user_id, erasure.receipts, user_id, limit, offset)
 
