@@ -388,6 +388,11 @@ class Duplicate(Conflict):
         self.existing = existing
 
 
+class ErasedMeanwhile(Conflict):
+    """The person erased the turn's conversation, or everything, while it was being answered:
+    nothing of it is stored."""
+
+
 class InvalidInput(MnemoError):
     """The request cannot be applied as given."""
 
@@ -849,6 +854,9 @@ class Turn:
     automation: bool = False
     at: datetime | None = None
     id: str | None = None  # the id to store it under (its job's), chosen ahead: the proxy's reply names it
+    # when its request began: an erasure of its conversation, or of everything, since then keeps
+    # it from being stored (ErasedMeanwhile); None: no such check
+    began: datetime | None = None
 
     @classmethod
     def of(cls, scope: Scope, *pairs: tuple[str, str], **kwargs: Any) -> Turn:

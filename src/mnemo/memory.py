@@ -16,7 +16,7 @@ import logging
 import random
 import sys
 from collections import defaultdict
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from datetime import datetime, timedelta
 from typing import TypeVar
 
@@ -225,6 +225,7 @@ class Memory:
             notices=notices,
             rewrites=earlier,
             max_queued=self.settings.jobs.max_queued_per_user,
+            erased_since=turn.began,
         )
         for wake in self._queued:
             wake()
@@ -538,14 +539,19 @@ class Memory:
         actor: str = "user",
         reason: str | None = None,
         version: int | None = None,
+        message_ids: Sequence[str] = (),
+        keep: Collection[str] = (),
+        other_agents: bool = False,
     ) -> tuple[Fact, Receipt]:
         """Erase a fact's text everywhere (the right to erasure), with the messages it was learnt
         from and its agent's other facts that say the same (see mnemo.erasure); an event records
-        that it happened, and the signed receipt says what went. Its text is never learnt again."""
+        that it happened, and the signed receipt says what went. Its text is never learnt again.
+        `message_ids`: messages to erase too (those the plan offers), `keep`: those the plan takes
+        that stay, `other_agents`: the same text in the person's other agents' memories goes too."""
 
         async def attempt() -> tuple[Fact, Receipt]:
             fact = await self._current(scope, fact_id, version)
-            plan = await self.eraser.plan_memory(fact)
+            plan = await self.eraser.plan_memory(fact, message_ids, keep=keep, other_agents=other_agents)
             receipt = await self.eraser.erase(scope.user_id, plan, actor=actor, reason=reason)
             return await self.store.get_fact(Scope(scope.user_id, all_agents=True), fact.id), receipt
 
@@ -571,9 +577,18 @@ class Memory:
         )
         return added, len(erased)
 
-    async def erasure_plan(self, scope: Scope, fact_id: str) -> Plan:
-        """What erasing the fact would take (for the person to see first)."""
-        return await self.eraser.plan_memory(await self.store.get_fact(scope, fact_id))
+    async def erasure_plan(
+        self,
+        scope: Scope,
+        fact_id: str,
+        message_ids: Sequence[str] = (),
+        *,
+        keep: Collection[str] = (),
+        other_agents: bool = False,
+    ) -> Plan:
+        """What erasing the fact would take (for the person to see first; see `purge`)."""
+        fact = await self.store.get_fact(scope, fact_id)
+        return await self.eraser.plan_memory(fact, message_ids, keep=keep, other_agents=other_agents)
 
     async def erase_conversation(
         self, user_id: str, conversation_id: str, *, with_facts: bool = False, actor: str = "user"
@@ -599,20 +614,39 @@ class Memory:
         message (conversation id, message id, text) that holds the query's words."""
         return await self.eraser.about(user_id, query)
 
-    async def selection_plan(self, user_id: str, fact_ids: Sequence[str], message_ids: Sequence[str]) -> Plan:
+    async def selection_plan(
+        self,
+        user_id: str,
+        fact_ids: Sequence[str],
+        message_ids: Sequence[str],
+        *,
+        keep: Collection[str] = (),
+        other_agents: bool = False,
+    ) -> Plan:
         """What erasing the ticked memories and messages would take (NotFound for an id the
-        user has no memory or message by)."""
+        user has no memory or message by; `keep` and `other_agents` as `purge` takes them)."""
         everything = Scope(user_id, all_agents=True)
         chosen = [await self.store.get_fact(everything, fid) for fid in dict.fromkeys(fact_ids)]
-        return await self.eraser.plan_selection(user_id, chosen, list(dict.fromkeys(message_ids)))
+        return await self.eraser.plan_selection(
+            user_id, chosen, list(dict.fromkeys(message_ids)), keep=keep, other_agents=other_agents
+        )
 
     async def erase_selection(
-        self, user_id: str, fact_ids: Sequence[str], message_ids: Sequence[str], *, actor: str = "user"
+        self,
+        user_id: str,
+        fact_ids: Sequence[str],
+        message_ids: Sequence[str],
+        *,
+        actor: str = "user",
+        keep: Collection[str] = (),
+        other_agents: bool = False,
     ) -> Receipt:
         """Erase the ticked memories (as purge does) and messages, with one signed receipt."""
 
         async def attempt() -> Receipt:
-            plan = await self.selection_plan(user_id, fact_ids, message_ids)
+            plan = await self.selection_plan(
+                user_id, fact_ids, message_ids, keep=keep, other_agents=other_agents
+            )
             if not plan.facts and not plan.messages:
                 raise InvalidInput("nothing to erase: tick at least one memory or message")
             return await self.eraser.erase(user_id, plan, actor=actor)

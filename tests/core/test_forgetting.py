@@ -405,3 +405,73 @@ async def test_a_digest_kept_before_the_plain_form_still_matches(memory, alice):
     await memory.add(alice, said)  # the person's own words
     assert await memory.forgotten.dropped(alice.user_id, [said]) == set()
     assert await memory.store.erased(alice.user_id, [old]) == set()
+
+
+LONG = (
+    "Here is the whole draft of my cover letter. "
+    + "I led the migration of our billing system. " * 60
+    + "Oh, and I hate coriander, by the way. "
+    + "The team shipped on time every quarter. " * 60
+)
+
+
+async def test_a_short_memory_takes_the_messages_not_much_longer_and_offers_the_rest(memory, alice):
+    """ "I hate coriander" is said alone in one message and in passing in a 5,000-character one:
+    the first goes with the memory, the second is offered (shown where it is, by an excerpt
+    around the words) and stays unless the person ticks it; a message the plan takes may be left
+    out."""
+    assert len(LONG) > 5000
+    at = memory.clock()
+    await memory.store.save_messages(alice, "short", [Message("user", "I hate coriander!")], at)
+    await memory.store.save_messages(
+        alice, "letter", [Message("assistant", "Sure."), Message("user", LONG)], at
+    )
+    [alone] = await memory.messages(alice.user_id, "short")
+    [_, letter] = await memory.messages(alice.user_id, "letter")
+    spice = await memory.add(alice, SPICE)
+
+    plan = await memory.erasure_plan(alice, spice.id)
+    assert [(m.message_id, m.why, m.role, m.excerpt) for m in plan.said] == [
+        (alone.id, "says it", "user", "I hate coriander!")
+    ]
+    [offered] = plan.offered
+    assert (offered.conversation_id, offered.message_id, offered.role) == ("letter", letter.id, "user")
+    assert offered.characters == len(LONG) and offered.at == at
+    assert "I hate coriander" in offered.excerpt and len(offered.excerpt) < 300
+    assert offered.excerpt.startswith("…") and offered.excerpt.endswith("…")
+    await memory.purge(alice, spice.id)
+    assert (await memory.messages(alice.user_id, "letter"))[1].content == LONG
+    assert (await memory.messages(alice.user_id, "short"))[0].content == ""
+
+    again = await memory.add(alice, SPICE)  # the person's own words again
+    kept = await memory.erasure_plan(alice, again.id, [letter.id])
+    assert [m.message_id for m in kept.said] == [letter.id] and kept.offered == ()
+    await memory.purge(alice, again.id, message_ids=[letter.id])
+    assert (await memory.messages(alice.user_id, "letter"))[1].content == ""
+
+    await memory.store.save_messages(alice, "third", [Message("user", "I hate coriander")], at)
+    [third] = await memory.messages(alice.user_id, "third")
+    last = await memory.add(alice, SPICE)
+    await memory.erase_selection(alice.user_id, [last.id], [], keep={third.id})
+    assert (await memory.messages(alice.user_id, "third"))[0].content == "I hate coriander"
+
+
+async def test_the_same_text_in_another_agents_memory_is_named_and_erased_when_asked(memory, alice):
+    """Erasing a memory names the same text active in another of the person's agents' memories:
+    it stays (and is recalled there) unless the person asks it to go too."""
+    agent = await memory.accounts.create_agent(alice.user_id, "Bank")
+    bank = Scope(alice.user_id, agent.id)
+    everything = Scope(alice.user_id, all_agents=True)
+    fact = await memory.add(alice, PIN)
+    elsewhere = await memory.add(bank, PIN)
+
+    plan = await memory.erasure_plan(alice, fact.id)
+    assert [f.id for f in plan.facts] == [fact.id] and [f.id for f in plan.elsewhere] == [elsewhere.id]
+    await memory.purge(alice, fact.id)
+    assert texts(await memory.list(bank)) == [PIN]
+
+    again = await memory.add(alice, PIN)
+    plan = await memory.erasure_plan(alice, again.id, other_agents=True)
+    assert {f.id for f in plan.facts} == {again.id, elsewhere.id} and plan.elsewhere == ()
+    await memory.purge(alice, again.id, other_agents=True)
+    assert not [f for f in await memory.list(everything, statuses=None) if "660311" in f.text]

@@ -6,6 +6,7 @@ import dataclasses
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from ..accounts import Accounts
@@ -53,6 +54,9 @@ class Prepared:
     # the id its turn is stored under, chosen ahead: a streamed reply's headers leave first
     turn_id: str = dataclasses.field(default_factory=new_id)
     gate: GatePolicy = dataclasses.field(default_factory=GatePolicy)  # the sensitive-data gate
+    # when the request began: the person erasing its conversation (or everything) after it keeps
+    # its turn from being stored when the reply ends (Turn.began)
+    began: datetime | None = None
 
     @property
     def recalled(self) -> int:
@@ -76,6 +80,7 @@ class Prepared:
             conversation_id=self.conversation_id,
             automation=self.automation,
             id=self.turn_id,
+            began=self.began,
         )
 
 
@@ -138,6 +143,7 @@ async def prepare(
     headers: Mapping[str, str],
     via: RecallVia = RecallVia.PROXY,
 ) -> Prepared:
+    began = memory.clock()
     agents = await accounts.agents(user.id)
     requested = body.get("model")
     agent = choose_agent(agents, headers.get(AGENT_HEADER), requested)
@@ -165,6 +171,7 @@ async def prepare(
         memory_on=memory_on,
         user_text=query if query.strip() and messages[-1].get("role") == "user" else None,
         gate=user.gate,
+        began=began,
     )
 
 

@@ -5,8 +5,10 @@ of the person's data (typed confirmation). A memory alone, and receipts: facts.p
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from urllib.parse import urlencode
 
+from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -16,7 +18,7 @@ from ..erasure import CONFIRM_EVERYTHING as EVERYTHING
 from .forms import fact_id, flag, text
 from .render import page, redirect
 from .routing import web_router
-from .session import FormDep, SessionDep, memory_of
+from .session import FormDep, SessionDep, accounts_of, memory_of
 
 router = web_router()
 
@@ -31,6 +33,26 @@ async def receipt_page(request: Request, receipt: Receipt, said: str) -> Respons
     database's files a while, why (Memory.lingering)."""
     lingering = await memory_of(request).lingering()
     return redirect(f"/erasures/{receipt.id}", f"{said} Note: {lingering}." if lingering else said)
+
+
+@dataclass(frozen=True, slots=True)
+class Choices:
+    """What the person chose on an erasure's page: the messages ticked, those shown and not
+    ticked (they stay), and whether the same text goes from their other agents' memories."""
+
+    message_ids: list[str]
+    keep: set[str]
+    other_agents: bool
+
+    @classmethod
+    def of(cls, form: FormData) -> Choices:
+        ticked = [v for v in form.getlist("message") if isinstance(v, str)][:_TICKS]
+        shown = {v for v in form.getlist("shown") if isinstance(v, str)}
+        return cls(ticked, shown - set(ticked), flag(form, "other_agents"))
+
+
+async def agent_names(request: Request, user_id: str) -> dict[str, str]:
+    return {a.id: a.name for a in await accounts_of(request).agents(user_id)}
 
 
 def _ticked(values: Sequence[object]) -> list[str]:
@@ -48,13 +70,21 @@ async def confirm_memories(request: Request, session: SessionDep) -> Response:
         return redirect("/memories", _GONE, kind="error")
     if plan is None or not plan.facts:
         return redirect("/memories", _NONE, kind="error")
-    return page(request, "erase_memories.html", section="memories", plan=plan, ids=ids)
+    names = await agent_names(request, session.user.id)
+    return page(request, "erase_memories.html", section="memories", plan=plan, ids=ids, agent_names=names)
 
 
 @router.post("/erase/memories")
 async def erase_memories(request: Request, session: SessionDep, form: FormDep) -> Response:
+    chose = Choices.of(form)
     try:
-        receipt = await memory_of(request).erase_selection(session.user.id, _ticked(form.getlist("ids")), [])
+        receipt = await memory_of(request).erase_selection(
+            session.user.id,
+            _ticked(form.getlist("ids")),
+            chose.message_ids,
+            keep=chose.keep,
+            other_agents=chose.other_agents,
+        )
     except NotFound:
         return redirect("/memories", _GONE, kind="error")
     except InvalidInput:

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from ... import audit
-from ...domain import Conflict, Erasure, LearntFrom, Receipt, says
+from ...domain import Conflict, ErasedMeanwhile, Erasure, LearntFrom, Receipt, says
 from ..rows import load, when
 from .tx import Row, Tx, marks
 
@@ -52,6 +52,18 @@ async def messages_named(tx: Tx, user_id: str, ids: Sequence[str]) -> list[tuple
     for chunk in chunks(ids):
         out += await tx.all(
             "SELECT conversation_id, id, content FROM messages"
+            f" WHERE user_id = ? AND id IN ({marks(len(chunk))})",
+            (user_id, *chunk),
+        )
+    return out
+
+
+async def message_places(tx: Tx, user_id: str, ids: Sequence[str]) -> list[tuple[str, str, Any, Any]]:
+    """(message id, role, created at, erased at) of those of the user's messages."""
+    out: list[tuple[str, str, Any, Any]] = []
+    for chunk in chunks(ids):
+        out += await tx.all(
+            "SELECT id, role, created_at, erased_at FROM messages"
             f" WHERE user_id = ? AND id IN ({marks(len(chunk))})",
             (user_id, *chunk),
         )
@@ -128,6 +140,20 @@ async def erase(tx: Tx, user_id: str, erasure: Erasure, at: datetime) -> dict[st
         [(user_id, h, at) for h in dict.fromkeys(erasure.forget)],
     )
     return counts
+
+
+async def check_not_erased_since(tx: Tx, user_id: str, conversation_id: str, since: datetime) -> None:
+    """ErasedMeanwhile when one of the person's erasures at or after `since` (by its receipt) took
+    the conversation, or everything."""
+    for kind, body in await tx.all(
+        "SELECT kind, body FROM receipts WHERE user_id = ? AND at >= ?", (user_id, since)
+    ):
+        taken = (load(body) or {}).get("erased", {}).get("conversations") or []
+        if kind == "everything" or conversation_id in taken:
+            raise ErasedMeanwhile(
+                "you erased this conversation (or all of your data) while the reply was coming:"
+                " the turn was not stored"
+            )
 
 
 async def check_unerased(tx: Tx, user_id: str, learnt: LearntFrom) -> None:
