@@ -492,6 +492,11 @@ class Source:
             out["origin"] = self.origin.to_json()
         return out
 
+    def scrubbed(self) -> Source:
+        """Without where it came from: no conversation id, message ids or place in another tool
+        (what an erasure of everything leaves: its kind, who said it, which model)."""
+        return replace(self, conversation_id=None, message_ids=(), origin=None)
+
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> Source:
         data = data or {}

@@ -17,6 +17,7 @@ backfill marks; the memories learnt from it go with it only when asked.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
@@ -204,7 +205,9 @@ class Eraser:
         )
 
     async def plan_everything(self, user_id: str) -> Plan:
-        """Every memory, conversation, queued turn and API key of the user (but the key in use)."""
+        """Every memory, conversation, queued turn, agent and API key of the user (but the key in
+        use, whose label is overwritten); where each memory came from (store.sql.erasure.
+        scrub_sources)."""
         facts = tuple(await self._facts(user_id))
         return Plan(
             "everything", facts, conversations=tuple(await self.store.conversation_ids(user_id)), keys=True
@@ -267,6 +270,8 @@ class Eraser:
         batch: list[Change] = []
         first = plan.facts[0].id if plan.facts else None
         for f in plan.facts:
+            if plan.kind == "everything":  # where it came from goes too, in the purge's event as well
+                f = dataclasses.replace(f, source=f.source.scrubbed())
             why = (
                 reason
                 if f.id == first or plan.kind != "memory"
@@ -291,7 +296,8 @@ class Eraser:
             erased: dict[str, Any] = {
                 "facts": [f.id for f in plan.facts],
                 "messages": message_ids,
-                "conversations": list(plan.conversations),
+                # everything: the conversations the person named are counted, not named again
+                "conversations": [] if plan.kind == "everything" else list(plan.conversations),
                 "counts": {"facts": len(plan.facts), **counts, "never_learnt_again": len(set(forget))},
             }
             r = receipts.seal(

@@ -64,7 +64,7 @@ from .observe import QUIET, Observer
 from .providers.base import ChatModel, Embedder
 from .recall.fuse import Hit
 from .recall.recaller import ARMS, Recaller
-from .sensitive import FactGate, blocked_message, echoed, gate_fact, screened_messages
+from .sensitive import FactGate, blocked_message, check_name, echoed, gate_fact, screened_messages
 from .settings import Settings
 from .store.base import Store
 from .write import changes
@@ -210,6 +210,7 @@ class Memory:
         scope = Scope(turn.scope.user_id, turn.scope.agent_id)
         gate = gate if gate is not None else await self.accounts.gate(scope.user_id)
         conversation_id = turn.conversation_id or new_id()
+        check_name("the conversation id", conversation_id, gate)
         messages, notices, found = screened_messages(scope.user_id, turn.messages, gate, conversation_id)
         earlier = (
             echoed(await self.store.conversation_messages(scope.user_id, conversation_id), found)
@@ -660,9 +661,11 @@ class Memory:
     async def erase_everything(
         self, user_id: str, *, keep_key: str | None = None, actor: str = "user"
     ) -> Receipt:
-        """Erase all of the person's data: every memory's text, every conversation with its
-        messages and queued turns, every vector and every API key but `keep_key` (the one in
-        use). The person, their agents and their audit log (every text in it erased) remain."""
+        """Erase all of the person's data: every memory's text and where it came from, every
+        conversation with its messages and queued turns, every vector, every agent (deleted, its
+        name overwritten, its persona gone) and every API key but `keep_key` (the one in use,
+        its label overwritten). The person and their audit log (every text in it erased)
+        remain."""
 
         async def attempt() -> Receipt:
             plan = await self.eraser.plan_everything(user_id)

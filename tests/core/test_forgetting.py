@@ -207,28 +207,35 @@ async def test_conversations_and_messages_carry_when_they_were_erased(memory, al
 async def test_erasing_everything_leaves_the_person_their_key_and_a_verified_log(
     llm_memory, learner, alice, bob
 ):
-    """Every memory's text, conversation, queued turn, vector and key but the one in use goes;
-    the person, their agents and their audit log (its texts erased) stay; bob is untouched."""
-    await said(llm_memory, alice, "c1", 2, PIN, SPICE)
+    """Every memory's text and where it came from, conversation (its id too), queued turn,
+    vector, agent (its name and persona) and key but the one in use (its label overwritten)
+    goes; the person and their audit log (its texts erased) stay; bob is untouched."""
+    await said(llm_memory, alice, "divorce-lawyer", 2, PIN, SPICE)
     await said(llm_memory, bob, "c1", 1, "I keep bees")
     await backfill(llm_memory)
-    agent = await llm_memory.accounts.create_agent(alice.user_id, "Chef")
+    agent = await llm_memory.accounts.create_agent(
+        alice.user_id, "Chef Rosalind", persona="You cook for Rosalind, who is pregnant"
+    )
     await llm_memory.add(Scope(alice.user_id, agent.id), "I make miso on Sundays")
-    kept, _ = await llm_memory.accounts.create_api_key(alice.user_id, "this laptop")
+    kept, _ = await llm_memory.accounts.create_api_key(alice.user_id, "Rosalind's laptop")
     await llm_memory.accounts.create_api_key(alice.user_id, "old phone")
-    await llm_memory.submit(Turn.of(alice, ("user", "I fly to Oslo on May 3")))
+    await llm_memory.submit(Turn.of(alice, ("user", "I fly to Oslo on May 3"), conversation_id="oslo-trip"))
 
     plan = await llm_memory.everything_plan(alice.user_id)
     assert len(plan.facts) == 3 and plan.conversations and plan.keys
     receipt = await llm_memory.erase_everything(alice.user_id, keep_key=kept.id)
     counts = receipt.body["erased"]["counts"]
-    assert counts["facts"] == 3 and counts["keys"] == 1 and counts["jobs"] >= 1
+    assert counts["facts"] == 3 and counts["keys"] == 1 and counts["jobs"] >= 1 and counts["agents"] == 1
+    assert counts["conversations"] == 2 and receipt.body["erased"]["conversations"] == []
 
     rows = await every_row_of(llm_memory, alice)
-    for said_before in ("660311", "coriander", "miso", "Oslo", "old phone"):
+    for said_before in ("660311", "coriander", "miso", "Oslo", "old phone", "Rosalind", "pregnant"):
         assert said_before not in rows, said_before
-    assert [k.id for k in await llm_memory.accounts.api_keys(alice.user_id)] == [kept.id]
-    assert [a.name for a in await llm_memory.accounts.agents(alice.user_id)] == ["Chef"]
+    for conversation in ("divorce-lawyer", "oslo-trip"):
+        assert conversation not in rows, conversation
+    [key] = await llm_memory.accounts.api_keys(alice.user_id)
+    assert key.id == kept.id and key.name == "kept when everything was erased"
+    assert await llm_memory.accounts.agents(alice.user_id) == []
     assert await llm_memory.jobs(alice.user_id) == []
     assert texts(await llm_memory.list(Scope(alice.user_id, all_agents=True))) == []
     assert (await llm_memory.verify_audit(alice.user_id)).ok

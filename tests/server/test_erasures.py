@@ -136,6 +136,7 @@ def test_erasing_everything_keeps_the_person_their_key_in_use_and_a_verified_log
         202,
     )
     spare = ok(client.post("/v1/me/keys", json={"name": "old laptop"}), 201)
+    ok(client.post("/v1/agents", json={"name": "Rosalind's coach", "persona": "Rosalind is pregnant"}), 201)
     preview = ok(
         client.post("/v1/erasures/preview", json={"everything": True, "confirm": "erase everything"})
     )
@@ -151,6 +152,8 @@ def test_erasing_everything_keeps_the_person_their_key_in_use_and_a_verified_log
     assert "660311" not in repr(ok(client.get("/v1/audit")))
     keys = ok(client.get("/v1/me/keys"))
     assert spare["id"] not in repr(keys)
+    assert [k["name"] for k in keys] == ["kept when everything was erased"]  # its name was the person's
+    assert ok(client.get("/v1/agents")) == [] and counts["agents"] == 1
 
 
 @pytest.mark.backend("sqlite")

@@ -78,9 +78,10 @@ def erase_conversation(
 
 @erase.command("everything")
 def erase_everything(ctx: typer.Context, yes: Yes = False, json: Json = False) -> None:
-    """Erase all of your data: every memory's text, every conversation with its messages and
-    queued turns, every vector and every API key. You, your agents and your audit log (its
-    texts erased) remain; `mnemo keys create --user NAME` gives you a new key."""
+    """Erase all of your data: every memory's text and where it came from, every conversation
+    with its messages and queued turns, every vector, every agent (its name and persona) and
+    every API key. You and your audit log (its texts erased) remain; `mnemo keys create --user
+    NAME` gives you a new key."""
 
     async def work(s: Session) -> Erased:
         if not yes:
@@ -88,7 +89,8 @@ def erase_everything(ctx: typer.Context, yes: Yes = False, json: Json = False) -
             raise CliFailure(
                 f"Not erased. Erasing everything of {s.user.name!r} removes the text of "
                 f"{len(plan.facts)} memories, {len(plan.conversations)} conversations with their messages "
-                "and queued turns, and every API key, for good. It cannot be undone. "
+                "and queued turns, every agent (its name and persona) and every API key, for good. "
+                "It cannot be undone. "
                 "Run again with --yes to erase."
             )
         return await erased(s, await s.memory.erase_everything(s.user.id))

@@ -29,6 +29,7 @@ from ..http.headers import AGENT_HEADER, AUTOMATION_HEADER, CONVERSATION_HEADER
 from ..memory import Memory
 from ..recall.fuse import Hit
 from ..recall.render import SYSTEM_ROLES, inject, render
+from ..sensitive import refused_name
 from ..settings import Settings
 from .wire import ChatError, content_text
 
@@ -152,6 +153,9 @@ async def prepare(
     # what this turn may read and whether memory is on, decided once for the whole turn
     scope = Scope(user.id, agent.id if agent else None).visible_to(agents)
     memory_on = await accounts.memory_enabled(user)
+    conversation = conversation_of(headers)
+    if problem := refused_name(CONVERSATION_HEADER, conversation, user.gate):
+        raise ChatError(400, problem, param=CONVERSATION_HEADER)
 
     latest = next((m for m in reversed(messages) if m.get("role") == "user"), None)
     query = content_text(latest.get("content")) if latest else ""
@@ -166,7 +170,7 @@ async def prepare(
         body={**body, "model": model, "messages": inject(messages, render(hits, placement), placement)},
         scope=scope,
         hits=tuple(hits),
-        conversation_id=conversation_of(headers),
+        conversation_id=conversation,
         automation=(headers.get(AUTOMATION_HEADER) or "").strip().lower() in ("true", "1", "yes"),
         memory_on=memory_on,
         user_text=query if query.strip() and messages[-1].get("role") == "user" else None,

@@ -48,7 +48,10 @@ class ErasurePlanPublic(BaseModel):
     memories: list[FactPublic] = Field(description="The memories whose text is erased.")
     messages: list[MessageShown] = Field(description="The messages whose text is erased (a marker stays).")
     conversations: list[str] = Field(description="The conversations removed whole.")
-    keys: bool = Field(description="Every API key goes too, but the one in use (everything).")
+    keys: bool = Field(
+        description="Everything: every API key goes too, but the one in use (its name overwritten), and"
+        " every agent (deleted, its name overwritten, its persona erased)."
+    )
     kept_memories: list[FactPublic] = Field(
         description="Memories that stay, though learnt from an erased message or conversation: they "
         "lose the words they came from."
@@ -135,7 +138,8 @@ class EraseTicked(Request):
 
 
 class EraseEverything(Request):
-    """All of your data: every memory, conversation, queued turn and API key but the one in use."""
+    """All of your data: every memory (and where it came from), conversation, queued turn, agent
+    and API key but the one in use."""
 
     everything: Literal[True]
     confirm: Literal["erase everything"] = Field(description="Typed by the person: erase everything.")

@@ -92,7 +92,8 @@ async def erase(
 ) -> ReceiptPublic:
     """Erase for good, with a signed receipt of what went: one memory with the messages it was
     learnt from, one conversation, what you ticked, or everything (every memory, conversation,
-    queued turn and API key but the one this request uses; you and your audit log remain)."""
+    queued turn, agent and API key but the one this request uses, whose name is overwritten;
+    you and your audit log remain)."""
     if isinstance(body, EraseMemory):
         _, receipt = await memory.purge(
             own_scope(user.id),
