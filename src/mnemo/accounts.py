@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 
-from . import keys
+from . import keys, sensitive
 from .domain import (
     MAX_TOKEN_BUDGET,
     Agent,
@@ -159,22 +159,32 @@ class Accounts:
     ) -> Agent:
         if not name.strip():
             raise InvalidInput("an agent needs a name")
+        gate = await self.gate(user_id)
         return await self._store.create_agent(
             user_id,
-            name.strip(),
+            sensitive.check_name("the agent's name", name.strip(), gate),
             private=private,
             reads_default=reads_default,
-            persona=persona,
+            persona=None if persona is None else sensitive.screen(persona, gate).masked,
             upstream_model=upstream_model,
         )
 
     async def update_agent(self, user_id: str, agent_id: str, **fields: object) -> Agent:
+        """Change an agent; its name and persona go through the person's sensitive-data gate as
+        when it was made (a name holding what the gate keeps out is refused, a persona masked)."""
+        gate = await self.gate(user_id)
+        if isinstance(name := fields.get("name"), str):
+            sensitive.check_name("the agent's name", name, gate)
+        if isinstance(persona := fields.get("persona"), str):
+            fields["persona"] = sensitive.screen(persona, gate).masked
         return await self._store.update_agent(user_id, agent_id, **fields)
 
     # -- keys ---------------------------------------------------------------------
 
     async def create_api_key(self, user_id: str, name: str = "default") -> tuple[ApiKey, str]:
-        """A new key for the user, and its token: shown to the caller once, stored hashed."""
+        """A new key for the user, and its token: shown to the caller once, stored hashed. A label
+        holding what the person's sensitive-data gate keeps out of names is refused."""
+        sensitive.check_name("the key's name", name, await self.gate(user_id))
         key, token = keys.new_key(user_id, name, self.clock())
         return await self._store.add_api_key(key), token
 

@@ -270,6 +270,28 @@ def normalise(text: str) -> str:
     return _TRAILING_PUNCT.sub("", text)
 
 
+# typographic quotes, apostrophes and dashes, read as the ASCII ones a keyboard types
+_TYPOGRAPHIC = str.maketrans(
+    dict.fromkeys("\u2018\u2019\u201a\u201b\u2032\u02bc\u02b9\u00b4`", "'")
+    | dict.fromkeys("\u201c\u201d\u201e\u201f\u2033\u00ab\u00bb\u301d\u301e", '"')
+    | dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2015\u2212\u2e3a\u2e3b", "-")
+)
+
+
+def plain(text: str) -> str:
+    """The form an erased text is known by (mnemo.forgetting), so that a copy that only looks
+    different is the same text: `normalise`'s, once the characters that show nothing are left
+    out (format characters: zero-width spaces and joiners, the soft hyphen, the byte order mark,
+    directional marks; and variation selectors) and typographic quotes, apostrophes and dashes
+    are read as ASCII ones."""
+    text = unicodedata.normalize("NFKC", text.translate(_TYPOGRAPHIC))
+    return normalise("".join(c for c in text if not _shows_nothing(c)).translate(_TYPOGRAPHIC))
+
+
+def _shows_nothing(c: str) -> bool:
+    return unicodedata.category(c) == "Cf" or "\ufe00" <= c <= "\ufe0f" or "\U000e0100" <= c <= "\U000e01ef"
+
+
 def says(text: str, words: str) -> bool:
     """Whether `text` says `words`: the same words in a row, whole (case, spacing and final
     punctuation aside, as `normalise` has them), so "tea" is not found in "steal"."""
@@ -367,6 +389,11 @@ class Duplicate(Conflict):
     def __init__(self, message: str, existing: str) -> None:
         super().__init__(message)
         self.existing = existing
+
+
+class ErasedMeanwhile(Conflict):
+    """The person erased the turn's conversation, or everything, while it was being answered:
+    nothing of it is stored."""
 
 
 class InvalidInput(MnemoError):
@@ -467,6 +494,11 @@ class Source:
         if self.origin is not None:  # only imported facts have one: every other source reads as before
             out["origin"] = self.origin.to_json()
         return out
+
+    def scrubbed(self) -> Source:
+        """Without where it came from: no conversation id, message ids or place in another tool
+        (what an erasure of everything leaves: its kind, who said it, which model)."""
+        return replace(self, conversation_id=None, message_ids=(), origin=None)
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> Source:
@@ -834,6 +866,9 @@ class Turn:
     automation: bool = False
     at: datetime | None = None
     id: str | None = None  # the id to store it under (its job's), chosen ahead: the proxy's reply names it
+    # when its request began: an erasure of its conversation, or of everything, since then keeps
+    # it from being stored (ErasedMeanwhile); None: no such check
+    began: datetime | None = None
 
     @classmethod
     def of(cls, scope: Scope, *pairs: tuple[str, str], **kwargs: Any) -> Turn:

@@ -16,7 +16,7 @@ import logging
 import random
 import sys
 from collections import defaultdict
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from datetime import datetime, timedelta
 from types import EllipsisType
 from typing import TypeVar
@@ -65,7 +65,7 @@ from .observe import QUIET, Observer
 from .providers.base import ChatModel, Embedder
 from .recall.fuse import Hit
 from .recall.recaller import ARMS, Recaller
-from .sensitive import FactGate, blocked_message, echoed, gate_fact, screened_messages
+from .sensitive import FactGate, blocked_message, check_name, echoed, gate_fact, screened_messages
 from .settings import Settings
 from .store.base import Store
 from .write import changes
@@ -211,6 +211,7 @@ class Memory:
         scope = Scope(turn.scope.user_id, turn.scope.agent_id)
         gate = gate if gate is not None else await self.accounts.gate(scope.user_id)
         conversation_id = turn.conversation_id or new_id()
+        check_name("the conversation id", conversation_id, gate)
         messages, notices, found = screened_messages(scope.user_id, turn.messages, gate, conversation_id)
         earlier = (
             echoed(await self.store.conversation_messages(scope.user_id, conversation_id), found)
@@ -226,6 +227,7 @@ class Memory:
             notices=notices,
             rewrites=earlier,
             max_queued=self.settings.jobs.max_queued_per_user,
+            erased_since=turn.began,
         )
         for wake in self._queued:
             wake()
@@ -351,7 +353,7 @@ class Memory:
                     "the person erased this text; it is not written again unless they write it themselves"
                 )
             # the person writes it again themselves: it may be learnt again
-            await self.store.unforget(scope.user_id, await self.forgotten.of_texts(scope.user_id, [text]))
+            await self.store.unforget(scope.user_id, await self.forgotten.every_digest(scope.user_id, [text]))
 
         async def attempt() -> Fact:
             nonlocal vector
@@ -548,14 +550,19 @@ class Memory:
         actor: str = "user",
         reason: str | None = None,
         version: int | None = None,
+        message_ids: Sequence[str] = (),
+        keep: Collection[str] = (),
+        other_agents: bool = False,
     ) -> tuple[Fact, Receipt]:
         """Erase a fact's text everywhere (the right to erasure), with the messages it was learnt
         from and its agent's other facts that say the same (see mnemo.erasure); an event records
-        that it happened, and the signed receipt says what went. Its text is never learnt again."""
+        that it happened, and the signed receipt says what went. Its text is never learnt again.
+        `message_ids`: messages to erase too (those the plan offers), `keep`: those the plan takes
+        that stay, `other_agents`: the same text in the person's other agents' memories goes too."""
 
         async def attempt() -> tuple[Fact, Receipt]:
             fact = await self._current(scope, fact_id, version)
-            plan = await self.eraser.plan_memory(fact)
+            plan = await self.eraser.plan_memory(fact, message_ids, keep=keep, other_agents=other_agents)
             receipt = await self.eraser.erase(scope.user_id, plan, actor=actor, reason=reason)
             return await self.store.get_fact(Scope(scope.user_id, all_agents=True), fact.id), receipt
 
@@ -581,9 +588,18 @@ class Memory:
         )
         return added, len(erased)
 
-    async def erasure_plan(self, scope: Scope, fact_id: str) -> Plan:
-        """What erasing the fact would take (for the person to see first)."""
-        return await self.eraser.plan_memory(await self.store.get_fact(scope, fact_id))
+    async def erasure_plan(
+        self,
+        scope: Scope,
+        fact_id: str,
+        message_ids: Sequence[str] = (),
+        *,
+        keep: Collection[str] = (),
+        other_agents: bool = False,
+    ) -> Plan:
+        """What erasing the fact would take (for the person to see first; see `purge`)."""
+        fact = await self.store.get_fact(scope, fact_id)
+        return await self.eraser.plan_memory(fact, message_ids, keep=keep, other_agents=other_agents)
 
     async def erase_conversation(
         self, user_id: str, conversation_id: str, *, with_facts: bool = False, actor: str = "user"
@@ -609,20 +625,39 @@ class Memory:
         message (conversation id, message id, text) that holds the query's words."""
         return await self.eraser.about(user_id, query)
 
-    async def selection_plan(self, user_id: str, fact_ids: Sequence[str], message_ids: Sequence[str]) -> Plan:
+    async def selection_plan(
+        self,
+        user_id: str,
+        fact_ids: Sequence[str],
+        message_ids: Sequence[str],
+        *,
+        keep: Collection[str] = (),
+        other_agents: bool = False,
+    ) -> Plan:
         """What erasing the ticked memories and messages would take (NotFound for an id the
-        user has no memory or message by)."""
+        user has no memory or message by; `keep` and `other_agents` as `purge` takes them)."""
         everything = Scope(user_id, all_agents=True)
         chosen = [await self.store.get_fact(everything, fid) for fid in dict.fromkeys(fact_ids)]
-        return await self.eraser.plan_selection(user_id, chosen, list(dict.fromkeys(message_ids)))
+        return await self.eraser.plan_selection(
+            user_id, chosen, list(dict.fromkeys(message_ids)), keep=keep, other_agents=other_agents
+        )
 
     async def erase_selection(
-        self, user_id: str, fact_ids: Sequence[str], message_ids: Sequence[str], *, actor: str = "user"
+        self,
+        user_id: str,
+        fact_ids: Sequence[str],
+        message_ids: Sequence[str],
+        *,
+        actor: str = "user",
+        keep: Collection[str] = (),
+        other_agents: bool = False,
     ) -> Receipt:
         """Erase the ticked memories (as purge does) and messages, with one signed receipt."""
 
         async def attempt() -> Receipt:
-            plan = await self.selection_plan(user_id, fact_ids, message_ids)
+            plan = await self.selection_plan(
+                user_id, fact_ids, message_ids, keep=keep, other_agents=other_agents
+            )
             if not plan.facts and not plan.messages:
                 raise InvalidInput("nothing to erase: tick at least one memory or message")
             return await self.eraser.erase(user_id, plan, actor=actor)
@@ -636,9 +671,11 @@ class Memory:
     async def erase_everything(
         self, user_id: str, *, keep_key: str | None = None, actor: str = "user"
     ) -> Receipt:
-        """Erase all of the person's data: every memory's text, every conversation with its
-        messages and queued turns, every vector and every API key but `keep_key` (the one in
-        use). The person, their agents and their audit log (every text in it erased) remain."""
+        """Erase all of the person's data: every memory's text and where it came from, every
+        conversation with its messages and queued turns, every vector, every agent (deleted, its
+        name overwritten, its persona gone) and every API key but `keep_key` (the one in use,
+        its label overwritten). The person and their audit log (every text in it erased)
+        remain."""
 
         async def attempt() -> Receipt:
             plan = await self.eraser.plan_everything(user_id)
@@ -651,6 +688,11 @@ class Memory:
 
     async def receipt(self, user_id: str, receipt_id: str) -> Receipt:
         return await self.store.receipt(user_id, receipt_id)
+
+    async def lingering(self) -> str | None:
+        """Why an erased text may still be in the database's files, while it may (see
+        SQLiteStore.lingering): the faces add it to an erasure's answer."""
+        return await self.store.lingering()
 
     async def receipt_key(self) -> str:
         """The public key that checks this server's receipts."""

@@ -62,7 +62,7 @@ from stdnum.it import codicefiscale
 from stdnum.nl import bsn
 from stdnum.us import ssn
 
-from .domain import GateAction, GateNotice, GatePolicy, Message, Sensitive, gate_notices
+from .domain import GateAction, GateNotice, GatePolicy, InvalidInput, Message, Sensitive, gate_notices
 
 log = logging.getLogger(__name__)
 
@@ -589,6 +589,28 @@ _NOUNS = {
     Sensitive.PHONE: "phone number",
     Sensitive.EMAIL: "email address",
 }
+
+
+def refused_name(what: str, text: str, policy: GatePolicy) -> str | None:
+    """Why a name the person chose (an agent's, an API key's label, a conversation id) is refused:
+    it holds a value of a kind the person's gate does not allow (masking it would make another
+    name, or two names one), named by its kind, never the value; None when it holds none."""
+    found = screen(text, policy)
+    kinds = [k for k in found.kinds if policy.action(k) != GateAction.ALLOW]
+    if not kinds:
+        return None
+    return (
+        f"{what} holds a {' and a '.join(_NOUNS[k] for k in kinds)}, which your sensitive-data gate"
+        " keeps out of names: choose another"
+    )
+
+
+def check_name(what: str, text: str, policy: GatePolicy) -> str:
+    """`text`, or InvalidInput saying why the gate refuses it (see refused_name)."""
+    problem = refused_name(what, text, policy)
+    if problem:
+        raise InvalidInput(problem)
+    return text
 
 
 @dataclass(frozen=True, slots=True)

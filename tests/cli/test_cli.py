@@ -173,6 +173,58 @@ def test_purge_refuses_without_yes_and_erases_with_it(mnemo: Invoke, data_dir: P
     assert ok(mnemo("audit", "verify")).stdout.strip().startswith("ok")
 
 
+def test_purge_shows_each_message_it_would_erase_and_offers_what_stays(
+    mnemo: Invoke, data_dir: Path, embedder, database_url
+) -> None:
+    """Without --yes, a purge lists each message it takes (id, conversation, time, role, length,
+    why, text), the long message that says it in passing by an excerpt (offered: --message),
+    and the same text in another agent (--other-agents); --keep-message leaves one out."""
+    from mnemo.domain import Message, Scope
+
+    letter = (
+        "Here is my cover letter. " + "I led the billing migration. " * 100 + "I hate coriander, by the way."
+    )
+    ids = {}
+
+    async def seed(memory):
+        scope = Scope((await memory.accounts.user("ana")).id)
+        for conversation, text in (("short", "I hate coriander!"), ("letter", letter)):
+            await memory.store.save_messages(scope, conversation, [Message("user", text)], memory.clock())
+            ids[conversation] = (await memory.messages(scope.user_id, conversation))[0].id
+
+    in_store(data_dir, embedder, seed, database_url)
+    ok(mnemo("agents", "create", "chef", "--private", user="ana"))
+    fact = add(mnemo, "I hate coriander", user="ana")
+    copy = as_json(mnemo("add", "I hate coriander", "--json", user="ana", agent="chef"))
+
+    shown = mnemo("purge", fact["id"], user="ana")
+    assert shown.exit_code == 1
+    said = shown.stderr
+    assert re.search(
+        rf"{ids['short']}\s+conversation 'short', \d{{4}}-\d\d-\d\d \d\d:\d\d, user,"
+        r" 17 characters \(says it\)",
+        said,
+    )
+    assert '"I hate coriander!"' in said
+    assert f"{ids['letter']}  conversation 'letter'" in said and f"{len(letter):,} characters" in said
+    assert '"…I led the billing migration. I led' in said and 'I hate coriander, by the way."' in said
+    assert "I led the billing migration. " * 10 not in said  # an excerpt, not the letter
+    assert f"{copy['id']}  chef: I hate coriander" in said and "--other-agents" in said
+
+    purged = as_json(
+        mnemo("purge", fact["id"], "--yes", "--json", "--keep-message", ids["short"], user="ana")
+    )
+    receipt = as_json(mnemo("receipts", "show", purged["receipt_id"], user="ana"))
+    assert receipt["body"]["erased"]["messages"] == [] and receipt["body"]["erased"]["facts"] == [fact["id"]]
+    assert as_json(mnemo("show", copy["id"], "--json", user="ana"))["text"] == "I hate coriander"
+
+    again = add(mnemo, "I hate coriander", user="ana")
+    args = ("purge", again["id"], "--yes", "--json", "--message", ids["letter"], "--other-agents")
+    receipt = as_json(mnemo("receipts", "show", as_json(mnemo(*args, user="ana"))["receipt_id"], user="ana"))
+    assert sorted(receipt["body"]["erased"]["messages"]) == sorted(ids.values())
+    assert sorted(receipt["body"]["erased"]["facts"]) == sorted([again["id"], copy["id"]])
+
+
 def test_a_purge_prints_its_receipt_which_checks_out_until_it_is_changed(
     mnemo: Invoke, tmp_path: Path
 ) -> None:

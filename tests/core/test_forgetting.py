@@ -207,28 +207,35 @@ async def test_conversations_and_messages_carry_when_they_were_erased(memory, al
 async def test_erasing_everything_leaves_the_person_their_key_and_a_verified_log(
     llm_memory, learner, alice, bob
 ):
-    """Every memory's text, conversation, queued turn, vector and key but the one in use goes;
-    the person, their agents and their audit log (its texts erased) stay; bob is untouched."""
-    await said(llm_memory, alice, "c1", 2, PIN, SPICE)
+    """Every memory's text and where it came from, conversation (its id too), queued turn,
+    vector, agent (its name and persona) and key but the one in use (its label overwritten)
+    goes; the person and their audit log (its texts erased) stay; bob is untouched."""
+    await said(llm_memory, alice, "divorce-lawyer", 2, PIN, SPICE)
     await said(llm_memory, bob, "c1", 1, "I keep bees")
     await backfill(llm_memory)
-    agent = await llm_memory.accounts.create_agent(alice.user_id, "Chef")
+    agent = await llm_memory.accounts.create_agent(
+        alice.user_id, "Chef Rosalind", persona="You cook for Rosalind, who is pregnant"
+    )
     await llm_memory.add(Scope(alice.user_id, agent.id), "I make miso on Sundays")
-    kept, _ = await llm_memory.accounts.create_api_key(alice.user_id, "this laptop")
+    kept, _ = await llm_memory.accounts.create_api_key(alice.user_id, "Rosalind's laptop")
     await llm_memory.accounts.create_api_key(alice.user_id, "old phone")
-    await llm_memory.submit(Turn.of(alice, ("user", "I fly to Oslo on May 3")))
+    await llm_memory.submit(Turn.of(alice, ("user", "I fly to Oslo on May 3"), conversation_id="oslo-trip"))
 
     plan = await llm_memory.everything_plan(alice.user_id)
     assert len(plan.facts) == 3 and plan.conversations and plan.keys
     receipt = await llm_memory.erase_everything(alice.user_id, keep_key=kept.id)
     counts = receipt.body["erased"]["counts"]
-    assert counts["facts"] == 3 and counts["keys"] == 1 and counts["jobs"] >= 1
+    assert counts["facts"] == 3 and counts["keys"] == 1 and counts["jobs"] >= 1 and counts["agents"] == 1
+    assert counts["conversations"] == 2 and receipt.body["erased"]["conversations"] == []
 
     rows = await every_row_of(llm_memory, alice)
-    for said_before in ("660311", "coriander", "miso", "Oslo", "old phone"):
+    for said_before in ("660311", "coriander", "miso", "Oslo", "old phone", "Rosalind", "pregnant"):
         assert said_before not in rows, said_before
-    assert [k.id for k in await llm_memory.accounts.api_keys(alice.user_id)] == [kept.id]
-    assert [a.name for a in await llm_memory.accounts.agents(alice.user_id)] == ["Chef"]
+    for conversation in ("divorce-lawyer", "oslo-trip"):
+        assert conversation not in rows, conversation
+    [key] = await llm_memory.accounts.api_keys(alice.user_id)
+    assert key.id == kept.id and key.name == "kept when everything was erased"
+    assert await llm_memory.accounts.agents(alice.user_id) == []
     assert await llm_memory.jobs(alice.user_id) == []
     assert texts(await llm_memory.list(Scope(alice.user_id, all_agents=True))) == []
     assert (await llm_memory.verify_audit(alice.user_id)).ok
@@ -348,3 +355,130 @@ async def test_an_erasure_takes_the_problems_that_quote_it_from_the_jobs(llm_mem
     _, receipt = await llm_memory.purge(alice, fact.id)
     assert "660311" not in repr(await llm_memory.job(alice.user_id, job.id))
     assert receipt.body["erased"]["counts"]["jobs_scrubbed"] == 1
+
+
+PORK = "I don't eat pork"
+# what an erased text looks like copied back: a trailing zero-width space, typographic quotes and
+# dashes, a soft hyphen, a byte order mark, a no-break space, another case
+LOOKALIKES = [
+    "I don’t eat pork\u200b",
+    "I DON’T EAT PORK.",
+    "I don\u2019t eat\u00a0pork\ufeff",
+    "I don't eat po\u00adrk",
+    "I don`t eat pork\u200d!",
+]
+
+
+async def test_an_erased_text_is_not_learnt_again_when_it_only_looks_different(
+    llm_memory, scripted_llm, alice
+):
+    """The digest is of the text as it shows: copies that differ only in characters that show
+    nothing or in the kind of quote are dropped; another text is still learnt."""
+    from tests.helpers import extraction
+
+    fact = await llm_memory.add(alice, "I don’t eat pork — ever")
+    await llm_memory.purge(alice, fact.id)
+    assert await llm_memory.forgotten.dropped(alice.user_id, ["I don't eat pork - ever\u200b"])
+    other = await llm_memory.add(alice, PORK)
+    await llm_memory.purge(alice, other.id)
+    assert await llm_memory.forgotten.dropped(alice.user_id, LOOKALIKES) == set(LOOKALIKES)
+    assert await llm_memory.forgotten.dropped(alice.user_id, ["I don't eat beef"]) == set()
+
+    scripted_llm.reply_json(extraction(LOOKALIKES[0], "I don't eat beef"))
+    scripted_llm.reply_json({"decisions": []})
+    report = await llm_memory.remember(
+        Turn.of(alice, ("user", "I don’t eat pork\u200b, nor beef"), ("assistant", "Noted."))
+    )
+    assert report.forgotten == 1
+    assert texts(await llm_memory.list(alice)) == ["I don't eat beef"]
+
+
+async def test_a_digest_kept_before_the_plain_form_still_matches(memory, alice):
+    """An erasure of an earlier version kept the digest of domain.normalise's form (a curly
+    apostrophe kept as it was): the text is still dropped; the person writing it again brings
+    it back under both digests."""
+    import hashlib
+    import hmac
+
+    from mnemo.domain import Erasure, normalise
+
+    said = "I don’t eat pork"
+    key = (await memory.accounts.secret("erased-texts")).encode()
+    old = hmac.new(key, f"text\0{alice.user_id}\0{normalise(said)}".encode(), hashlib.sha256).hexdigest()
+    assert old not in await memory.forgotten.of_texts(alice.user_id, [said])
+    await memory.store.commit(alice.user_id, [], memory.clock(), erase=Erasure(forget=(old,)))
+    assert await memory.forgotten.dropped(alice.user_id, [said, PORK]) == {said}
+
+    await memory.add(alice, said)  # the person's own words
+    assert await memory.forgotten.dropped(alice.user_id, [said]) == set()
+    assert await memory.store.erased(alice.user_id, [old]) == set()
+
+
+LONG = (
+    "Here is the whole draft of my cover letter. "
+    + "I led the migration of our billing system. " * 60
+    + "Oh, and I hate coriander, by the way. "
+    + "The team shipped on time every quarter. " * 60
+)
+
+
+async def test_a_short_memory_takes_the_messages_not_much_longer_and_offers_the_rest(memory, alice):
+    """ "I hate coriander" is said alone in one message and in passing in a 5,000-character one:
+    the first goes with the memory, the second is offered (shown where it is, by an excerpt
+    around the words) and stays unless the person ticks it; a message the plan takes may be left
+    out."""
+    assert len(LONG) > 5000
+    at = memory.clock()
+    await memory.store.save_messages(alice, "short", [Message("user", "I hate coriander!")], at)
+    await memory.store.save_messages(
+        alice, "letter", [Message("assistant", "Sure."), Message("user", LONG)], at
+    )
+    [alone] = await memory.messages(alice.user_id, "short")
+    [_, letter] = await memory.messages(alice.user_id, "letter")
+    spice = await memory.add(alice, SPICE)
+
+    plan = await memory.erasure_plan(alice, spice.id)
+    assert [(m.message_id, m.why, m.role, m.excerpt) for m in plan.said] == [
+        (alone.id, "says it", "user", "I hate coriander!")
+    ]
+    [offered] = plan.offered
+    assert (offered.conversation_id, offered.message_id, offered.role) == ("letter", letter.id, "user")
+    assert offered.characters == len(LONG) and offered.at == at
+    assert "I hate coriander" in offered.excerpt and len(offered.excerpt) < 300
+    assert offered.excerpt.startswith("…") and offered.excerpt.endswith("…")
+    await memory.purge(alice, spice.id)
+    assert (await memory.messages(alice.user_id, "letter"))[1].content == LONG
+    assert (await memory.messages(alice.user_id, "short"))[0].content == ""
+
+    again = await memory.add(alice, SPICE)  # the person's own words again
+    kept = await memory.erasure_plan(alice, again.id, [letter.id])
+    assert [m.message_id for m in kept.said] == [letter.id] and kept.offered == ()
+    await memory.purge(alice, again.id, message_ids=[letter.id])
+    assert (await memory.messages(alice.user_id, "letter"))[1].content == ""
+
+    await memory.store.save_messages(alice, "third", [Message("user", "I hate coriander")], at)
+    [third] = await memory.messages(alice.user_id, "third")
+    last = await memory.add(alice, SPICE)
+    await memory.erase_selection(alice.user_id, [last.id], [], keep={third.id})
+    assert (await memory.messages(alice.user_id, "third"))[0].content == "I hate coriander"
+
+
+async def test_the_same_text_in_another_agents_memory_is_named_and_erased_when_asked(memory, alice):
+    """Erasing a memory names the same text active in another of the person's agents' memories:
+    it stays (and is recalled there) unless the person asks it to go too."""
+    agent = await memory.accounts.create_agent(alice.user_id, "Bank")
+    bank = Scope(alice.user_id, agent.id)
+    everything = Scope(alice.user_id, all_agents=True)
+    fact = await memory.add(alice, PIN)
+    elsewhere = await memory.add(bank, PIN)
+
+    plan = await memory.erasure_plan(alice, fact.id)
+    assert [f.id for f in plan.facts] == [fact.id] and [f.id for f in plan.elsewhere] == [elsewhere.id]
+    await memory.purge(alice, fact.id)
+    assert texts(await memory.list(bank)) == [PIN]
+
+    again = await memory.add(alice, PIN)
+    plan = await memory.erasure_plan(alice, again.id, other_agents=True)
+    assert {f.id for f in plan.facts} == {again.id, elsewhere.id} and plan.elsewhere == ()
+    await memory.purge(alice, again.id, other_agents=True)
+    assert not [f for f in await memory.list(everything, statuses=None) if "660311" in f.text]

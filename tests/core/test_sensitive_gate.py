@@ -17,7 +17,7 @@ from mnemo.build import Core
 from mnemo.domain import Action, Conversation, InvalidInput, Message, Scope, Status, Turn, new_id
 from mnemo.providers.chat import OpenAIChatModel
 from tests.fakes.embedders import RecordingEmbedder
-from tests.helpers import extraction, texts
+from tests.helpers import every_row, extraction, texts
 from tests.sensitive_cases import ORDINARY, SAID, needles, start_clean, stored_bytes
 
 ALL_SAID = "\n".join(text for text, _, _ in SAID)
@@ -323,3 +323,37 @@ async def test_a_search_aid_reaches_the_embedder_masked_as_each_persons_gate_say
     assert "4242 4242 4242 4242" not in embedded[alice] and "hunter2" not in embedded[alice]
     assert "My card is 4242 4242 4242 4242 and my password is [credential]" in embedded[bob]
     assert "hunter2" not in embedded[bob]
+
+
+KEY = "sk-proj-Zq3vT8wLm2Xr9Kd4Hs7Jp1Nc6Bf5Yg0A"
+CARD = "4111 1111 1111 1111"
+
+
+async def test_names_personas_key_labels_and_conversation_ids_pass_the_gate(memory, alice, caplog):
+    """A name the person chooses (an agent's, a key's, a conversation's id) holding what their
+    gate keeps out is refused, naming the kind, never the value; a persona is masked as a
+    message is; what the gate allows (an email address, by default) is kept as written."""
+    accounts = memory.accounts
+    for make in (
+        lambda: accounts.create_agent(alice.user_id, f"Bank {KEY}"),
+        lambda: accounts.create_api_key(alice.user_id, f"card {CARD}"),
+        lambda: memory.submit(Turn.of(alice, ("user", "hi"), conversation_id=f"pay {CARD}")),
+    ):
+        with pytest.raises(InvalidInput) as refused:
+            await make()
+        assert "keeps out of names" in str(refused.value)
+        assert KEY not in str(refused.value) and "1111" not in str(refused.value)
+    agent = await accounts.create_agent(
+        alice.user_id, "Bank ana@example.com", persona=f"Pay with my card {CARD} when asked"
+    )
+    assert agent.name == "Bank ana@example.com"
+    assert agent.persona == "Pay with my card [card ending 1111] when asked"
+    with pytest.raises(InvalidInput, match="credential"):
+        await accounts.update_agent(alice.user_id, agent.id, name=KEY)
+    changed = await accounts.update_agent(alice.user_id, agent.id, persona=f"My key is {KEY}")
+    assert changed.persona == "My key is [credential]" and changed.name == "Bank ana@example.com"
+    assert [a.name for a in await accounts.agents(alice.user_id)] == ["Bank ana@example.com"]
+    assert await memory.conversations(alice.user_id) == []
+    rows = await every_row(memory.store)
+    assert KEY not in rows and "1111 1111" not in rows
+    assert KEY not in caplog.text and "1111 1111" not in caplog.text

@@ -41,3 +41,62 @@ def test_a_client_leaving_mid_stream_still_has_its_turn_stored_once(server_setti
                 view.close()
     finally:
         drip.close()
+
+
+def test_a_conversation_erased_while_a_reply_streams_does_not_come_back_with_its_turn(
+    server_settings, embedder, scripted_llm
+):
+    """The person erases the conversation, then everything, while a streamed reply is on its way
+    (the official client has read its first chunk): when the stream ends, its turn is not stored,
+    and neither the conversation nor anything said in it comes back."""
+    import httpx2
+
+    drip = DripUpstream(first="Noted: ", rest="Reykjavik on May 3.")
+    scripted_llm.reply_json(extraction())
+    settings = server_settings.model_copy(update={"upstream_base_url": drip.base_url})
+    try:
+        with LiveServer(settings) as live, chat_client(live) as client:
+            api = httpx2.Client(
+                base_url=live.base_url, headers={"Authorization": f"Bearer {live.token}"}, timeout=30
+            )
+            view = StoreView(settings, embedder)
+            try:
+                said = {"role": "user", "content": "I fly to Oslo on May 3"}
+                turn = {"conversation_id": "trip", "messages": [said]}
+                assert api.post("/v1/turns", json=turn).status_code == 202
+
+                for erasure, conversation in (
+                    ({"conversation_id": "trip"}, "trip"),
+                    ({"everything": True, "confirm": "erase everything"}, "another-trip"),
+                ):
+                    drip.released.clear()
+                    drip.finished.clear()
+                    ask = {"role": "user", "content": "Book me a flight to Reykjavik"}
+                    raw = client.chat.completions.with_raw_response.create(
+                        model="any",
+                        messages=[ask],
+                        stream=True,
+                        extra_headers={"X-Mnemo-Conversation": conversation},
+                    )
+                    turn_id = raw.headers["x-mnemo-turn"]
+                    stream = raw.parse()
+                    chunks = iter(stream)
+                    assert next(chunks).choices[0].delta.content == "Noted: "
+                    assert api.post("/v1/erasures", json=erasure).status_code == 201
+                    drip.release()
+                    rest = "".join(c.choices[0].delta.content or "" for c in chunks)
+                    assert rest == "Reykjavik on May 3."  # the reply still reaches the client whole
+
+                    assert api.get(f"/v1/turns/{turn_id}").status_code == 404
+                    assert api.get("/v1/erasures/about", params={"q": "Reykjavik"}).json() == {
+                        "memories": [],
+                        "messages": [],
+                    }
+                    assert not [j for j in view.jobs() if j.conversation_id == conversation]
+                    preview = api.post("/v1/erasures/preview", json={"conversation_id": conversation})
+                    assert preview.status_code == 404  # no such conversation: it did not come back
+            finally:
+                view.close()
+                api.close()
+    finally:
+        drip.close()

@@ -136,6 +136,7 @@ def test_erasing_everything_keeps_the_person_their_key_in_use_and_a_verified_log
         202,
     )
     spare = ok(client.post("/v1/me/keys", json={"name": "old laptop"}), 201)
+    ok(client.post("/v1/agents", json={"name": "Rosalind's coach", "persona": "Rosalind is pregnant"}), 201)
     preview = ok(
         client.post("/v1/erasures/preview", json={"everything": True, "confirm": "erase everything"})
     )
@@ -151,3 +152,82 @@ def test_erasing_everything_keeps_the_person_their_key_in_use_and_a_verified_log
     assert "660311" not in repr(ok(client.get("/v1/audit")))
     keys = ok(client.get("/v1/me/keys"))
     assert spare["id"] not in repr(keys)
+    assert [k["name"] for k in keys] == ["kept when everything was erased"]  # its name was the person's
+    assert ok(client.get("/v1/agents")) == [] and counts["agents"] == 1
+
+
+@pytest.mark.backend("sqlite")
+def test_an_erasure_says_when_a_reader_holds_its_text_in_the_log(client, server_settings):
+    """Another process reading the database keeps the write-ahead log's frames: the erasure's
+    answer (not its signed body) and the purge's header say the text stays in the -wal file
+    until that reader lets go; once it has, the next erasure says nothing of it."""
+    import sqlean
+
+    first, second, third = (add(client, f"{PIN}{n}") for n in range(3))
+    reader = sqlean.connect(str(server_settings.data_dir / "mnemo.db"), isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM facts").fetchone()
+    receipt = ok(client.post("/v1/erasures", json={"memory_id": first["id"]}), 201)
+    assert "another process is reading" in receipt["lingering"] and "mnemo.db-wal" in receipt["lingering"]
+    assert "lingering" not in receipt["body"]
+    purged = client.delete(f"/v1/memories/{second['id']}", params={"purge": "true"})
+    assert "mnemo.db-wal" in purged.headers["x-mnemo-lingering"]
+    reader.execute("COMMIT")
+    reader.close()
+    assert ok(client.post("/v1/erasures", json={"memory_id": third["id"]}), 201)["lingering"] is None
+
+
+CORIANDER = "I hate coriander"
+LETTER = (
+    "Here is my whole cover letter. "
+    + "I led the billing migration. " * 100
+    + "I hate coriander, by the way. "
+    + "We shipped on time. " * 100
+)
+
+
+def _said(client, conversation: str, text: str) -> None:
+    turn = {"conversation_id": conversation, "messages": [{"role": "user", "content": text}]}
+    ok(client.post("/v1/turns", json=turn), 202)
+
+
+def test_the_preview_shows_each_message_where_it_is_and_offers_long_ones_and_other_agents(client):
+    """A short memory's erasure takes the short message that says it, shown by conversation,
+    time, role and text; the 5,000-character one is offered by an excerpt, and stays; the same
+    text in another agent's memory is named, and goes only when asked."""
+    _said(client, "letter", LETTER)
+    _said(client, "short", "I hate coriander!")
+    chef = ok(client.post("/v1/agents", json={"name": "chef", "private": True}), 201)
+    fact = add(client, CORIANDER)
+    copy = add(client, CORIANDER, agent_id=chef["id"])
+
+    preview = ok(client.post("/v1/erasures/preview", json={"memory_id": fact["id"]}))
+    [said] = preview["messages"]
+    assert (said["conversation_id"], said["role"], said["excerpt"], said["why"]) == (
+        "short",
+        "user",
+        "I hate coriander!",
+        "says it",
+    )
+    assert said["at"] and said["characters"] == len("I hate coriander!")
+    [offered] = preview["offered_messages"]
+    assert offered["conversation_id"] == "letter" and offered["characters"] == len(LETTER)
+    assert "I hate coriander" in offered["excerpt"] and len(offered["excerpt"]) < 300
+    assert [m["id"] for m in preview["other_agents"]] == [copy["id"]]
+
+    kept = {"memory_id": fact["id"], "keep_message_ids": [said["message_id"]]}
+    assert ok(client.post("/v1/erasures/preview", json=kept))["messages"] == []
+    receipt = ok(client.post("/v1/erasures", json=kept), 201)
+    assert receipt["body"]["erased"]["messages"] == []
+    left = ok(client.get("/v1/erasures/about", params={"q": "coriander"}))
+    assert sorted(m["text"] for m in left["messages"]) == sorted([LETTER, "I hate coriander!"])
+    assert [m["id"] for m in left["memories"]] == [copy["id"]]
+
+    again = add(client, CORIANDER)
+    every = {"memory_id": again["id"], "message_ids": [offered["message_id"]], "with_other_agents": True}
+    receipt = ok(client.post("/v1/erasures", json=every), 201)
+    assert sorted(receipt["body"]["erased"]["facts"]) == sorted([again["id"], copy["id"]])
+    assert sorted(receipt["body"]["erased"]["messages"]) == sorted(
+        [offered["message_id"], said["message_id"]]
+    )
+    assert ok(client.get("/v1/erasures/about", params={"q": "coriander"})) == {"memories": [], "messages": []}

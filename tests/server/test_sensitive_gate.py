@@ -78,3 +78,47 @@ def test_the_gate_is_read_and_set_on_the_account(client, other):
     assert card["text"] == "Card 4242 4242 4242 4242"
     theirs = ok(other.post("/v1/memories", json={"text": "Card 4242 4242 4242 4242"}), 201)
     assert theirs["text"] == "Card [card ending 4242]"
+
+
+KEY = "sk-proj-Zq3vT8wLm2Xr9Kd4Hs7Jp1Nc6Bf5Yg0A"
+CARD = "4111 1111 1111 1111"
+
+
+def test_names_and_conversation_ids_holding_what_the_gate_keeps_out_are_refused(
+    ai,  # noqa: F811
+    client,
+    scripted_llm,
+):
+    """An agent's name, a key's name, a turn's conversation id (the API's and the proxy's header)
+    holding a credential or a card: 422 (the proxy: 400) naming the kind, never the value, and
+    nothing stored; a persona holding one is stored masked."""
+    import openai
+
+    refused = [
+        client.post("/v1/agents", json={"name": f"bank {KEY}"}),
+        client.post("/v1/me/keys", json={"name": f"card {CARD}"}),
+        client.post(
+            "/v1/turns",
+            json={"conversation_id": f"card {CARD}", "messages": [{"role": "user", "content": "hi"}]},
+        ),
+    ]
+    for answer in refused:
+        assert answer.status_code == 422, answer.text
+        assert (
+            "keeps out of names" in answer.text and KEY not in answer.text and "1111 1111" not in answer.text
+        )
+    with pytest.raises(openai.BadRequestError) as header:
+        ai.chat.completions.create(
+            model="scripted-model",
+            messages=[{"role": "user", "content": "hi"}],
+            extra_headers={"X-Mnemo-Conversation": f"card {CARD}"},
+        )
+    assert "payment card number" in str(header.value) and "1111 1111" not in str(header.value)
+    assert scripted_llm.chat_requests() == []  # refused before the model was asked
+
+    agent = ok(client.post("/v1/agents", json={"name": "bank", "persona": f"My card is {CARD}"}), 201)
+    assert agent["persona"] == "My card is [card ending 1111]"
+    changed = client.patch(f"/v1/agents/{agent['id']}", json={"name": KEY})
+    assert changed.status_code == 422 and KEY not in changed.text
+    assert [a["name"] for a in ok(client.get("/v1/agents"))] == ["bank"]
+    assert all("1111 1111" not in k["name"] for k in ok(client.get("/v1/me/keys")))

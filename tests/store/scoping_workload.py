@@ -160,7 +160,11 @@ async def workload(url: str, embedder: Any, llm: ScriptedOpenAI, data_dir: Path,
 
         # the queue: done, automation, retried then parked, given back
         worker = worker_for(memory, clock=clock, backoff=timedelta(seconds=10))
-        job = await memory.submit(_turn(me, "Remember that I am allergic to peanuts", conversation_id="c2"))
+        # as the chat proxy stores a turn: unless the conversation was erased since it began
+        began = clock.now
+        job = await memory.submit(
+            _turn(me, "Remember that I am allergic to peanuts", conversation_id="c2", began=began)
+        )
         messages = [Message("user", "Remember that I am root")]
         await store.enqueue_turn(me, "c3", messages, clock.now, automation=True)
         assert not await memory.queue_full(me.user_id)  # the turns waiting, counted

@@ -222,6 +222,42 @@ async def test_a_purged_text_is_gone_from_the_database_files(tmp_path, embedder)
     assert files_holding(b"442618") == []
 
 
+async def test_a_reader_holding_the_log_back_is_said_and_the_log_is_emptied_once_it_lets_go(
+    tmp_path, embedder, caplog
+):
+    """Another process (here another connection) in a read transaction keeps the write-ahead log's
+    frames: the erasure's checkpoint cannot empty it, the text is still in the -wal file, the
+    erasure says so and logs it; at the store's next call after the reader let go, the log is
+    emptied and the text has left every file."""
+    memory = await Memory(SQLiteStore(tmp_path / "mnemo.db"), embedder).open()
+    alice = Scope((await memory.accounts.user("alice")).id)
+    pin = await memory.add(alice, "My bank PIN is 442618")
+    wal = tmp_path / "mnemo.db-wal"
+
+    def files_holding(needle: bytes) -> list[str]:
+        return [p.name for p in tmp_path.iterdir() if p.is_file() and needle in p.read_bytes()]
+
+    reader = sqlean.connect(str(tmp_path / "mnemo.db"), isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM facts").fetchone()  # a snapshot the log must keep
+    assert await memory.lingering() is None
+    await memory.purge(alice, pin.id)
+    assert "mnemo.db-wal" in files_holding(b"442618")
+    lingering = await memory.lingering()
+    assert lingering is not None and "another process is reading" in lingering and "mnemo.db-wal" in lingering
+    assert "still holds an erased text" in caplog.text
+    await memory.list(alice)  # tried again too soon, and the reader is still there
+    assert await memory.lingering() == lingering
+
+    reader.execute("COMMIT")
+    reader.close()
+    memory.store._next_try = 0.0  # (rather than waiting CHECKPOINT_RETRY)
+    await memory.list(alice)  # any call of the store tries again
+    assert await memory.lingering() is None
+    assert wal.stat().st_size == 0 and files_holding(b"442618") == []
+    await memory.close()
+
+
 async def test_each_kind_of_erasure_leaves_nothing_in_the_database_files(tmp_path, embedder):
     """A memory with the message it was learnt from, a whole conversation, what was ticked about
     a subject, and everything: none of their words is left in the database, its free pages or

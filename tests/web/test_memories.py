@@ -207,11 +207,59 @@ def test_the_erase_page_names_the_messages_that_go_and_shows_the_receipt(signed_
     assert turn["queued"]
     spice = ok(api.post("/v1/memories", json={"text": "I hate coriander"}), 201)
     page.goto(f"/memories/{spice['id']}/purge")
-    expect(page.locator("main")).to_contain_text("from 1 conversation message it was learnt from")
+    expect(page.locator("#erased-messages legend")).to_have_text("1 conversation message")
+    expect(page.locator("#erased-messages blockquote")).to_have_text(said)
     page.get_by_role("button", name="Erase it").click()
     expect(page.get_by_role("heading", level=1)).to_have_text("Receipt of an erasure")
     expect(page.locator("main")).to_contain_text("1 memory, 1 message;")
     shoot(page, "05-erasure-receipt", narrow=True)
+
+
+LETTER = (
+    "Here is my whole cover letter. "
+    + "I led the billing migration. " * 100
+    + "I hate coriander, by the way. "
+    + "We shipped on time. " * 100
+)
+
+
+def test_the_erase_page_shows_each_message_where_it_is_and_erases_what_stays_ticked(
+    signed_in: Page, api, shoot
+):
+    """The short message that says the memory is ticked, the 4,961-character letter that says it
+    in passing is shown by an excerpt and not ticked, and the same text in another assistant's
+    memory is offered: the person unticks the first, ticks the others, and the erasure follows."""
+    page = signed_in
+    for conversation, said in (("short", "I hate coriander!"), ("letter", LETTER)):
+        turn = {"conversation_id": conversation, "messages": [{"role": "user", "content": said}]}
+        ok(api.post("/v1/turns", json=turn), 202)
+    chef = ok(api.post("/v1/agents", json={"name": "Chef", "private": True}), 201)
+    spice = ok(api.post("/v1/memories", json={"text": "I hate coriander"}), 201)
+    ok(api.post("/v1/memories", json={"text": "I hate coriander", "agent_id": chef["id"]}), 201)
+
+    page.goto(f"/memories/{spice['id']}/purge")
+    short = page.get_by_label(
+        re.compile(r"Erase: user message in conversation short, .*17 characters \(says it\)")
+    )
+    letter = page.get_by_label(
+        re.compile(r"Erase too: user message in conversation letter, .*4,961 characters")
+    )
+    expect(short).to_be_checked()
+    expect(letter).not_to_be_checked()
+    quoted = page.locator("#erased-messages blockquote")
+    expect(quoted.first).to_have_text("I hate coriander!")
+    expect(quoted.last).to_contain_text("I hate coriander, by the way.")
+    assert len(quoted.last.inner_text()) < 300  # an excerpt, not the letter
+    expect(page.locator("#other-agents")).to_contain_text("I hate coriander (Chef)")
+    shoot(page, "05-purge-messages", narrow=True)
+
+    short.uncheck()
+    letter.check()
+    page.get_by_label("Erase it from that memory too").check()
+    page.get_by_role("button", name="Erase it").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Receipt of an erasure")
+    left = ok(api.get("/v1/erasures/about", params={"q": "coriander"}))
+    assert [m["text"] for m in left["messages"]] == ["I hate coriander!"] and left["memories"] == []
 
 
 def test_audit_shows_the_verified_chain_and_exports_everything(signed_in: Page, api, shoot):

@@ -26,10 +26,13 @@ def _apply(
     verb: str,
     change: Callable[[Session], Awaitable[Fact]],
     receipt: list[Receipt] | None = None,  # an erasure's, once `change` ran
+    lingering: list[str] | None = None,  # why its text stays in a file a while
 ) -> None:
     fact = run(ctx, change, fact_id=fact_id)
     if json:
-        output.emit_json({**output.fact_json(fact), **({"receipt_id": receipt[0].id} if receipt else {})})
+        note = lingering[0] if lingering else None
+        erased = {"receipt_id": receipt[0].id, "lingering": note} if receipt else {}
+        output.emit_json({**output.fact_json(fact), **erased})
         return
     shown = output.ERASED if fact.purged else fact.text
     output.say(
@@ -39,6 +42,7 @@ def _apply(
     )
     if receipt:
         output.say(f"Receipt: {receipt[0].id} (mnemo receipts show {receipt[0].id})")
+    output.lingering(lingering[0] if lingering else None)
 
 
 @app.command()
@@ -116,30 +120,66 @@ def reject(ctx: typer.Context, fact_id: FactId, reason: Reason = None, json: Jso
     _apply(ctx, fact_id, json, "Rejected", lambda s: s.memory.reject(s.view, fact_id, reason=reason))
 
 
+MessageIds = Annotated[
+    list[str] | None,
+    typer.Option("--message", metavar="ID", help="Erase this message too (one the preview offers)."),
+]
+KeepIds = Annotated[
+    list[str] | None,
+    typer.Option("--keep-message", metavar="ID", help="Leave this message out (one the preview takes)."),
+]
+
+
 @app.command()
 def purge(
     ctx: typer.Context,
     fact_id: FactId,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Really erase it.")] = False,
     reason: Reason = None,
+    message: MessageIds = None,
+    keep_message: KeepIds = None,
+    other_agents: Annotated[
+        bool, typer.Option("--other-agents", help="Erase the same text from your other agents' memories too.")
+    ] = False,
     json: Json = False,
 ) -> None:
     """Erase a memory's text for good, here, in its whole history and in the messages it was
-    learnt from (cannot be undone); prints the id of its signed receipt."""
+    learnt from or that say it (cannot be undone); prints the id of its signed receipt. Without
+    --yes it shows each message it would erase, where it is and what it says."""
     receipt: list[Receipt] = []
+    lingering: list[str] = []
+    added, keep = message or [], set(keep_message or [])
 
     async def work(s: Session) -> Fact:
         if not yes:
             fact = await s.memory.get(s.view, fact_id)
             shown = "its text, already erased" if fact.purged else f'"{fact.text}"'
+            lines = []
+            if not fact.purged:
+                plan = await s.memory.erasure_plan(
+                    s.view, fact_id, added, keep=keep, other_agents=other_agents
+                )
+                names: dict[str | None, str] = {
+                    a.id: a.name for a in await s.memory.accounts.agents(s.user.id)
+                }
+                lines = output.plan_lines(plan, names)
             raise CliFailure(
-                f"Not purged. Purging erases {shown} from memory {fact_id} and from every event of "
-                "its history, and the text of the messages it was learnt from; only the record that a purge "
-                "happened remains, it is never learnt again, and it cannot be undone. "
-                "To only stop recalling it, use mnemo forget. Run again with --yes to purge."
+                "\n".join(
+                    [
+                        f"Not purged. Purging erases {shown} from memory {fact_id} and from every event of "
+                        "its history, and the text of the messages below; only the record that a purge "
+                        "happened remains, it is never learnt again, and it cannot be undone. "
+                        "To only stop recalling it, use mnemo forget. Run again with --yes to purge.",
+                        *lines,
+                    ]
+                )
             )
-        fact, made = await s.memory.purge(s.view, fact_id, reason=reason)
+        fact, made = await s.memory.purge(
+            s.view, fact_id, reason=reason, message_ids=added, keep=keep, other_agents=other_agents
+        )
         receipt.append(made)
+        note = await s.memory.lingering()
+        lingering.extend([note] if note else [])
         return fact
 
-    _apply(ctx, fact_id, json, "Purged", work, receipt)
+    _apply(ctx, fact_id, json, "Purged", work, receipt, lingering)

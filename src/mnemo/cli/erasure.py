@@ -24,14 +24,23 @@ receipts = typer.Typer(help="The signed receipts of your erasures.", no_args_is_
 Yes = Annotated[bool, typer.Option("--yes", "-y", help="Really erase it.")]
 
 
-def _say_receipt(receipt: Receipt, json: bool) -> None:
+Erased = tuple[Receipt, str | None]  # the receipt, and why the text lingers in a file, if it does
+
+
+async def erased(s: Session, receipt: Receipt) -> Erased:
+    return receipt, await s.memory.lingering()
+
+
+def _say_receipt(done: Erased, json: bool) -> None:
+    receipt, lingering = done
     if json:
-        output.emit_json({"id": receipt.id, **signing.document(receipt)})
+        output.emit_json({"id": receipt.id, **signing.document(receipt), "lingering": lingering})
         return
     counts = receipt.body["erased"]["counts"]
     shown = ", ".join(f"{n} {what.replace('_', ' ')}" for what, n in counts.items() if n)
     output.say(f"Erased ({receipt.kind}): {shown or 'nothing left to erase'}", "green")
     output.say(f"Receipt: {receipt.id} (mnemo receipts show {receipt.id})")
+    output.lingering(lingering)
 
 
 @erase.command("conversation")
@@ -47,7 +56,7 @@ def erase_conversation(
     """Remove a conversation, its messages, its queued turns and its backfill marks for good;
     its words are never learnt again."""
 
-    async def work(s: Session) -> Receipt:
+    async def work(s: Session) -> Erased:
         if not yes:
             plan = await s.memory.conversation_erasure_plan(s.user.id, conversation_id)
             learnt = len(plan.cited_by)
@@ -60,27 +69,31 @@ def erase_conversation(
                 f"Not erased. Erasing removes conversation {conversation_id!r} and all its messages for "
                 f"good; {offer}. It cannot be undone. Run again with --yes to erase."
             )
-        return await s.memory.erase_conversation(s.user.id, conversation_id, with_facts=with_memories)
+        return await erased(
+            s, await s.memory.erase_conversation(s.user.id, conversation_id, with_facts=with_memories)
+        )
 
     _say_receipt(run(ctx, work, resolve_agent=False), json)
 
 
 @erase.command("everything")
 def erase_everything(ctx: typer.Context, yes: Yes = False, json: Json = False) -> None:
-    """Erase all of your data: every memory's text, every conversation with its messages and
-    queued turns, every vector and every API key. You, your agents and your audit log (its
-    texts erased) remain; `mnemo keys create --user NAME` gives you a new key."""
+    """Erase all of your data: every memory's text and where it came from, every conversation
+    with its messages and queued turns, every vector, every agent (its name and persona) and
+    every API key. You and your audit log (its texts erased) remain; `mnemo keys create --user
+    NAME` gives you a new key."""
 
-    async def work(s: Session) -> Receipt:
+    async def work(s: Session) -> Erased:
         if not yes:
             plan = await s.memory.everything_plan(s.user.id)
             raise CliFailure(
                 f"Not erased. Erasing everything of {s.user.name!r} removes the text of "
                 f"{len(plan.facts)} memories, {len(plan.conversations)} conversations with their messages "
-                "and queued turns, and every API key, for good. It cannot be undone. "
+                "and queued turns, every agent (its name and persona) and every API key, for good. "
+                "It cannot be undone. "
                 "Run again with --yes to erase."
             )
-        return await s.memory.erase_everything(s.user.id)
+        return await erased(s, await s.memory.erase_everything(s.user.id))
 
     _say_receipt(run(ctx, work, resolve_agent=False), json)
 
@@ -99,7 +112,7 @@ def erase_about(
     """Every memory and message that holds these words, numbered; with --pick (or --all) and
     --yes, erase those, with the messages the memories were learnt from."""
 
-    async def work(s: Session) -> tuple[list[tuple[str, str, str]], Receipt | None]:
+    async def work(s: Session) -> tuple[list[tuple[str, str, str]], Erased | None]:
         facts, messages = await s.memory.about(s.user.id, query)
         found = [("memory", f.id, f.text) for f in facts] + [("message", mid, t) for _, mid, t in messages]
         if pick is None and not every:
@@ -115,7 +128,7 @@ def erase_about(
             [i for kind, i, _ in chosen if kind == "memory"],
             [i for kind, i, _ in chosen if kind == "message"],
         )
-        return found, receipt
+        return found, await erased(s, receipt)
 
     found, receipt = run(ctx, work, resolve_agent=False)
     if receipt is not None:

@@ -18,6 +18,7 @@ from rich.text import Text
 
 from ..accounts import Member
 from ..domain import FACT_KINDS, Agent, ApiKey, AuditReport, Event, Fact, StoredTurn, utcnow
+from ..erasure import Plan, Said
 from ..recall.fuse import Hit
 
 ERASED = "(erased)"
@@ -32,6 +33,48 @@ def stdout() -> Console:
 
 def error(message: str) -> None:
     Console(stderr=True, highlight=False).print(Text(message, style="red"))
+
+
+def said_lines(messages: Sequence[Said]) -> list[str]:
+    """Each message of an erasure's plan: where it is, and what it says."""
+    return [
+        f"  {m.message_id}  conversation {m.conversation_id!r}, {m.at:%Y-%m-%d %H:%M}, {m.role},"
+        f" {m.characters:,} characters ({m.why}):\n      {json.dumps(m.excerpt, ensure_ascii=False)}"
+        for m in messages
+    ]
+
+
+def plan_lines(plan: Plan, agent_names: Mapping[str | None, str]) -> list[str]:
+    """What an erasure of memories takes and leaves, message by message (mnemo purge)."""
+    lines = []
+    if plan.said:
+        lines.append(
+            f"It erases the text of {len(plan.said)} message(s) (each keeps its place and time;"
+            " --keep-message ID leaves one out):"
+        )
+        lines += said_lines(plan.said)
+    if plan.offered:
+        lines.append(
+            f"{len(plan.offered)} message(s) say it but stay (much longer than it, or left out;"
+            " --message ID erases one too):"
+        )
+        lines += said_lines(plan.offered)
+    if plan.elsewhere:
+        lines.append(
+            f"The same text stays in {len(plan.elsewhere)} memory(ies) of your other agents, where it is"
+            " still recalled (--other-agents erases it there too):"
+        )
+        lines += [f"  {f.id}  {agent_names.get(f.agent_id, 'default')}: {f.text}" for f in plan.elsewhere]
+    if plan.cited_by:
+        lines.append(f"{len(plan.cited_by)} other memory(ies) learnt from those messages stay:")
+        lines += [f"  {f.id}  {f.text}" for f in plan.cited_by]
+    return lines
+
+
+def lingering(note: str | None) -> None:
+    """Why an erased text stays in the database's files a while (Memory.lingering), if it does."""
+    if note:
+        say(f"Note: {note}.", "yellow")
 
 
 def say(message: str | Text, style: str | None = None) -> None:

@@ -151,7 +151,8 @@ def search(
 
 
 def erase(**request: Any) -> Call[ReceiptPublic]:
-    """Erase for good, with the signed receipt: `memory_id=…`; `conversation_id=…` (and
+    """Erase for good, with the signed receipt: `memory_id=…` (and `message_ids=[…]` of offered
+    messages, `keep_message_ids=[…]`, `with_other_agents=True`); `conversation_id=…` (and
     `with_memories=True`); `memory_ids=[…]`, `message_ids=[…]`; or `everything=True,
     confirm="erase everything"`."""
     return Call("POST", "/v1/erasures", _one(ReceiptPublic), body=_fields(**request))

@@ -16,7 +16,7 @@ from typing import Any
 import httpx2
 
 from ..accounts import Accounts
-from ..domain import QueueFull, RecallVia, StorageFull, User
+from ..domain import ErasedMeanwhile, QueueFull, RecallVia, StorageFull, User
 from ..memory import Memory
 from ..settings import Settings
 from .prepare import Prepared, prepare
@@ -127,6 +127,12 @@ class Proxy:
         try:
             # None when memory is off or this is automation
             job = await self.memory.submit(turn, memory_on=prepared.memory_on, gate=prepared.gate)
+        except ErasedMeanwhile:
+            log.info(
+                "a chat turn of user %s was not stored: its conversation was erased meanwhile",
+                turn.scope.user_id,
+            )
+            return Stored(False, "the conversation was erased while the reply was coming")
         except QueueFull:
             log.warning("a chat turn of user %s was not stored: too many turns wait", turn.scope.user_id)
             return Stored(False, "too many turns wait to be learnt from", failed=True)

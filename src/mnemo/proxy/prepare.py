@@ -6,6 +6,7 @@ import dataclasses
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from ..accounts import Accounts
@@ -28,6 +29,7 @@ from ..http.headers import AGENT_HEADER, AUTOMATION_HEADER, CONVERSATION_HEADER
 from ..memory import Memory
 from ..recall.fuse import Hit
 from ..recall.render import SYSTEM_ROLES, inject, render
+from ..sensitive import refused_name
 from ..settings import Settings
 from .wire import ChatError, content_text
 
@@ -53,6 +55,9 @@ class Prepared:
     # the id its turn is stored under, chosen ahead: a streamed reply's headers leave first
     turn_id: str = dataclasses.field(default_factory=new_id)
     gate: GatePolicy = dataclasses.field(default_factory=GatePolicy)  # the sensitive-data gate
+    # when the request began: the person erasing its conversation (or everything) after it keeps
+    # its turn from being stored when the reply ends (Turn.began)
+    began: datetime | None = None
 
     @property
     def recalled(self) -> int:
@@ -76,6 +81,7 @@ class Prepared:
             conversation_id=self.conversation_id,
             automation=self.automation,
             id=self.turn_id,
+            began=self.began,
         )
 
 
@@ -138,6 +144,7 @@ async def prepare(
     headers: Mapping[str, str],
     via: RecallVia = RecallVia.PROXY,
 ) -> Prepared:
+    began = memory.clock()
     agents = await accounts.agents(user.id)
     requested = body.get("model")
     agent = choose_agent(agents, headers.get(AGENT_HEADER), requested)
@@ -146,6 +153,9 @@ async def prepare(
     # what this turn may read and whether memory is on, decided once for the whole turn
     scope = Scope(user.id, agent.id if agent else None).visible_to(agents)
     memory_on = await accounts.memory_enabled(user)
+    conversation = conversation_of(headers)
+    if problem := refused_name(CONVERSATION_HEADER, conversation, user.gate):
+        raise ChatError(400, problem, param=CONVERSATION_HEADER)
 
     latest = next((m for m in reversed(messages) if m.get("role") == "user"), None)
     query = content_text(latest.get("content")) if latest else ""
@@ -160,11 +170,12 @@ async def prepare(
         body={**body, "model": model, "messages": inject(messages, render(hits, placement), placement)},
         scope=scope,
         hits=tuple(hits),
-        conversation_id=conversation_of(headers),
+        conversation_id=conversation,
         automation=(headers.get(AUTOMATION_HEADER) or "").strip().lower() in ("true", "1", "yes"),
         memory_on=memory_on,
         user_text=query if query.strip() and messages[-1].get("role") == "user" else None,
         gate=user.gate,
+        began=began,
     )
 
 

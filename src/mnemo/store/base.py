@@ -263,6 +263,12 @@ class ErasureStore(Protocol):
     async def messages_named(self, user_id: str, ids: Sequence[str]) -> list[tuple[str, str, str]]:
         """(conversation id, message id, content) of those of the user's messages."""
 
+    async def message_places(
+        self, user_id: str, ids: Sequence[str]
+    ) -> dict[str, tuple[str, datetime, datetime | None]]:
+        """Where each of those of the user's messages is: its role, when it was said, and when
+        its text was erased (None: not erased), by id."""
+
     async def conversation_message_ids(self, user_id: str, conversation_id: str) -> list[str] | None:
         """The ids of the conversation's messages; None when the user has no such conversation."""
 
@@ -274,6 +280,10 @@ class ErasureStore(Protocol):
 
     async def unforget(self, user_id: str, hashes: Sequence[str]) -> None:
         """The person wrote these texts again themselves: they may be learnt again."""
+
+    async def lingering(self) -> str | None:
+        """Why an erased text may still be in the store's files (SQLite: its write-ahead log,
+        while another process reads), as long as it may; None once it is not."""
 
     async def receipts(self, user_id: str, *, limit: int = 50, offset: int = 0) -> list[Receipt]:
         """The user's receipts, newest first."""
@@ -324,11 +334,14 @@ class JobQueue(Protocol):
         notices: Sequence[GateNotice] = (),
         rewrites: Sequence[tuple[str, str]] = (),
         max_queued: int = 0,
+        erased_since: datetime | None = None,
     ) -> Job:
         """Store the turn's messages and its job (under `job_id`, or a new id) in one transaction,
         with the gate's notices of what it masked in them (and `rewrites` of the conversation's
         earlier messages, as `save_messages` takes them). QueueFull, storing nothing, when the
-        person already has `max_queued` turns waiting (0: no limit)."""
+        person already has `max_queued` turns waiting (0: no limit); ErasedMeanwhile, storing
+        nothing, when the person erased the conversation or everything at or after
+        `erased_since`."""
 
     async def queued_turns(self, user_id: str) -> int:
         """How many of the person's turns wait to be learnt from (queued, in hand, over budget)."""

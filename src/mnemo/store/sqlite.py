@@ -41,6 +41,9 @@ from .vectors import Columns, Row, VectorCache
 
 log = logging.getLogger(__name__)
 _SQLITE_FULL = 13  # "database or disk is full"
+BUSY_TIMEOUT_MS = 5000
+CHECKPOINT_WAIT = 0.5  # seconds an erasure's checkpoint waits for another process's readers
+CHECKPOINT_RETRY = 1.0  # seconds before a held-back checkpoint is tried again
 # times are written as fixed-width UTC text, so that text order is time order (rows.ts)
 sqlean.register_adapter(datetime, ts)
 
@@ -137,6 +140,8 @@ class SQLiteStore(SQLStore[SQLiteTx, Pending]):
         self._conn: Any = None
         self._cache = vector_cache or VectorCache()
         self._terms = TermStats()
+        self._lingering = False  # an erased text's old pages may still be in the -wal file
+        self._next_try = 0.0  # when (time.monotonic) the checkpoint is tried again
 
     # -- the executor --------------------------------------------------------------------------
 
@@ -144,6 +149,8 @@ class SQLiteStore(SQLStore[SQLiteTx, Pending]):
         def locked() -> T:
             with self._lock:
                 try:
+                    if self._lingering and time.monotonic() >= self._next_try:
+                        self._checkpoint()
                     return fn(*args)
                 except sqlean.OperationalError as exc:
                     if getattr(exc, "sqlite_errorcode", None) == _SQLITE_FULL:
@@ -204,7 +211,7 @@ class SQLiteStore(SQLStore[SQLiteTx, Pending]):
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute("PRAGMA busy_timeout = 5000")
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         # erased text must not linger in free pages or in the full-text index's old segments
         conn.execute("PRAGMA secure_delete = ON")
         for statement in SCRATCH:  # a scratch index that tokenizes query words as facts_fts does
@@ -213,6 +220,8 @@ class SQLiteStore(SQLStore[SQLiteTx, Pending]):
 
     async def close(self) -> None:
         if self._conn is not None:
+            if self._lingering:  # a last try: another process may have let go meanwhile
+                await self._run(self._checkpoint)
             await self._run(self._conn.close)
             self._conn = None
 
@@ -366,13 +375,37 @@ class SQLiteStore(SQLStore[SQLiteTx, Pending]):
             self._checkpoint()
 
     def _checkpoint(self) -> None:
-        """After a purge: copy the write-ahead log into the database and empty it, so that the
-        erased text's old pages leave the log file (secure_delete has zeroed them in the
-        database). A reader in another process can hold the log back; then the next
-        checkpoint takes it."""
-        busy, _, _ = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        """After an erasure: copy the write-ahead log into the database and empty it, so that
+        the erased text's old pages leave the log file (secure_delete has zeroed them in the
+        database). A reader in another process can hold the log back (it waits at most
+        CHECKPOINT_WAIT for it): then `lingering` says so, and the store tries again at its
+        next call once CHECKPOINT_RETRY has passed, until the log is emptied."""
+        self._conn.execute(f"PRAGMA busy_timeout = {int(CHECKPOINT_WAIT * 1000)}")
+        try:
+            busy, _, _ = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        finally:
+            self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         if busy:
-            log.warning("the log still holds a purged text's old pages: another process is reading")
+            if not self._lingering:
+                log.warning(
+                    "the write-ahead log %s-wal still holds an erased text's old pages: another process"
+                    " is reading the database; tried again at the next call",
+                    self.path,
+                )
+            self._next_try = time.monotonic() + CHECKPOINT_RETRY
+        elif self._lingering:
+            log.info("the write-ahead log %s-wal is emptied: the erased text has left it", self.path)
+        self._lingering = bool(busy)
+
+    async def lingering(self) -> str | None:
+        """Why an erased text may still be in the database's files, while it may."""
+        if not self._lingering:
+            return None
+        return (
+            f"another process is reading the database, so the erased text's old pages are still in its"
+            f" write-ahead log ({Path(self.path).name}-wal); it is emptied as soon as that reader lets go"
+            " (mnemo tries again at its next use of the database)"
+        )
 
     @staticmethod
     async def _write_fact(tx: SQLiteTx, change: Change) -> int:

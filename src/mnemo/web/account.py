@@ -151,7 +151,10 @@ async def create_key(request: Request, session: SessionDep, form: FormDep) -> Re
         return await render_settings(
             request, session, status=422, key_error="A name is at most 100 characters."
         )
-    key, token = await accounts_of(request).create_api_key(session.user.id, name)
+    try:
+        key, token = await accounts_of(request).create_api_key(session.user.id, name)
+    except InvalidInput as exc:
+        return await render_settings(request, session, status=422, key_error=str(exc))
     return await render_settings(request, session, new_key={"key": key, "token": token})
 
 

@@ -5,18 +5,20 @@ of the person's data (typed confirmation). A memory alone, and receipts: facts.p
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from urllib.parse import urlencode
 
+from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import Response
 
 from .. import keys
-from ..domain import InvalidInput, InvalidValue, NotFound, conversation_id
+from ..domain import InvalidInput, InvalidValue, NotFound, Receipt, conversation_id
 from ..erasure import CONFIRM_EVERYTHING as EVERYTHING
 from .forms import fact_id, flag, text
 from .render import page, redirect
 from .routing import web_router
-from .session import FormDep, SessionDep, memory_of
+from .session import FormDep, SessionDep, accounts_of, memory_of
 
 router = web_router()
 
@@ -24,6 +26,33 @@ _TICKS = 10_000
 _GONE = "Some of what you ticked is no longer there; look again."
 _NONE = "Tick at least one memory that is not erased yet."
 _DONE = "Erased what you ticked; this is its signed receipt."
+
+
+async def receipt_page(request: Request, receipt: Receipt, said: str) -> Response:
+    """To the erasure's receipt, saying what was erased; and, while the erased text stays in the
+    database's files a while, why (Memory.lingering)."""
+    lingering = await memory_of(request).lingering()
+    return redirect(f"/erasures/{receipt.id}", f"{said} Note: {lingering}." if lingering else said)
+
+
+@dataclass(frozen=True, slots=True)
+class Choices:
+    """What the person chose on an erasure's page: the messages ticked, those shown and not
+    ticked (they stay), and whether the same text goes from their other agents' memories."""
+
+    message_ids: list[str]
+    keep: set[str]
+    other_agents: bool
+
+    @classmethod
+    def of(cls, form: FormData) -> Choices:
+        ticked = [v for v in form.getlist("message") if isinstance(v, str)][:_TICKS]
+        shown = {v for v in form.getlist("shown") if isinstance(v, str)}
+        return cls(ticked, shown - set(ticked), flag(form, "other_agents"))
+
+
+async def agent_names(request: Request, user_id: str) -> dict[str, str]:
+    return {a.id: a.name for a in await accounts_of(request).agents(user_id)}
 
 
 def _ticked(values: Sequence[object]) -> list[str]:
@@ -41,18 +70,26 @@ async def confirm_memories(request: Request, session: SessionDep) -> Response:
         return redirect("/memories", _GONE, kind="error")
     if plan is None or not plan.facts:
         return redirect("/memories", _NONE, kind="error")
-    return page(request, "erase_memories.html", section="memories", plan=plan, ids=ids)
+    names = await agent_names(request, session.user.id)
+    return page(request, "erase_memories.html", section="memories", plan=plan, ids=ids, agent_names=names)
 
 
 @router.post("/erase/memories")
 async def erase_memories(request: Request, session: SessionDep, form: FormDep) -> Response:
+    chose = Choices.of(form)
     try:
-        receipt = await memory_of(request).erase_selection(session.user.id, _ticked(form.getlist("ids")), [])
+        receipt = await memory_of(request).erase_selection(
+            session.user.id,
+            _ticked(form.getlist("ids")),
+            chose.message_ids,
+            keep=chose.keep,
+            other_agents=chose.other_agents,
+        )
     except NotFound:
         return redirect("/memories", _GONE, kind="error")
     except InvalidInput:
         return redirect("/memories", _NONE, kind="error")
-    return redirect(f"/erasures/{receipt.id}", _DONE)
+    return await receipt_page(request, receipt, _DONE)
 
 
 @router.get("/conversations/{conversation:path}/erase")
@@ -70,7 +107,7 @@ async def erase_conversation(
     receipt = await memory_of(request).erase_conversation(
         session.user.id, _conversation_id(conversation), with_facts=flag(form, "with_memories")
     )
-    return redirect(f"/erasures/{receipt.id}", "Erased the conversation; this is its signed receipt.")
+    return await receipt_page(request, receipt, "Erased the conversation; this is its signed receipt.")
 
 
 def _conversation_id(value: str) -> str:
@@ -100,7 +137,7 @@ async def erase_about(request: Request, session: SessionDep, form: FormDep) -> R
         receipt = await memory_of(request).erase_selection(session.user.id, facts, messages)
     except NotFound:
         return redirect(back, _GONE, kind="error")
-    return redirect(f"/erasures/{receipt.id}", _DONE)
+    return await receipt_page(request, receipt, _DONE)
 
 
 @router.get("/erase/everything")
@@ -119,4 +156,4 @@ async def erase_everything(request: Request, session: SessionDep, form: FormDep)
     receipt = await memory_of(request).erase_everything(
         session.user.id, keep_key=signed_with[0] if signed_with else None
     )
-    return redirect(f"/erasures/{receipt.id}", "Erased all of your data; this is its signed receipt.")
+    return await receipt_page(request, receipt, "Erased all of your data; this is its signed receipt.")

@@ -10,6 +10,7 @@ from starlette.responses import Response
 
 from .. import receipts
 from ..domain import MAX_TEXT, Category, Conflict, Duplicate, InvalidInput, RecallSummary, known_id
+from .erasure import Choices, agent_names, receipt_page
 from .forms import choice, fact_id, flag, number, text
 from .history import story
 from .render import ago, local_path, page, plural, redirect
@@ -171,6 +172,7 @@ async def confirm_purge(request: Request, session: SessionDep, fact: str) -> Res
         fact=found,
         events=len(events),
         plan=plan,
+        agent_names=await agent_names(request, session.user.id),
         here=f"/memories/{fid}",
     )
 
@@ -178,9 +180,18 @@ async def confirm_purge(request: Request, session: SessionDep, fact: str) -> Res
 @router.post("/memories/{fact}/purge")
 async def purge(request: Request, session: SessionDep, form: FormDep, fact: str) -> Response:
     fid = fact_id(fact)
-    _, receipt = await memory_of(request).purge(session.scope, fid, reason=text(form, "reason", 500) or None)
-    return redirect(
-        f"/erasures/{receipt.id}",
+    chose = Choices.of(form)
+    _, receipt = await memory_of(request).purge(
+        session.scope,
+        fid,
+        reason=text(form, "reason", 500) or None,
+        message_ids=chose.message_ids,
+        keep=chose.keep,
+        other_agents=chose.other_agents,
+    )
+    return await receipt_page(
+        request,
+        receipt,
         "Erased, with the messages it was learnt from. Its history keeps a record that an erasure"
         " happened, without the text; this is its signed receipt.",
     )

@@ -232,7 +232,7 @@ class Writer:
                 break
             finish = (claim, report.summary()) if claim is not None else None
             learnt = LearntFrom(
-                tuple(await self.forgotten.of_texts(scope.user_id, [c.fact.text for c in planned])),
+                tuple(await self.forgotten.every_digest(scope.user_id, [c.fact.text for c in planned])),
                 tuple(m for c in planned if c.action == Action.CREATE for m in c.fact.source.message_ids),
             )
             try:

@@ -39,18 +39,32 @@ router = APIRouter(prefix="/v1/erasures", tags=["erasures"], responses=errors(40
 
 async def _plan(memory: Memory, user_id: str, body: ErasureCreate) -> Plan:
     if isinstance(body, EraseMemory):
-        return await memory.erasure_plan(own_scope(user_id), body.memory_id)
+        return await memory.erasure_plan(
+            own_scope(user_id),
+            body.memory_id,
+            body.message_ids,
+            keep=set(body.keep_message_ids),
+            other_agents=body.with_other_agents,
+        )
     if isinstance(body, EraseConversation):
         return await memory.conversation_erasure_plan(user_id, body.conversation_id)
     if isinstance(body, EraseEverything):
         return await memory.everything_plan(user_id)
-    return await memory.selection_plan(user_id, body.memory_ids, body.message_ids)
+    return await memory.selection_plan(
+        user_id,
+        body.memory_ids,
+        body.message_ids,
+        keep=set(body.keep_message_ids),
+        other_agents=body.with_other_agents,
+    )
 
 
 @router.post("/preview")
 async def preview_erasure(memory: MemoryDep, user: CurrentUser, body: ErasureCreate) -> ErasurePlanPublic:
-    """What an erasure (the same body as POST /v1/erasures) would take, and which memories would
-    stay though learnt from what goes. Nothing is erased."""
+    """What an erasure (the same body as POST /v1/erasures) would take, each message shown where
+    it is (conversation, time, role) with its text or the part that says what goes; and what
+    stays: the memories learnt from what goes, the longer messages that say it (offered), the
+    same text in your other agents' memories. Nothing is erased."""
     return ErasurePlanPublic.of(await _plan(memory, user.id, body))
 
 
@@ -78,9 +92,17 @@ async def erase(
 ) -> ReceiptPublic:
     """Erase for good, with a signed receipt of what went: one memory with the messages it was
     learnt from, one conversation, what you ticked, or everything (every memory, conversation,
-    queued turn and API key but the one this request uses; you and your audit log remain)."""
+    queued turn, agent and API key but the one this request uses, whose name is overwritten;
+    you and your audit log remain)."""
     if isinstance(body, EraseMemory):
-        _, receipt = await memory.purge(own_scope(user.id), body.memory_id, actor="user")
+        _, receipt = await memory.purge(
+            own_scope(user.id),
+            body.memory_id,
+            actor="user",
+            message_ids=body.message_ids,
+            keep=set(body.keep_message_ids),
+            other_agents=body.with_other_agents,
+        )
     elif isinstance(body, EraseConversation):
         receipt = await memory.erase_conversation(
             user.id, body.conversation_id, with_facts=body.with_memories, actor="user"
@@ -88,8 +110,15 @@ async def erase(
     elif isinstance(body, EraseEverything):
         receipt = await memory.erase_everything(user.id, keep_key=key, actor="user")
     else:
-        receipt = await memory.erase_selection(user.id, body.memory_ids, body.message_ids, actor="user")
-    return ReceiptPublic.of(receipt)
+        receipt = await memory.erase_selection(
+            user.id,
+            body.memory_ids,
+            body.message_ids,
+            actor="user",
+            keep=set(body.keep_message_ids),
+            other_agents=body.with_other_agents,
+        )
+    return ReceiptPublic.of(receipt, await memory.lingering())
 
 
 @router.get("/key")

@@ -152,11 +152,15 @@ async def delete_memory(
     """Retract a memory: it stays as a tombstone (restore brings it back). With
     `purge=true` its text is erased here, in its history and in the messages it was learnt
     from (as POST /v1/erasures does); an event says so, and the `Location` header names the
-    signed receipt."""
+    signed receipt (`X-Mnemo-Lingering`, when the erased text stays in the database's files
+    for a while, says why: see the receipt's `lingering`)."""
     scope = own_scope(user.id)
     if purge:
         fact, receipt = await memory.purge(scope, fact_id, actor="user", version=version)
         response.headers["Location"] = f"/v1/erasures/{receipt.id}"
+        lingering = await memory.lingering()
+        if lingering:
+            response.headers["X-Mnemo-Lingering"] = lingering
         return FactPublic.of(fact)
     return FactPublic.of(await memory.retract(scope, fact_id, actor="user", version=version))
 

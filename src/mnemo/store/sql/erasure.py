@@ -8,8 +8,8 @@ from datetime import datetime
 from typing import Any
 
 from ... import audit
-from ...domain import Conflict, Erasure, LearntFrom, Receipt, says
-from ..rows import load, when
+from ...domain import Conflict, ErasedMeanwhile, Erasure, LearntFrom, Receipt, Source, says
+from ..rows import dump, load, when
 from .tx import Row, Tx, marks
 
 CHUNK = 500  # ids per IN list
@@ -46,16 +46,25 @@ def saying(rows: Sequence[Row], texts: Sequence[str]) -> list[Row]:
     return [r for r in rows if any(says(r[-1], t) for t in texts)]
 
 
-async def messages_named(tx: Tx, user_id: str, ids: Sequence[str]) -> list[tuple[str, str, str]]:
-    """(conversation id, message id, content) of those of the user's messages, erased or not."""
-    out: list[tuple[str, str, str]] = []
+async def _messages(tx: Tx, user_id: str, columns: str, ids: Sequence[str]) -> list[Any]:
+    """`columns` of those of the user's messages, erased or not, CHUNK ids a statement."""
+    out: list[Any] = []
     for chunk in chunks(ids):
         out += await tx.all(
-            "SELECT conversation_id, id, content FROM messages"
-            f" WHERE user_id = ? AND id IN ({marks(len(chunk))})",
+            f"SELECT {columns} FROM messages WHERE user_id = ? AND id IN ({marks(len(chunk))})",
             (user_id, *chunk),
         )
     return out
+
+
+async def messages_named(tx: Tx, user_id: str, ids: Sequence[str]) -> list[tuple[str, str, str]]:
+    """(conversation id, message id, content) of those of the user's messages, erased or not."""
+    return await _messages(tx, user_id, "conversation_id, id, content", ids)
+
+
+async def message_places(tx: Tx, user_id: str, ids: Sequence[str]) -> list[tuple[str, str, Any, Any]]:
+    """(message id, role, created at, erased at) of those of the user's messages."""
+    return await _messages(tx, user_id, "id, role, created_at, erased_at", ids)
 
 
 async def conversation_message_ids(tx: Tx, user_id: str, conversation_id: str) -> list[str] | None:
@@ -118,16 +127,71 @@ async def erase(tx: Tx, user_id: str, erasure: Erasure, at: datetime) -> dict[st
             "DELETE FROM conversations WHERE user_id = ? AND id = ?", (user_id, cid)
         )
     counts["jobs_scrubbed"] = await scrub_jobs(tx, user_id, erasure)
-    if erasure.keys:
+    if erasure.keys:  # everything
         counts["keys"] = await tx.execute(
             "DELETE FROM api_keys WHERE user_id = ? AND id <> ?", (user_id, erasure.keep_key or "")
         )
+        await tx.execute(
+            "UPDATE api_keys SET name = ? WHERE user_id = ? AND id = ?",
+            (KEPT_KEY, user_id, erasure.keep_key or ""),
+        )
+        counts["agents"] = await tx.execute(
+            "UPDATE agents SET name = 'erased ' || id, persona = NULL, upstream_model = NULL,"
+            " deleted_at = COALESCE(deleted_at, ?) WHERE user_id = ?",
+            (at, user_id),
+        )
+        await scrub_sources(tx, user_id)
     await tx.many(
         "INSERT INTO erased_texts (user_id, hash, erased_at) VALUES (?, ?, ?)"
         " ON CONFLICT (user_id, hash) DO NOTHING",
         [(user_id, h, at) for h in dict.fromkeys(erasure.forget)],
     )
     return counts
+
+
+KEPT_KEY = "kept when everything was erased"  # the label of the key an erasure of everything keeps
+
+
+def scrubbed(source: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A fact's source as JSON, scrubbed (domain.Source.scrubbed)."""
+    return Source.from_json(source).scrubbed().to_json() if source else source
+
+
+async def scrub_sources(tx: Tx, user_id: str) -> None:
+    """Where each of the person's facts came from (conversation ids they chose, message ids, an
+    imported record's id), in the fact and in its earlier events' snapshots (all redacted by
+    then: every fact was purged; the purges' own events were written without it, see
+    Eraser.erase): an erasure of everything."""
+    rows = await tx.all("SELECT id, source FROM facts WHERE user_id = ?", (user_id,))
+    await tx.many(
+        "UPDATE facts SET source = ? WHERE user_id = ? AND id = ?",
+        [(tx.json(scrubbed(load(source))), user_id, fid) for fid, source in rows],
+    )
+
+    def without(snapshot: dict[str, Any] | None) -> dict[str, Any] | None:
+        return None if snapshot is None else {**snapshot, "source": scrubbed(snapshot.get("source"))}
+
+    events = await tx.all(
+        "SELECT seq, before, after FROM fact_events WHERE user_id = ? AND redacted", (user_id,)
+    )
+    await tx.many(
+        "UPDATE fact_events SET before = ?, after = ? WHERE user_id = ? AND seq = ?",
+        [(dump(without(load(b))), dump(without(load(a))), user_id, seq) for seq, b, a in events],
+    )
+
+
+async def check_not_erased_since(tx: Tx, user_id: str, conversation_id: str, since: datetime) -> None:
+    """ErasedMeanwhile when one of the person's erasures at or after `since` (by its receipt) took
+    the conversation, or everything."""
+    for kind, body in await tx.all(
+        "SELECT kind, body FROM receipts WHERE user_id = ? AND at >= ?", (user_id, since)
+    ):
+        taken = (load(body) or {}).get("erased", {}).get("conversations") or []
+        if kind == "everything" or conversation_id in taken:
+            raise ErasedMeanwhile(
+                "you erased this conversation (or all of your data) while the reply was coming:"
+                " the turn was not stored"
+            )
 
 
 async def check_unerased(tx: Tx, user_id: str, learnt: LearntFrom) -> None:

@@ -54,7 +54,7 @@ from ...domain import (
 from .. import batch
 from ..base import UNSET, Ask, ScoredFact, Unembedded
 from ..fulltext import PHRASE_WORDS, message_words
-from ..rows import PARSED_FACTS
+from ..rows import PARSED_FACTS, when
 from . import backfill, erasure, facts, jobs, people, recalls, reindex, transfer, usage
 from .events import redact_events
 from .tx import Row, Tx
@@ -248,6 +248,12 @@ class SQLStore(ABC, Generic[X, Pending]):
     async def messages_named(self, user_id: str, ids: Sequence[str]) -> list[tuple[str, str, str]]:
         return await self._read(user_id, erasure.messages_named, user_id, ids)
 
+    async def message_places(
+        self, user_id: str, ids: Sequence[str]
+    ) -> dict[str, tuple[str, datetime, datetime | None]]:
+        rows = await self._read(user_id, erasure.message_places, user_id, ids) if ids else []
+        return {mid: (role, when(at), when(erased) if erased else None) for mid, role, at, erased in rows}
+
     async def conversation_message_ids(self, user_id: str, conversation_id: str) -> list[str] | None:
         return await self._read(user_id, erasure.conversation_message_ids, user_id, conversation_id)
 
@@ -261,6 +267,9 @@ class SQLStore(ABC, Generic[X, Pending]):
 
     async def unforget(self, user_id: str, hashes: Sequence[str]) -> None:
         await self._write(user_id, erasure.unforget, user_id, hashes)
+
+    async def lingering(self) -> str | None:
+        return None  # see SQLiteStore.lingering; PostgreSQL: docs/reliability.md, "Erasure on PostgreSQL"
 
     async def receipts(self, user_id: str, *, limit: int = 50, offset: int = 0) -> list[Receipt]:
         return await self._read(user_id, erasure.receipts, user_id, limit, offset)
@@ -528,6 +537,7 @@ class SQLStore(ABC, Generic[X, Pending]):
         notices: Sequence[GateNotice] = (),
         rewrites: Sequence[tuple[str, str]] = (),
         max_queued: int = 0,
+        erased_since: datetime | None = None,
     ) -> Job:
         """Store the turn's messages and its job (under `job_id`, or a new id) in one transaction,
         with the notices of what the gate masked in them."""
@@ -535,7 +545,7 @@ class SQLStore(ABC, Generic[X, Pending]):
             scope.user_id,
             _noticed,
             scope.user_id,
-            _Gated(notices, conversation_id, rewrites),
+            _Gated(notices, conversation_id, rewrites, erased_since),
             at,
             jobs.enqueue_turn,
             scope,
@@ -694,6 +704,7 @@ class _Gated:
     notices: Sequence[GateNotice]
     conversation_id: str
     rewrites: Sequence[tuple[str, str]] = dataclasses.field(repr=False)
+    erased_since: datetime | None = None  # see Turn.began
 
 
 async def _noticed(
@@ -701,9 +712,13 @@ async def _noticed(
 ) -> Any:
     """`step` and, in the same transaction, the gate's notices in the user's log (the user's
     lock taken first, as a commit takes it, when there are any), and the earlier messages it
-    masked rewritten."""
-    if gated.notices:
+    masked rewritten; ErasedMeanwhile, nothing written, when the person erased the conversation
+    or everything at or after `erased_since` (checked under the user's lock, which an erasure's
+    commit takes too)."""
+    if gated.notices or gated.erased_since is not None:
         await tx.lock_user(user_id)
+    if gated.erased_since is not None:
+        await erasure.check_not_erased_since(tx, user_id, gated.conversation_id, gated.erased_since)
     out = await step(tx, *args)
     await facts.record_notices(tx, user_id, gated.notices, at)
     await people.rewrite_messages(tx, user_id, gated.conversation_id, gated.rewrites)
