@@ -201,3 +201,20 @@ def test_other_tools_memories_and_conversations_import_once(mnemo: Invoke, tmp_p
     assert result.exit_code == 2 and "give --format markdown" in result.stderr
     forced = as_json(mnemo("import", str(unknown), "--format", "markdown", "--json", user="fig"))
     assert (forced["format"], forced["facts_added"]) == ("markdown", 1)
+
+
+def test_an_export_keeps_each_memorys_end(source: Invoke, mnemo: Invoke, tmp_path: Path) -> None:
+    ended = add(source, "I am in Lisbon this week", "--until", "2020-01-05")
+    later = add(source, "My sister stays with us", "--until", "2999-12-25")
+    moved = add(source, "I am off coffee")
+    ok(source("end", moved["id"], "2998-04-01"))
+    exported = tmp_path / "local.jsonl"
+    ok(source("export", "--output", str(exported)))
+    assert as_json(mnemo("import", str(exported), "--json"))["audit_ok"] is True
+    kept = {f["id"]: f["valid_to"][:10] for f in as_json(mnemo("list", "--json"))}
+    assert kept == {ended["id"]: "2020-01-05", later["id"]: "2999-12-25", moved["id"]: "2998-04-01"}
+    assert "ended 2020-01-05" in ok(mnemo("list")).stdout
+    assert ended["id"] not in [h["fact"]["id"] for h in as_json(mnemo("search", "Lisbon", "--json"))]
+    assert _without_time(_records(ok(mnemo("export")).stdout)) == _without_time(
+        _records(exported.read_text())
+    )

@@ -77,3 +77,18 @@ async def test_the_end_the_model_reads_in_the_words_is_kept(llm_memory, scripted
     assert any("unreadable valid_to 'until Christmas'" in p for p in report.problems)
     clock.advance(days=6)
     assert LISBON not in texts(await llm_memory.recall("Where am I?", alice))
+
+
+async def test_an_explicit_request_reads_its_end_without_a_model(memory, alice, clock):
+    said = clock.now
+    await memory.remember(
+        Turn.of(alice, ("user", "Please remember that my sister stays with us until Friday."))
+    )
+    await memory.remember(Turn.of(alice, ("user", "Merk dir, dass ich diese Woche in Lissabon bin.")))
+    await memory.remember(Turn.of(alice, ("user", "Remember that I live in Berlin.")))
+    ends = {f.text: f.valid_to for f in await memory.list(alice)}
+    weekday = said.weekday()
+    friday = (said + timedelta(days=(4 - weekday) % 7 or 7)).date()
+    assert ends["My sister stays with us until Friday"].date() == friday + timedelta(days=1)
+    assert ends["Ich diese Woche in Lissabon bin"].date() == (said + timedelta(days=7 - weekday)).date()
+    assert ends["I live in Berlin"] is None

@@ -27,6 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from ..time_words import MONTHS, NUMBERS, SEASONS, UNITS, WEEKDAYS
+
 MIN_YEAR = 1000
 
 
@@ -35,62 +37,6 @@ class Window:
     start: datetime  # inclusive, UTC
     end: datetime  # exclusive, UTC
     phrase: str  # the words it was read from
-
-
-def _words(table: dict[int, str]) -> dict[str, int]:
-    return {word: n for n, words in table.items() for word in words.split()}
-
-
-MONTHS = _words(
-    {
-        1: "january jan januar janvier enero janeiro gennaio",
-        2: "february feb februar février fevrier febrero fevereiro febbraio",
-        3: "march mar märz maerz mars marzo março marco",
-        4: "april apr avril abril aprile",
-        5: "may mai mayo maio maggio",
-        6: "june jun juni juin junio junho giugno",
-        7: "july jul juli juillet julio julho luglio",
-        8: "august aug août aout agosto",
-        9: "september sep sept septembre septiembre setiembre setembro settembre",
-        10: "october oct oktober octobre octubre outubro ottobre",
-        11: "november nov novembre noviembre novembro",
-        12: "december dec dezember décembre decembre diciembre dezembro dicembre",
-    }
-)
-# the month a season starts in (northern hemisphere); each lasts three months
-SEASONS = _words(
-    {
-        3: "spring frühling frühjahr printemps primavera",
-        6: "summer sommer été ete verano verão verao estate",
-        9: "autumn fall herbst automne otoño otono outono autunno",
-        12: "winter hiver invierno inverno",
-    }
-)
-WEEKDAYS = _words(
-    {0: "monday", 1: "tuesday", 2: "wednesday", 3: "thursday", 4: "friday", 5: "saturday", 6: "sunday"}
-)
-UNITS = _words(
-    {
-        1: "day days tag tage tagen jour jours día días dia dias giorno giorni",
-        7: "week weeks woche wochen semaine semaines semana semanas settimana settimane",
-        30: "month months monat monate monaten mois mes meses mês mese mesi",
-        365: "year years jahr jahre jahren an ans année années año años ano anos anno anni",
-    }
-)
-NUMBERS = _words(
-    {
-        1: "a an one ein eine einem einer un une una um uma",
-        2: "two zwei deux dos dois duas due couple",
-        3: "three drei trois tres três tre",
-        4: "four vier quatre cuatro quatro quattro",
-        5: "five fünf cinq cinco cinque",
-        6: "six sechs seis sei",
-        7: "seven sieben sept siete sete sette",
-        8: "eight acht huit ocho oito otto",
-        9: "nine neun neuf nueve nove",
-        10: "ten zehn dix diez dez dieci",
-    }
-)
 
 
 def _alt(words: dict[str, int]) -> str:

@@ -11,6 +11,7 @@ from typing import Protocol
 from ..domain import Category, Message, Source, SourceKind, as_utc, capped_confidence, parse_time
 from ..providers.base import ChatModel
 from . import extract_prompt
+from .ends import end_of
 from .parse import parse_items
 
 
@@ -171,7 +172,7 @@ _REQUEST = re.compile(
     r"(?:,?\s+(?:that|dass|que|che))?\s*[:,]?\s+(?P<fact>[^.!?\n]{3,500})",
     re.IGNORECASE,
 )
-EXPLICIT_VERSION = "explicit-2"
+EXPLICIT_VERSION = "explicit-3"
 
 
 class ExplicitExtractor:
@@ -195,5 +196,7 @@ class ExplicitExtractor:
                 extractor_model=self.model_name,
                 prompt_version=EXPLICIT_VERSION,
             )
-            out.proposals.append(Proposal(text, source, confidence=1.0))
+            # "remember that until Friday …": the request's own words may give the end
+            end = end_of(match.group(0), now)
+            out.proposals.append(Proposal(text, source, confidence=1.0, valid_to=end))
         return out
