@@ -86,9 +86,26 @@ async def test_an_explicit_request_reads_its_end_without_a_model(memory, alice, 
     )
     await memory.remember(Turn.of(alice, ("user", "Merk dir, dass ich diese Woche in Lissabon bin.")))
     await memory.remember(Turn.of(alice, ("user", "Remember that I live in Berlin.")))
+    # a day's number with its full stop does not cut the request short
+    await memory.remember(Turn.of(alice, ("user", "Merk dir, dass das Büro bis 19. Januar geschlossen ist.")))
     ends = {f.text: f.valid_to for f in await memory.list(alice)}
     weekday = said.weekday()
     friday = (said + timedelta(days=(4 - weekday) % 7 or 7)).date()
     assert ends["My sister stays with us until Friday"].date() == friday + timedelta(days=1)
     assert ends["Ich diese Woche in Lissabon bin"].date() == (said + timedelta(days=7 - weekday)).date()
     assert ends["I live in Berlin"] is None
+    closed = ends["Das Büro bis 19. Januar geschlossen ist"]
+    assert (closed.month, closed.day) == (1, 20) and closed > said
+
+
+async def test_said_again_with_an_end_of_its_own_the_new_end_holds(memory, alice, clock):
+    first = "Remember that I am staying in Lisbon this week."
+    await memory.remember(Turn.of(alice, ("user", first)))
+    [fact] = await memory.list(alice)
+    clock.advance(days=30)  # a month later, the same words: the same fact, its new week
+    await memory.remember(Turn.of(alice, ("user", first)))
+    [again] = await memory.list(alice)
+    assert again.id == fact.id and again.mentions == 2 and again.valid_to > fact.valid_to + timedelta(days=25)
+    assert not again.ended(clock.now) and "I am staying in Lisbon this week" in texts(
+        await memory.recall("Where am I staying?", alice)
+    )

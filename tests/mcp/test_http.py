@@ -61,6 +61,16 @@ async def test_remember_recall_list_forget_and_history(server, client):
     assert stored["status"] == "retracted" and stored["source"]["kind"] == "mcp"
 
 
+async def test_a_memory_remembered_with_an_end_is_not_recalled_past_it(server, client):
+    async with over_http(server.base_url, server.token) as mcp:
+        past = await call(mcp, "remember", text="I am in Lisbon this week", valid_to="2020-01-06T00:00:00Z")
+        assert past["memory"]["ended"] is True and past["memory"]["valid_to"].startswith("2020-01-06")
+        ahead = await call(mcp, "remember", text="I am in Porto this month", valid_to="2999-01-01T00:00:00Z")
+        assert ahead["memory"]["ended"] is False
+        recalled = [m["id"] for m in (await call(mcp, "recall", query="which city am I in?"))["memories"]]
+        assert ahead["memory"]["id"] in recalled and past["memory"]["id"] not in recalled
+
+
 async def test_under_the_review_policy_what_the_model_remembers_waits_for_the_person(server, client):
     assert client.patch("/v1/me/settings", json={"review_policy": "review"}).status_code == 200
     async with over_http(server.base_url, server.token) as mcp:

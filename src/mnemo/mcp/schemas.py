@@ -8,9 +8,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from ..domain import Category, Event, Fact, Status, StatusFilter
+from ..domain import Category, Event, Fact, Status, StatusFilter, utcnow
 from ..recall.fuse import Hit
-from ..shapes import ArmPublic, FactText, reasons_of
+from ..shapes import ArmPublic, FactText, UtcTime, reasons_of
 
 AgentRef = Annotated[
     str | None,
@@ -36,6 +36,13 @@ class RememberArgs(Args):
         ),
     ]
     category: Annotated[Category, Field(description="What kind of fact it is.")] = Category.OTHER
+    valid_to: Annotated[
+        UtcTime | None,
+        Field(
+            description="When it stops being true, if the person said so ('I am in Lisbon this week': "
+            "the Monday after, 00:00 UTC); leave it out for anything with no end."
+        ),
+    ] = None
     agent: AgentRef = None
 
 
@@ -90,7 +97,10 @@ class MemoryItem(BaseModel):
     agent: str | None = Field(description="The agent it belongs to; null: the default assistant.")
     created_at: datetime = Field(description="When it was first recorded.")
     valid_from: datetime | None = Field(description="Since when it is true, when known.")
-    valid_to: datetime | None = Field(description="Until when it was true; null: still true.")
+    valid_to: datetime | None = Field(description="Until when it is true; null: no end known.")
+    ended: bool = Field(
+        False, description="Past its end: no longer true now (found only for the time it held)."
+    )
 
     @classmethod
     def of(cls, fact: Fact, agent_names: dict[str, str]) -> MemoryItem:
@@ -104,6 +114,7 @@ class MemoryItem(BaseModel):
             created_at=fact.created_at,
             valid_from=fact.valid_from,
             valid_to=fact.valid_to,
+            ended=fact.ended(utcnow()),
         )
 
 

@@ -136,6 +136,7 @@ async def remember(call: _Call, args: RememberArgs) -> Remembered:
         scope,
         args.text,
         category=args.category,
+        valid_to=args.valid_to,
         actor=ACTOR,
         source=Source(SourceKind.MCP),
         held=held,

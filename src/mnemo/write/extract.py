@@ -10,6 +10,7 @@ from typing import Protocol
 
 from ..domain import Category, Message, Source, SourceKind, as_utc, capped_confidence, parse_time
 from ..providers.base import ChatModel
+from ..time_words import MONTHS
 from . import extract_prompt
 from .ends import end_of
 from .parse import parse_items
@@ -159,6 +160,7 @@ def _time(value: str | None, name: str, problems: list[str]) -> datetime | None:
         return None
 
 
+_MONTH_NAMES = "|".join(sorted(MONTHS, key=len, reverse=True))
 # "remember that …" in English, German, French, Spanish, Portuguese and Italian: what
 # follows is kept in the words the person used
 _REQUEST = re.compile(
@@ -169,7 +171,8 @@ _REQUEST = re.compile(
     r"|recuerda|acuérdate de|no olvides|ten en cuenta"
     r"|lembra|lembre-se de|lembre|não esqueças|não esqueça"
     r"|ricorda|ricordati)"
-    r"(?:,?\s+(?:that|dass|que|che))?\s*[:,]?\s+(?P<fact>[^.!?\n]{3,500})",
+    # a full stop after a day's number before a month ("bis 19. Januar") does not end the fact
+    rf"(?:,?\s+(?:that|dass|que|che))?\s*[:,]?\s+(?P<fact>(?:[^.!?\n]|(?<=\d)\.(?=\s+(?:{_MONTH_NAMES})\b)){{3,500}})",
     re.IGNORECASE,
 )
 EXPLICIT_VERSION = "explicit-3"

@@ -489,7 +489,10 @@ class _Plan:
             elif target is None:
                 raise AssertionError(f"{op.kind} names no fact to change")
             elif op.kind is Action.REINFORCE:
-                self._push(changes.reinforce(target, now=self.now, actor=self.actor, reason=op.reason))
+                said = self._push(changes.reinforce(target, now=self.now, actor=self.actor, reason=op.reason))
+                if p.valid_to is not None and p.valid_to != said.valid_to:
+                    # said again with an end of its own ("this week", a month later): the new end holds
+                    self._push(changes.end(said, p.valid_to, now=self.now, actor=self.actor))
             elif op.kind is Action.EDIT:
                 self._push(
                     changes.edit(
