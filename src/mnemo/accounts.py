@@ -29,9 +29,11 @@ from .domain import (
     TokenUsage,
     User,
     next_utc_midnight,
+    plain_name,
     tokens_left,
     utc_day,
     utcnow,
+    without_controls,
 )
 from .gate import memory_enabled
 from .settings import Settings
@@ -129,7 +131,7 @@ class Accounts:
 
     async def create_user(self, name: str) -> tuple[User, ApiKey, str]:
         """A new user and its first API key (the token is shown once); Conflict if the name is taken."""
-        name = name.strip()
+        name = plain_name("the user's name", name.strip())
         if not name:
             raise InvalidInput("a user needs a name")
         if await self._store.find_user(name) is not None:
@@ -162,10 +164,10 @@ class Accounts:
         gate = await self.gate(user_id)
         return await self._store.create_agent(
             user_id,
-            sensitive.check_name("the agent's name", name.strip(), gate),
+            sensitive.check_name("the agent's name", plain_name("the agent's name", name.strip()), gate),
             private=private,
             reads_default=reads_default,
-            persona=None if persona is None else sensitive.screen(persona, gate).masked,
+            persona=None if persona is None else sensitive.screen(without_controls(persona), gate).masked,
             upstream_model=upstream_model,
         )
 
@@ -174,9 +176,9 @@ class Accounts:
         when it was made (a name holding what the gate keeps out is refused, a persona masked)."""
         gate = await self.gate(user_id)
         if isinstance(name := fields.get("name"), str):
-            sensitive.check_name("the agent's name", name, gate)
+            sensitive.check_name("the agent's name", plain_name("the agent's name", name), gate)
         if isinstance(persona := fields.get("persona"), str):
-            fields["persona"] = sensitive.screen(persona, gate).masked
+            fields["persona"] = sensitive.screen(without_controls(persona), gate).masked
         return await self._store.update_agent(user_id, agent_id, **fields)
 
     # -- keys ---------------------------------------------------------------------
@@ -184,7 +186,7 @@ class Accounts:
     async def create_api_key(self, user_id: str, name: str = "default") -> tuple[ApiKey, str]:
         """A new key for the user, and its token: shown to the caller once, stored hashed. A label
         holding what the person's sensitive-data gate keeps out of names is refused."""
-        sensitive.check_name("the key's name", name, await self.gate(user_id))
+        sensitive.check_name("the key's name", plain_name("the key's name", name), await self.gate(user_id))
         key, token = keys.new_key(user_id, name, self.clock())
         return await self._store.add_api_key(key), token
 

@@ -280,12 +280,19 @@ _TYPOGRAPHIC = str.maketrans(
 
 def plain(text: str) -> str:
     """The form an erased text is known by (mnemo.forgetting), so that a copy that only looks
-    different is the same text: `normalise`'s, once the characters that show nothing are left
-    out (format characters: zero-width spaces and joiners, the soft hyphen, the byte order mark,
-    directional marks; and variation selectors) and typographic quotes, apostrophes and dashes
-    are read as ASCII ones."""
+    different is the same text: its words alone, in order, in NFKC and lower case, once the
+    characters that show nothing are left out (format characters: zero-width spaces and joiners,
+    the soft hyphen, the byte order mark, directional marks; and variation selectors). Quotes
+    around it, punctuation, an emoji or ":)" added are no words: "“I live in Berlin” 😊" is
+    "i live in berlin". A text of no word characters ("🍵") keeps its other characters,
+    `normalise`d, so that it is not every such text."""
     text = unicodedata.normalize("NFKC", text.translate(_TYPOGRAPHIC))
-    return normalise("".join(c for c in text if not _shows_nothing(c)).translate(_TYPOGRAPHIC))
+    text = "".join(c for c in text if not _shows_nothing(c)).translate(_TYPOGRAPHIC)
+    words = _WORD_RUN.findall(text.casefold())
+    return " ".join(words) if words else normalise(text)
+
+
+_WORD_RUN = re.compile(r"\w+")
 
 
 def _shows_nothing(c: str) -> bool:
@@ -329,6 +336,20 @@ _BIDI_CONTROLS = dict.fromkeys(map(ord, "\u202a\u202b\u202c\u202d\u202e\u2066\u2
 # control characters (Unicode's Cc) read as a space: NUL, which PostgreSQL cannot store, and the
 # escape sequences that would drive the terminal a fact is printed on
 _CONTROLS = {c: " " for c in [*range(0x20), *range(0x7F, 0xA0)]}
+
+
+def plain_name(what: str, name: str) -> str:
+    """`name` (a person's, an agent's, a key's), or InvalidInput when it holds a control
+    character: a name is printed in tables and terminals, where one would drive them."""
+    control = next((c for c in name if ord(c) in _CONTROLS), None)
+    if control is not None:
+        raise InvalidInput(f"{what} holds a control character (U+{ord(control):04X})")
+    return name
+
+
+def without_controls(text: str) -> str:
+    """`text` with its control characters but newlines and tabs left out (an agent's persona)."""
+    return "".join(c for c in text if c in "\n\t" or ord(c) not in _CONTROLS)
 
 
 def clean_text(text: str) -> str:

@@ -105,7 +105,19 @@ _KEY_PREFIXES = re.compile(
     r"|sk-[A-Za-z0-9]{32,}|AIza[0-9A-Za-z_-]{35}|GOCSPX-[A-Za-z0-9_-]{20,}|ya29\.[A-Za-z0-9_-]{20,}"
     r"|hf_[A-Za-z0-9]{30,}|gsk_[A-Za-z0-9]{20,}|r8_[A-Za-z0-9]{20,}|pplx-[A-Za-z0-9]{20,}|xai-[A-Za-z0-9]{20,}"
     r"|whsec_[A-Za-z0-9+/=]{20,}|shp(?:at|ss|ca|pa)_[a-fA-F0-9]{20,}|dop_v1_[a-f0-9]{40,}"
-    r"|ntn_[A-Za-z0-9]{20,}|lin_api_[A-Za-z0-9]{20,}|npm_[A-Za-z0-9]{30,})"
+    r"|ntn_[A-Za-z0-9]{20,}|lin_api_[A-Za-z0-9]{20,}|npm_[A-Za-z0-9]{30,}"
+    r"|sk-or-v1-[A-Za-z0-9]{20,}|key-[0-9a-f]{32}|pypi-AgE[A-Za-z0-9_-]{50,}|dckr_pat_[A-Za-z0-9_-]{20,}"
+    r"|dapi[0-9a-f]{32}|ATATT3[A-Za-z0-9_=-]{20,}|sq0atp-[A-Za-z0-9_-]{20,}|sq0csp-[A-Za-z0-9_-]{20,}"
+    r"|\d{8,10}:AA[A-Za-z0-9_-]{30,}|sbp_[0-9a-f]{40}|fw_[A-Za-z0-9]{20,}|[Aa][Kk][Ii][Aa][0-9A-Za-z]{16}"
+    r"|AccountKey=[A-Za-z0-9+/]{40,}={0,2})"
+)
+# a JSON web token, all three parts (a pattern that names its first two leaves the signature)
+_JWT = re.compile(r"(?<![\w-])eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{10,}")
+# "login: bob / pass: …": a pass given right after a login
+_LOGIN_PASS = re.compile(
+    r"\b(?:login|user(?:name)?|user id)\s*[:=]\s*\S+\s*[/,;|]?\s*\bpass(?:word)?\s*[:=]\s*"
+    r"(?P<bare>[^\s\"']{4,})",
+    re.IGNORECASE,
 )
 # "my password is hunter2", "password for the wifi was Tr0ub4dor&3", "Mein Passwort ist …",
 # "mon mot de passe est …", "mi contraseña es …", "my pw is …" (a PIN is not taken: it opens
@@ -113,14 +125,16 @@ _KEY_PREFIXES = re.compile(
 _PASSWORD_WORD = (
     r"(?:password|passwort|kennwort|passwd|passphrase|passcode|pw|pwd|mot de passe|contraseña"
     r"|contrasena|clave|senha|parola d'ordine|wachtwoord|hasło|haslo|пароль|şifre(?:m|si)?|sifre(?:m|si)?"
-    r"|lösenord|losenord|adgangskode|salasana)"
+    r"|lösenord|losenord|adgangskode|passord|salasana(?:ni)?|heslo|jelszó|jelszavam|jelszo|parola mea"
+    r"|κωδικός|κωδικος|συνθηματικό|كلمة المرور|كلمة السر|पासवर्ड|mật khẩu|mat khau|kata sandi|סיסמה|הסיסמה)"
 )
 # the gap between the word and its verb: no sentence's end (a full stop inside a name, as in
 # "gmail.com", is not one; a question may come before "it's")
 _GAP = r"(?:[^.\n!]|\.(?=\S)){0,30}?"
 _STATED_PASSWORD = re.compile(
     rf"\b{_PASSWORD_WORD}\b{_GAP}"
-    r"(?:\b(?:is|was|it's|it is|ist|war|lautet|heißt|est|était|es|era|é|è|är|var|er|jest|это|—)(?!\w)"
+    r"(?:\b(?:is|was|it's|it is|ist|war|lautet|heißt|est|était|es|era|é|è|är|var|er|jest|это|je|on|este"
+    r"|είναι|هي|là|היא|—)(?!\w)"
     r"|[:=])[ \t]*(?:[\"“‘«'](?P<quoted>[^\"”’»'\n]{4,80})[\"”’»']"
     # a bare value holds a digit or a sign (else the gap grows: "password to my bank? It's …")
     r"|[\"'“‘«]?(?P<bare>(?=[^\s\"'”’»]*[^\s\"'”’»A-Za-z])[^\s\"'”’»]+))",
@@ -129,13 +143,13 @@ _STATED_PASSWORD = re.compile(
 # "wifi password Wifi2024pw", "hasło to Lato2024!": the word right before a value of letters
 # and digits
 _NAMED_PASSWORD = re.compile(
-    rf"\b{_PASSWORD_WORD}[ \t]+(?:(?:to|jest)[ \t]+)?[(\[]?"
+    rf"\b{_PASSWORD_WORD}[ \t]+(?:(?:to|jest|saya|của tôi|mera|मेरा)[ \t]+)?[(\[]?"
     r"(?P<bare>(?=[^\s]*\d)(?=[^\s]*[^\W\d])[^\s\"'”’»]{6,})",
     re.IGNORECASE,
 )
 # Chinese, Japanese and Korean, which set no space between words: "我的密码是Sommer2024"
 _CJK_PASSWORD = re.compile(
-    r"(?:密码|密碼|口令|パスワード|暗証番号|비밀번호|암호)\s*(?:是|為|为|は|:|=|은|는)\s*"
+    r"(?:密码|密碼|口令|パスワード|暗証番号|비밀번호|암호|รหัสผ่าน(?:ของฉัน)?)\s*(?:是|為|为|は|:|=|은|는|คือ)\s*"
     r"(?P<bare>[A-Za-z0-9!#$%&*+\-./:;<=>?@^_~]{4,})"
 )
 # an assignment in a credentials or .env file: DB_PASSWORD=…, aws_secret_access_key = …,
@@ -224,6 +238,11 @@ def _whole(text: str, start: int, end: int) -> tuple[int, int]:
 def _credentials(text: str) -> Iterator[tuple[int, int]]:
     for m in _PEM.finditer(text):
         yield m.span()
+    for m in _JWT.finditer(text):
+        yield m.span()
+    for m in _LOGIN_PASS.finditer(text):
+        if m["bare"].lower().strip("`*") not in _NOT_SECRETS and m["bare"][:1] not in _TEMPLATE:
+            yield m.span("bare")
     for pattern in (*_SECRET_PATTERNS, _KEY_PREFIXES):
         grown = (0, 0)
         for m in pattern.finditer(text):
@@ -241,11 +260,11 @@ def _credentials(text: str) -> Iterator[tuple[int, int]]:
         if m["quoted"] is not None and not m["quoted"].startswith(tuple(_TEMPLATE)):
             yield m.span("quoted")  # quoted: a phrase is a passphrase, letters alone or not
         elif m["bare"] is not None and _looks_like_password(m["bare"]):
-            yield m.start("bare"), m.start("bare") + len(m["bare"].rstrip(".,;:!?)"))
+            yield m.start("bare"), m.start("bare") + len(m["bare"].rstrip(".,;:)"))
     for pattern in (_NAMED_PASSWORD, _CJK_PASSWORD):
         for m in pattern.finditer(text):
             if _looks_like_password(m["bare"]):
-                yield m.start("bare"), m.start("bare") + len(m["bare"].rstrip(".,;:!?)"))
+                yield m.start("bare"), m.start("bare") + len(m["bare"].rstrip(".,;:)"))
     for m in _STATED_KEY.finditer(text):
         group = 1 if m.group(1) is not None else 2
         value = m.group(group)
@@ -267,20 +286,24 @@ def _token_around(text: str, start: int, end: int) -> tuple[int, int]:
 
 # 13 to 19 digits with spaces or dashes between, or four groups of four with dots
 _CARD = re.compile(
-    r"(?<![\w.,/-])(?:\d(?:(?: {1,2}|-)?\d){12,18}|\d{4}([./_,])\d{4}\1\d{4}\1\d{4})"
+    r"(?<![\w.,/-])(?:\d(?:(?: {1,2}|-|\t|\n| - |·|-\n)?\d){12,18}|\d{4}([./_,])\d{4}\1\d{4}\1\d{4})"
     r"(?!\w|-\d|[.,]\d|/(?!\d\d\b))"  # an expiry may follow ("…0004/12/27")
 )
+# 13 to 19 digits glued to letters or signs ("x4111111111111111x", "id_4111…", "no.4111…")
+_CARD_GLUED = re.compile(r"(?<![\d/])(?<!\d[.,])\d{13,19}(?![\d]|[.,]\d)")  # no path, no decimals
 # a card followed by its security code ("…-0004-123"): the number is a prefix of the digits
 _CARD_RUN = re.compile(r"(?<![\w.,/-])\d(?:(?: {1,2}|-)?\d){15,22}(?![\w])")
-_IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?:[ -]?[A-Z0-9]{4}){2,7}(?:[ -]?[A-Z0-9]{1,3})?\b", re.IGNORECASE)
+_IBAN = re.compile(
+    r"\b[A-Z]{2}\d{2}(?:[ ._-]?[A-Z0-9]{4}){2,7}(?:[ ._-]?[A-Z0-9]{1,3})?(?![A-Z0-9])", re.IGNORECASE
+)
 _SSN = re.compile(r"(?<![\w-])\d{3}-\d{2}-\d{4}(?![\w-])")
 _DNI = re.compile(r"\b[XYZ]?\d{7,8}-?[A-Z]\b")
 _CODICE_FISCALE = re.compile(r"\b[A-Z]{6}\d{2}[A-Z]\d{2}[A-Z]\d{3}[A-Z]\b")
 _NIR = re.compile(r"(?<![\w-])[12] ?\d{2} ?\d{2} ?(?:\d{2}|2[AB]) ?\d{3} ?\d{3} ?\d{2}(?![\w-])")
 # a social security number written without its dashes: only where the text names it
 _NAMED_SSN = re.compile(
-    r"\b(?:ssn|social(?: security)?(?: number| no\.?| #)?)\b[^\d\n]{0,20}"
-    r"(?<!\d)(\d{3}([ .-]?)\d{2}\2\d{4})(?!\d)",
+    r"\b(?:ssn|social(?: security)?(?: number| no\.?| #)?)(?:\b|(?=\d))[^\d\n]{0,20}"
+    r"(?<!\d)(\d{3}([ ./-]?)\d{2}\2\d{4})(?!\d)",
     re.IGNORECASE,
 )
 # weak checksums (one number in ten passes): only where the text names them
@@ -303,6 +326,9 @@ def _cards(text: str) -> Iterator[tuple[int, int]]:
     for m in _CARD.finditer(text):
         if _card_number(_digits(m.group())):
             yield m.span()
+    for m in _CARD_GLUED.finditer(text):
+        if _card_number(m.group()):
+            yield m.span()
     for m in _CARD_RUN.finditer(text):  # the card's own groups, before what follows them
         groups = list(re.finditer(r"\d+", m.group()))
         for last in range(len(groups) - 1, 0, -1):
@@ -315,10 +341,11 @@ def _ibans(text: str) -> Iterator[tuple[int, int]]:
     for m in _IBAN.finditer(text):
         value = m.group()
         while value:  # the pattern may have taken a word after the number: shorten it
-            if iban.is_valid(value):
+            if iban.is_valid(re.sub(r"[ ._-]", "", value)):
                 yield m.start(), m.start() + len(value)
                 break
-            cut = max(value.rstrip(" -").rfind(" "), value.rstrip(" -").rfind("-"))
+            kept = value.rstrip(" ._-")
+            cut = max(kept.rfind(" "), kept.rfind("-"), kept.rfind("."), kept.rfind("_"))
             value = value[:cut] if cut > 0 else ""
 
 

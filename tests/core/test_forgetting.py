@@ -366,6 +366,15 @@ LOOKALIKES = [
     "I don\u2019t eat\u00a0pork\ufeff",
     "I don't eat po\u00adrk",
     "I don`t eat pork\u200d!",
+    # quotes around it, an emoji or a smiley added, a full stop of another script
+    "“I don't eat pork”",
+    '"I don\'t eat pork"',
+    "«I don't eat pork»",
+    "'I don't eat pork'",
+    "I don't eat pork 😊",
+    "🙂 I don't eat pork ❤️",
+    "I don't eat pork :)",
+    "I don't eat pork。",
 ]
 
 

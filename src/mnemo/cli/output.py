@@ -77,8 +77,18 @@ def lingering(note: str | None) -> None:
         say(f"Note: {note}.", "yellow")
 
 
+# control characters (but newline and tab) a stored text may hold: a message through the chat
+# proxy, a name set before names refused them; printed as they are, they would drive the terminal
+_CONTROLS = {c: "\ufffd" for c in [*range(0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0)]}
+
+
+def printable(text: str) -> str:
+    """`text` with every control character but newline and tab shown as U+FFFD."""
+    return text.translate(_CONTROLS)
+
+
 def say(message: str | Text, style: str | None = None) -> None:
-    stdout().print(message if isinstance(message, Text) else Text(message, style=style or ""))
+    stdout().print(message if isinstance(message, Text) else Text(printable(message), style=style or ""))
 
 
 def emit_json(data: Any) -> None:
@@ -295,7 +305,9 @@ def agents_table(agents: Sequence[Agent]) -> Table:
     table.add_column("reads default", no_wrap=True)
     table.add_column("id", style="cyan", no_wrap=True)
     for a in agents:
-        table.add_row(Text(a.name), "yes" if a.private else "no", "yes" if a.reads_default else "no", a.id)
+        table.add_row(
+            Text(printable(a.name)), "yes" if a.private else "no", "yes" if a.reads_default else "no", a.id
+        )
     return table
 
 
@@ -319,7 +331,7 @@ def keys_table(keys: Sequence[ApiKey]) -> Table:
     table.add_column("created", no_wrap=True)
     table.add_column("revoked", no_wrap=True)
     for k in keys:
-        table.add_row(k.id, Text(k.name), _minute(k.created_at), _minute(k.revoked_at) or "no")
+        table.add_row(k.id, Text(printable(k.name)), _minute(k.created_at), _minute(k.revoked_at) or "no")
     return table
 
 

@@ -489,10 +489,12 @@ class _Plan:
             elif target is None:
                 raise AssertionError(f"{op.kind} names no fact to change")
             elif op.kind is Action.REINFORCE:
-                said = self._push(changes.reinforce(target, now=self.now, actor=self.actor, reason=op.reason))
-                if p.valid_to is not None and p.valid_to != said.valid_to:
+                again = self._push(
+                    changes.reinforce(target, now=self.now, actor=self.actor, reason=op.reason)
+                )
+                if p.valid_to is not None and p.valid_to != again.valid_to:
                     # said again with an end of its own ("this week", a month later): the new end holds
-                    self._push(changes.end(said, p.valid_to, now=self.now, actor=self.actor))
+                    self._push(changes.end(again, p.valid_to, now=self.now, actor=self.actor))
             elif op.kind is Action.EDIT:
                 self._push(
                     changes.edit(
