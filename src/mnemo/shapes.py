@@ -63,6 +63,12 @@ def _no_nul(value: str) -> str:
     return value
 
 
+def _no_control(value: str) -> str:
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in value):
+        raise ValueError("must not contain a control character")
+    return value
+
+
 def _stripped(value: str) -> str:
     """Spacing around a text is not part of it; a text of spacing alone is no text."""
     value = value.strip()
@@ -120,7 +126,15 @@ def json_int(*, ge: int | None = None, le: int | None = None) -> Any:
 
 FactText = stripped_text(MAX_TEXT, nul=True)
 QueryText = stripped_text(4000, nul=True)  # a search's words (U+0000 is no word: dropped)
-Name = stripped_text(100)
+# a person's, an agent's, a key's name: some text, no control character (domain.plain_name)
+Name = Annotated[
+    str,
+    StringConstraints(max_length=100),
+    AfterValidator(_no_nul),
+    AfterValidator(_no_control),
+    AfterValidator(_stripped),
+    Field(json_schema_extra={"pattern": f"^[^{_CONTROL}]*[^{_CONTROL}{_BLANK}][^{_CONTROL}]*$"}),
+]
 LongText = Annotated[str, StringConstraints(max_length=4000), *NoNul]
 FactVersion = json_int(ge=1)
 SearchLimit = json_int(ge=1, le=100)  # how many results a search returns

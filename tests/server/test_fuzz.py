@@ -14,6 +14,7 @@ and invalid data refused. A few examples per operation and mode by default;
 from __future__ import annotations
 
 import os
+from datetime import datetime
 
 import pytest
 import schemathesis
@@ -33,7 +34,18 @@ EXAMPLES = 150 if LONG else 6
 
 def _refused_combination(case) -> str | None:
     """What the server says to a combination of valid parameters it refuses, which OpenAPI cannot
-    state: a text query (`q`) searches active memories only, so `q` with another status is a 422."""
+    state: a text query (`q`) searches active memories only, so `q` with another status is a 422;
+    a memory's end (`valid_to`) must come after its start (`valid_from`)."""
+    body = case.body if isinstance(case.body, dict) else {}
+    ended = (
+        body.get("valid_from") and body.get("valid_to") and not body.get("agent_id")
+    )  # no agent: 404 first
+    if case.operation.label == "POST /v1/memories" and ended:
+        start, end = (
+            datetime.fromisoformat(body[k].replace("Z", "+00:00")) for k in ("valid_from", "valid_to")
+        )
+        if end <= start:
+            return "valid_to must be after valid_from"
     query = case.query or {}
     if case.operation.label != "GET /v1/memories" or "q" not in query or "status" not in query:
         return None
