@@ -19,7 +19,7 @@ Three scores, kept apart because they measure different parts:
   question (target 0 %); asked `as_of` a time it held, is it among the first 10 (target
   95 % or more);
 - the reconciler's decision to end a fact ("I'm back home" ending "I'm in Lisbon this
-  week") is not measured: no such decision is built yet, and there is no chat model here.
+  week") is not measured: it is the chat model's, and there is none here.
 
 Nothing is asserted. --quick: English and German.
 """

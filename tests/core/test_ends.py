@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 
 from mnemo.domain import Action, InvalidInput, Status, Turn
-from tests.helpers import extraction, texts
+from tests.helpers import decisions, extraction, texts
 
 LISBON = "I am in Lisbon this week"
 
@@ -109,3 +109,27 @@ async def test_said_again_with_an_end_of_its_own_the_new_end_holds(memory, alice
     assert not again.ended(clock.now) and "I am staying in Lisbon this week" in texts(
         await memory.recall("Where am I staying?", alice)
     )
+
+
+async def test_a_passing_situation_said_to_be_over_ends_rather_than_being_replaced(
+    llm_memory, scripted_llm, alice, clock
+):
+    """ "I'm back home" ends "I'm in Lisbon this week": the Lisbon fact stays what was true until
+    now, the new fact replaces nothing; a lasting change still supersedes."""
+    trip = await llm_memory.add(alice, LISBON, valid_to=clock.now + timedelta(days=5))
+    began = clock.now
+    clock.advance(days=2)
+    scripted_llm.reply_json(extraction("I am back from Lisbon"))
+    scripted_llm.reply_json(decisions((1, "end", 1)))
+    report = await llm_memory.remember(Turn.of(alice, ("user", "I'm back from Lisbon.")))
+    assert report.problems == []
+    ended = await llm_memory.get(alice, trip.id)
+    assert (ended.status, ended.valid_to, ended.superseded_by) == (Status.ACTIVE, clock.now, None)
+    assert ended.ended(clock.now)
+    home = next(f for f in await llm_memory.list(alice) if f.text == "I am back from Lisbon")
+    assert home.supersedes is None and not home.ended(clock.now)
+    now = texts(await llm_memory.recall("Where am I?", alice))
+    assert "I am back from Lisbon" in now and LISBON not in now
+    assert LISBON in texts(await llm_memory.recall("Where am I?", alice, as_of=began + timedelta(days=1)))
+    assert [e.action for e in await llm_memory.history(alice, trip.id)] == [Action.CREATE, Action.EDIT]
+    assert (await llm_memory.verify_audit(alice.user_id)).ok

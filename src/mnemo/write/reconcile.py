@@ -24,6 +24,7 @@ _KIND_OF: dict[reconcile_prompt.Word, OpKind] = {
     "supersede": Action.SUPERSEDE,
     "retract": Action.RETRACT,
     "noop": Action.REINFORCE,
+    "end": Action.SUPERSEDE,  # with `ends`: the older fact ends now, the new one stands alone
 }
 
 
@@ -33,6 +34,9 @@ class Op:
     proposal: Proposal
     target: Fact | None = None  # None only for CREATE
     reason: str | None = None
+    # a supersede that ends its target instead ("I'm back home" after "I'm in Lisbon this week"):
+    # the target stays what was true until now, and the new fact replaces nothing
+    ends: bool = False
 
 
 @dataclass
@@ -97,7 +101,7 @@ async def reconcile(chat: ChatModel, items: list[tuple[Proposal, list[Fact]]]) -
         elif kind is Action.CREATE:
             out.ops.append(Op(kind, proposal, reason=d.reason))
         else:
-            out.ops.append(Op(kind, proposal, named, d.reason))
+            out.ops.append(Op(kind, proposal, named, d.reason, ends=d.action == "end"))
     for number, (proposal, _) in enumerate(items, start=1):
         if number not in decided:
             out.problems.append(f"reconciliation: no valid decision for N{number}; added")

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, StrictInt
 
-VERSION = "reconcile-2026-11-1"
+VERSION = "reconcile-2026-12-6"
 
 SYSTEM = """\
 You maintain a long-term memory of facts about one person. New facts were just \
@@ -21,6 +21,10 @@ Actions:
 which was true until now (moved city, new job, ended relationship).
 - "retract": the new fact says existing fact `target` is no longer true and \
 nothing replaces it; the new fact itself is not kept.
+- "end": the new fact says that a passing situation in existing fact `target` is \
+over ("I'm back home" after "I'm in Lisbon this week", "my sister went home" after \
+"my sister stays with us"): that fact was true until now and ends; the new fact is \
+kept too. A lasting change of the same thing (a new home, a new job) is "supersede".
 - "noop": the new fact adds nothing: existing fact `target` already says it.
 
 Refer to existing facts only by the numbers shown. One decision per new fact. \
@@ -31,7 +35,7 @@ Answer with JSON only, shaped {"decisions": [{"new": <new fact number>, \
 
 
 # what the model may answer for each new fact (the words of SYSTEM above)
-Word = Literal["add", "update", "supersede", "retract", "noop"]
+Word = Literal["add", "update", "supersede", "retract", "noop", "end"]
 
 
 class Decision(BaseModel):

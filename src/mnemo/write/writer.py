@@ -507,6 +507,15 @@ class _Plan:
                         reason=op.reason,
                     )
                 )
+            elif op.kind is Action.SUPERSEDE and op.ends:
+                if target.status != Status.ACTIVE:
+                    raise InvalidInput(f"cannot end a memory that is {target.status}")
+                if target.valid_from is not None and target.valid_from >= self.now:
+                    raise InvalidInput("cannot end a memory that has not begun")
+                self._new(p, Status.ACTIVE, reason=op.reason)
+                if target.valid_to is None or target.valid_to > self.now:  # already over: as it is
+                    over = op.reason or f"over: {p.text}"
+                    self._push(changes.end(target, self.now, now=self.now, actor=self.actor, reason=over))
             elif op.kind is Action.SUPERSEDE:
                 if target.status != Status.ACTIVE:
                     raise InvalidInput(f"cannot supersede a memory that is {target.status}")
