@@ -45,12 +45,16 @@ def test_the_page_shows_an_ended_memory_and_sets_its_end(server, client):
         assert page.post("/signin", data={"key": server.token}).status_code == 200
         shown = page.get(f"/memories/{fact['id']}")
         assert 'id="ended"' in shown.text and "no longer recalled as true now" in shown.text
+        assert 'id="ended-entry"' in shown.text  # the history reads the end as the event it is
         form = page.get(f"/memories/{fact['id']}").text
         csrf = form.split('name="csrf" value="', 1)[1].split('"', 1)[0]
         day = (datetime.now(UTC) + timedelta(days=5)).date().isoformat()
         saved = page.post(f"/memories/{fact['id']}/end", data={"csrf": csrf, "version": "1", "until": day})
         assert saved.status_code == 200 and f"It holds until the end of {day}." in saved.text
-        assert 'id="ended"' not in saved.text
+        assert 'id="ended"' not in saved.text and 'id="ended-entry"' not in saved.text
+        assert (
+            f"true until {(datetime.fromisoformat(day) + timedelta(days=1)).date().isoformat()}" in saved.text
+        )
     after = ok(client.get(f"/v1/memories/{fact['id']}"))
     assert after["ended"] is False and after["valid_to"].startswith(
         (datetime.fromisoformat(day) + timedelta(days=1)).date().isoformat()

@@ -128,6 +128,14 @@ def entry(event: Event, messages: dict[str, Message]) -> Entry:
         item.status_change = (str(before.get("status")), str(after.get("status")))
     if before and after and before.get("category") != after.get("category"):
         item.details.append(f"category {before.get('category')} → {after.get('category')}")
+    if (
+        before
+        and after
+        and before.get("valid_to") != after.get("valid_to")
+        and after.get("status") == "active"
+    ):
+        end = after.get("valid_to")
+        item.details.append(f"true until {str(end)[:10]}" if end else "no end")
     if event.action == Action.REINFORCE:
         item.details.append(f"mentioned {after.get('mentions')} times")
     source = Source.from_json(after.get("source")) if after.get("source") else None
