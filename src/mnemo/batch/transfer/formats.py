@@ -154,7 +154,7 @@ def storable(
         if strings and ("\x00" in value or not is_unicode(value)):
             problem = "holds U+0000 or a lone surrogate, which no store holds"
     elif isinstance(value, bool) or value is None:
-        pass
+        problem = None  # true, false and null: every store keeps them (a bool is no int here)
     elif isinstance(value, int):
         if not -_INT64 <= value < _INT64:
             problem = "holds a number out of range (beyond 64 bits)"
