@@ -355,3 +355,17 @@ def files_holding(urls: list[str], needle: bytes, *maintenance: str) -> list[str
         for name, data in on_node(url, _RELATION_FILES)
         if needle in bytes(data)
     )
+
+
+@contextmanager
+def server_clock_back(server, days: int) -> Iterator[None]:
+    """A live server's clock `days` back while the body runs (what it adds is said then)."""
+    from mnemo.domain import utcnow
+
+    memory = server.app.state.memory
+    then, clock = utcnow() - timedelta(days=days), memory.clock
+    memory.clock = lambda: then
+    try:
+        yield
+    finally:
+        memory.clock = clock

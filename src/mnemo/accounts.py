@@ -236,6 +236,10 @@ class Accounts:
         """The person's switch of the recall log; off deletes what was recorded."""
         return await self._store.update_user(user_id, record_recalls=on)
 
+    async def set_review_stale(self, user_id: str, on: bool) -> User:
+        """The person's switch of the "Still true?" list (Memory.stale)."""
+        return await self._store.update_user(user_id, review_stale=on)
+
     async def set_review_policy(self, user_id: str, policy: ReviewPolicy) -> User:
         return await self._store.update_user(user_id, review_policy=policy)
 

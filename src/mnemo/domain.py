@@ -854,6 +854,7 @@ class User:
     created_at: datetime | None = None  # as stored (None where it was not read)
     record_recalls: bool = True  # the person's switch: which assistant recalled what, and when
     gate: GatePolicy = GatePolicy()  # the sensitive-data gate's action for each category
+    review_stale: bool = True  # the person's switch: the "Still true?" list (mnemo.stale)
 
 
 @dataclass(frozen=True, slots=True)

@@ -494,6 +494,29 @@ class Memory:
         now = self.clock()
         return await self._apply(scope, changes.restore(fact, now=now, actor=actor), now)
 
+    # -- the "Still true?" list ----------------------------------------------------
+
+    async def stale(self, scope: Scope, *, limit: int = 50) -> builtins.list[Fact]:
+        """Active facts with no end that have gone neither said again nor recalled for their
+        category's time (settings.stale), the longest unheard first; none while the person's
+        switch is off. An offer only: nothing here changes; `keep`, an end or an erasure does."""
+        user = await self.store.get_user(scope.user_id)
+        if user is None or not user.review_stale:
+            return []
+        return await self.store.unheard(scope, self.settings.stale.before(self.clock()), limit)
+
+    async def keep(self, scope: Scope, fact_id: str, *, actor: str = "user") -> Fact:
+        """The person says an active fact is still true: its clock starts again (a reinforcement
+        that counts no new mention), so it leaves the "Still true?" list for its category's time."""
+        fact = await self._current(scope, fact_id, None)
+        now = self.clock()
+        if fact.status != Status.ACTIVE:
+            raise InvalidInput(f"memory {fact_id} is {fact.status}: only an active memory is kept")
+        if fact.ended(now):
+            raise InvalidInput(f"memory {fact_id} has ended: clear or move its end to bring it back")
+        change = changes.reinforce(fact, now=now, actor=actor, reason="still true", mentions=0)
+        return await self._apply(scope, change, now)
+
     async def pin(self, scope: Scope, fact_id: str, pinned: bool = True, *, actor: str = "user") -> Fact:
         """Pin or unpin; a fact already so is left as it is (no new version, no event)."""
         fact = await self._current(scope, fact_id, None)

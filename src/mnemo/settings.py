@@ -9,6 +9,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import tomllib
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -22,7 +23,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from .domain import MAX_TOKEN_BUDGET, MemoryMode
+from .domain import MAX_TOKEN_BUDGET, Category, MemoryMode
 from .setting_names import UnknownSetting, unknown_settings
 
 # where a chat model named without a base URL is asked: OpenAI's API
@@ -173,6 +174,27 @@ def with_floors(settings: Part, part: str, model_name: str) -> Part:
     )
 
 
+Days = Annotated[int, Field(ge=0, le=36_500)]
+
+
+class StaleSettings(BaseModel):
+    """For each category, the days a fact may go neither said again nor recalled before the
+    "Still true?" list offers it (MNEMO_STALE__PLAN=30); 0: never. Nothing ends because of
+    age: the person keeps it (the clock starts again), ends it or erases it."""
+
+    identity: Days = 0  # who someone is rarely stops being true
+    preference: Days = 365
+    relationship: Days = 730
+    event: Days = 0  # something that happened stays so
+    plan: Days = 90
+    instruction: Days = 365
+    other: Days = 180
+
+    def before(self, now: datetime) -> dict[Category, datetime]:
+        """Each category that goes stale, and the time before which a fact of it has."""
+        return {c: now - timedelta(days=days) for c in Category if (days := getattr(self, c.value))}
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="MNEMO_", env_nested_delimiter="__", extra="ignore")
 
@@ -230,6 +252,7 @@ class Settings(BaseSettings):
     jobs: JobSettings = Field(default_factory=JobSettings)
     auth_limit: AuthLimitSettings = Field(default_factory=AuthLimitSettings)
     health: HealthSettings = Field(default_factory=HealthSettings)
+    stale: StaleSettings = Field(default_factory=StaleSettings)
 
     @field_validator("trusted_proxies", mode="before")
     @classmethod

@@ -97,10 +97,13 @@ def test_an_end_is_set_with_add_shown_when_past_and_cleared_with_end(mnemo: Invo
     trip = add(mnemo, "I am in Lisbon this week", "--until", "2020-01-05")
     assert trip["valid_to"].startswith("2020-01-05")
     assert "ended 2020-01-05" in ok(mnemo("list")).stdout
+    assert "its end passed" in ok(mnemo("history", trip["id"])).stdout  # read as the event it is
+    assert as_json(mnemo("show", trip["id"], "--json"))["ended"] is True
     assert as_json(mnemo("search", "Lisbon", "--json")) == []  # past its end: not recalled as true now
     cleared = as_json(mnemo("end", trip["id"], "--json"))
     assert cleared["valid_to"] is None and cleared["version"] == 2
     assert "ended" not in ok(mnemo("list")).stdout
+    assert "its end passed" not in ok(mnemo("history", trip["id"])).stdout
     assert as_json(mnemo("search", "Lisbon", "--json"))[0]["fact"]["id"] == trip["id"]
     assert "Ends 2999-01-01" in ok(mnemo("end", trip["id"], "2999-01-01")).stdout
 

@@ -80,9 +80,12 @@ def _without_time(records: list[dict]) -> list[dict]:
 async def test_an_export_comes_back_losslessly_into_an_empty_store(memory, other, clock, tmp_path):
     seeded = await _seed(memory, clock)
     await memory.accounts.set_gate(seeded["alice"], {"card": "allow", "phone": "hold"})
+    await memory.accounts.set_review_stale(seeded["alice"], False)
+    await memory.accounts.set_record_recalls(seeded["alice"], False)
     first = await _export(memory, "alice", tmp_path / "alice.jsonl")
     assert first[0]["type"] == "header" and first[0]["format"] == export.FORMAT
     assert first[0]["user"]["sensitive_gate"] == {"card": "allow", "phone": "hold"}
+    assert first[0]["user"]["review_stale"] is False
     assert first[0]["user"]["id"] == seeded["alice"] and first[-1]["type"] == "end"
     assert first[-1] == {
         "type": "end",
@@ -104,6 +107,8 @@ async def test_an_export_comes_back_losslessly_into_an_empty_store(memory, other
     )
     assert (report.conversations_added, report.messages_added, report.audit_ok) == (2, 3, True)
     assert (await other.accounts.gate(seeded["alice"])).choices() == {"card": "allow", "phone": "hold"}
+    imported = await other.store.get_user(seeded["alice"])
+    assert (imported.review_stale, imported.record_recalls) == (False, False)  # the switches come along
 
     clock.advance(hours=1)
     again = await _export(other, "alice", tmp_path / "again.jsonl")

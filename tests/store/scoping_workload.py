@@ -237,6 +237,17 @@ async def workload(url: str, embedder: Any, llm: ScriptedOpenAI, data_dir: Path,
         assert [r async for r in memory.recall_log(alice.id)]
         await memory.accounts.set_record_recalls(bob.id, False)
         await memory.accounts.set_record_recalls(bob.id, True)
+        # the "Still true?" list, with every category going stale at once: read, kept, switched
+        every_day = memory.settings.model_copy(
+            update={"stale": memory.settings.stale.model_copy(update={c.value: 1 for c in Category})}
+        )
+        later = Memory(store, embedder, settings=every_day, clock=lambda: clock() + timedelta(days=400))
+        unheard = await later.stale(me)
+        assert unheard and all(f.valid_to is None for f in unheard)
+        await later.keep(me, unheard[0].id)
+        await memory.accounts.set_review_stale(bob.id, False)
+        assert await later.stale(Scope(bob.id)) == []
+        await memory.accounts.set_review_stale(bob.id, True)
         assert len(await memory.history(me, kayak.id)) >= 5
         assert await memory.events(alice.id)
         assert (await memory.verify_audit(alice.id)).ok

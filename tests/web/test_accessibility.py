@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from tests.helpers import server_clock_back
 from tests.web.conftest import facts, ok, sign_in
 from tests.web.test_review import hold_candidates
 
@@ -36,8 +37,10 @@ UNLABELLED = """() => {
 }"""
 
 
-def pages_to_check(api, llm) -> list[str]:
+def pages_to_check(api, llm, server) -> list[str]:
     """Every kind of page, with something on it."""
+    with server_clock_back(server, 120):
+        ok(api.post("/v1/memories", json={"text": "I plan to learn the cello", "category": "plan"}), 201)
     fact = ok(api.post("/v1/memories", json={"text": LONG, "pinned": True}), 201)
     ok(api.patch(f"/v1/memories/{fact['id']}", json={"version": 1, "text": LONG + " indeed"}))
     ok(api.post("/v1/agents", json={"name": "Chef", "private": True}), 201)
@@ -49,6 +52,7 @@ def pages_to_check(api, llm) -> list[str]:
         "/erase/about?q=indeed",
         "/erase/everything",
         "/review",
+        "/review/stale",
         "/settings",
         "/audit",
         "/try",
@@ -97,9 +101,9 @@ def test_sign_in_add_and_retract_by_keyboard_alone(page: Page, server, api):
     assert facts(api, "retracted")[0]["text"] == "I ride a blue bicycle"
 
 
-def test_every_control_on_every_page_has_a_label(signed_in: Page, api, llm):
+def test_every_control_on_every_page_has_a_label(signed_in: Page, api, llm, server):
     page = signed_in
-    for path in pages_to_check(api, llm):
+    for path in pages_to_check(api, llm, server):
         page.goto(path)
         assert page.evaluate(UNLABELLED) == [], path
     page.get_by_role("button", name="Sign out").click()
@@ -107,7 +111,7 @@ def test_every_control_on_every_page_has_a_label(signed_in: Page, api, llm):
 
 
 def test_every_page_fits_a_phone(browser: Browser, server, api, llm, shoot):
-    paths = pages_to_check(api, llm)
+    paths = pages_to_check(api, llm, server)
     context = browser.new_context(base_url=server.base_url, viewport={"width": 375, "height": 812})
     try:
         page = context.new_page()
@@ -122,7 +126,8 @@ def test_every_page_fits_a_phone(browser: Browser, server, api, llm, shoot):
                 expect(page.locator("li.turn")).to_have_count(2)
             width = page.evaluate("document.documentElement.scrollWidth")
             assert width <= 375, f"{path} is {width} px wide on a 375 px screen"
-            name = path.strip("/").split("/")[0] + ("-fact" if path.count("/") == 2 else "")
+            name = path.strip("/").replace("/stale", "-stale").split("/")[0]
+            name += "-fact" if path.startswith("/memories/") else ""
             name += "-purge" if path.endswith("/purge") else ""
             shoot(page, f"16-phone-{name}")
     finally:

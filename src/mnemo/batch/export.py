@@ -72,6 +72,7 @@ def user_record(user: User) -> dict[str, Any]:
         "memory_enabled": user.memory_enabled,
         "review_policy": str(user.review_policy),
         "record_recalls": user.record_recalls,
+        "review_stale": user.review_stale,
         "sensitive_gate": user.gate.choices(),  # what differs from the defaults
     }
 

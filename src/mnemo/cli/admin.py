@@ -94,6 +94,7 @@ async def _state(s: Session) -> dict[str, Any]:
         "user_switch": {True: "on", False: "off", None: "default"}[user.memory_enabled],
         "review_policy": str(user.review_policy),
         "record_recalls": user.record_recalls,
+        "review_stale": user.review_stale,
         "sensitive_gate": user.gate.actions(),
         "recall_log_days": s.settings.recall_log_days,
         "server_mode": str(mode) if mode else None,
@@ -120,6 +121,7 @@ def _show_state(state: dict[str, Any], json: bool) -> None:
             "recall log",
             f"{'on' if state['record_recalls'] else 'off'} (kept {state['recall_log_days']} days)",
         ),
+        ("stale list", "on" if state["review_stale"] else "off"),
         ("sensitive-data gate", ", ".join(f"{k} {a}" for k, a in state["sensitive_gate"].items())),
         ("database", state["database"]),
         ("chat model", state["chat_model"] or "none: only explicit requests are learnt"),
@@ -162,6 +164,21 @@ def settings_recalls(
 
     async def work(s: Session):
         await s.accounts.set_record_recalls(s.user.id, switch is OnOff.ON)
+        return await _state(s)
+
+    _show_state(run(ctx, work, resolve_agent=False, creates=True), json)
+
+
+@settings.command("stale")
+def settings_stale(
+    ctx: typer.Context,
+    switch: Annotated[OnOff, typer.Argument(help="on, or off: offer nothing on the stale list.")],
+    json: Json = False,
+) -> None:
+    """Offer memories unheard for long on the "Still true?" list (mnemo review --stale)."""
+
+    async def work(s: Session):
+        await s.accounts.set_review_stale(s.user.id, switch is OnOff.ON)
         return await _state(s)
 
     _show_state(run(ctx, work, resolve_agent=False, creates=True), json)

@@ -73,7 +73,7 @@ def end(
     until: Annotated[
         datetime | None,
         typer.Argument(
-            parser=parse_when, metavar="[DATE]", help="True until (ISO date or time); none: no end."
+            parser=parse_when, metavar="[DATE]", help="True until (ISO date or time, or now); none: no end."
         ),
     ] = None,
     json: Json = False,
@@ -82,6 +82,12 @@ def end(
     (it stays, and is found for the time it held)."""
     verb = f"Ends {until.isoformat()}" if until else "No end"
     _apply(ctx, fact_id, json, verb, lambda s: s.memory.update(s.view, fact_id, valid_to=until))
+
+
+@app.command()
+def keep(ctx: typer.Context, fact_id: FactId, json: Json = False) -> None:
+    """A memory on the stale list is still true: its clock starts again (mnemo review --stale)."""
+    _apply(ctx, fact_id, json, "Kept", lambda s: s.memory.keep(s.view, fact_id))
 
 
 @app.command()

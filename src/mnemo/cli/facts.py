@@ -9,7 +9,7 @@ import typer
 from rich.text import Text
 
 from ..batch.export import event_record
-from ..domain import Category, Status, StatusFilter, Turn
+from ..domain import Category, Status, StatusFilter, Turn, utcnow
 from . import output
 from .options import AsOf, FactId, Json, Limit
 from .runtime import Session, parse_when, run
@@ -133,30 +133,49 @@ def history(ctx: typer.Context, fact_id: FactId, json: Json = False) -> None:
     """Everything that happened to a memory, oldest first."""
 
     async def work(s: Session):
-        return await s.memory.history(s.view, fact_id)
+        return await s.memory.history(s.view, fact_id), await s.memory.get(s.view, fact_id)
 
-    events = run(ctx, work, fact_id=fact_id)
+    events, fact = run(ctx, work, fact_id=fact_id)
     if json:
         output.emit_json([event_record(e) for e in events])
     else:
-        output.stdout().print(output.history_table(events))
+        ended = fact.valid_to if fact.ended(utcnow()) else None
+        output.stdout().print(output.history_table(events, ended_at=ended))
 
 
 @app.command()
-def review(ctx: typer.Context, limit: Limit = 50, json: Json = False) -> None:
-    """Candidate memories waiting for approval (mnemo approve / mnemo reject)."""
+def review(
+    ctx: typer.Context,
+    limit: Limit = 50,
+    stale: Annotated[
+        bool,
+        typer.Option(
+            "--stale",
+            help="Still true? Memories neither said again nor recalled for their category's time"
+            " (mnemo keep ID / mnemo end ID now / mnemo purge ID).",
+        ),
+    ] = False,
+    json: Json = False,
+) -> None:
+    """Candidate memories waiting for approval (mnemo approve / mnemo reject); with --stale, the
+    memories unheard for long."""
 
     async def work(s: Session):
+        if stale:
+            return await s.memory.stale(s.view, limit=limit), s.agent_names, s.user.review_stale
         candidates = await s.memory.list(s.view, statuses=(Status.CANDIDATE,), limit=limit)
-        return candidates, s.agent_names
+        return candidates, s.agent_names, True
 
-    facts, agent_names = run(ctx, work)
+    facts, agent_names, on = run(ctx, work)
     if json:
         output.emit_json([output.fact_json(f) for f in facts])
+    elif not on:
+        output.say("The stale list is off (mnemo settings stale on).")
     elif not facts:
-        output.say("Nothing to review.")
+        output.say("Nothing has gone unheard for long." if stale else "Nothing to review.")
     else:
-        output.stdout().print(output.facts_table(facts, agent_names, title="Waiting for review"))
+        title = "Still true? Unheard for long" if stale else "Waiting for review"
+        output.stdout().print(output.facts_table(facts, agent_names, title=title))
 
 
 @app.command()

@@ -99,7 +99,8 @@ def emit_json(data: Any) -> None:
 
 
 def fact_json(fact: Fact) -> dict[str, Any]:
-    return fact.snapshot()
+    """The fact as the API shows it: its snapshot, and whether its end has passed."""
+    return {**fact.snapshot(), "ended": fact.ended(utcnow())}
 
 
 def hit_json(rank: int, hit: Hit) -> dict[str, Any]:
@@ -278,7 +279,9 @@ def change_status(event: Event) -> str:
     return after or before or ""
 
 
-def history_table(events: Sequence[Event]) -> Table:
+def history_table(events: Sequence[Event], ended_at: datetime | None = None) -> Table:
+    """The events, oldest first, and the passed end of a fact still active (`ended_at`), read as
+    the event it is: from then on it is not recalled as true now."""
     table = _table()
     table.add_column("when", no_wrap=True)
     table.add_column("action", no_wrap=True)
@@ -295,6 +298,9 @@ def history_table(events: Sequence[Event]) -> Table:
             change_status(e),
             Text(e.reason or ""),
         )
+    if ended_at is not None:
+        passed = Text("its end passed: not recalled as true now")
+        table.add_row(_minute(ended_at), "ended", "", "", "", passed)
     return table
 
 

@@ -32,6 +32,7 @@ from ..domain import (
     Scope,
     User,
     parse_time,
+    utcnow,
 )
 from ..memory import Memory
 from ..providers.base import ModelError
@@ -193,7 +194,9 @@ def require_database(settings: Settings) -> None:
 
 
 def parse_when(value: str) -> datetime:
-    """An ISO date or date-time; a naive one is UTC."""
+    """An ISO date or date-time (a naive one is UTC), or "now"."""
+    if value.strip().lower() == "now":
+        return utcnow()
     try:
         parsed = parse_time(value.strip())
     except ValueError:

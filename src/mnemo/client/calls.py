@@ -25,6 +25,7 @@ from ..schemas import (
     MePublic,
     Page,
     SearchResults,
+    StaleList,
     TurnPublic,
     TurnResult,
     UsagePublic,
@@ -190,6 +191,16 @@ def reject(memory_id: str, *, reason: str | None = UNSET) -> Call[FactPublic]:
     return Call("POST", f"/v1/review/{_id(memory_id)}/reject", _one(FactPublic), body=body or UNSET)
 
 
+def stale(*, limit: int = 50) -> Call[StaleList]:
+    """Still true? Active memories unheard for their category's time, the longest first."""
+    return Call("GET", "/v1/memories/stale", _one(StaleList), params=_query(limit=limit))
+
+
+def keep(memory_id: str) -> Call[FactPublic]:
+    """The memory is still true: its clock starts again, and it leaves the stale list."""
+    return Call("POST", f"/v1/memories/{_id(memory_id)}/keep", _one(FactPublic))
+
+
 # -- turns ----------------------------------------------------------------------
 
 
@@ -281,14 +292,17 @@ def update_settings(
     memory_enabled: bool | None = UNSET,
     review_policy: str = UNSET,
     record_recalls: bool = UNSET,
+    review_stale: bool = UNSET,
     sensitive_gate: Mapping[str, str] = UNSET,
 ) -> Call[MePublic]:
     """Change what is given: the memory switch (None follows the server mode), the review
-    policy, the recall log, the gate's action for some categories (`{"phone": "mask"}`)."""
+    policy, the recall log, the "Still true?" list, the gate's action for some categories
+    (`{"phone": "mask"}`)."""
     body = _fields(
         memory_enabled=memory_enabled,
         review_policy=review_policy,
         record_recalls=record_recalls,
+        review_stale=review_stale,
         sensitive_gate=sensitive_gate,
     )
     return Call("PATCH", "/v1/me/settings", _one(MePublic), body=body)

@@ -21,6 +21,7 @@ from .facts import (
     SearchRequest,
     SearchResults,
     SourcePublic,
+    StaleList,
 )
 from .jobs import JobPublic, MessageIn, TurnCreate, TurnPublic, TurnResult
 from .people import (
@@ -71,6 +72,7 @@ __all__ = [
     "SearchRequest",
     "SearchResults",
     "SourcePublic",
+    "StaleList",
     "StatusFilter",
     "TurnCreate",
     "TurnPublic",

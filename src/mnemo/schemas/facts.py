@@ -91,6 +91,20 @@ class FactPublic(BaseModel):
         return cls.model_validate({**data, "ended": fact.ended(now or utcnow())})
 
 
+class StaleList(BaseModel):
+    """Still true? Memories that may have gone stale. Keep one (POST /v1/memories/{id}/keep),
+    end it now (PATCH valid_to) or erase it (DELETE ?purge=true); nothing ends because of age."""
+
+    items: list[FactPublic] = Field(
+        description="Active memories with no end, neither said again (nor kept) nor given to an"
+        " assistant for their category's time: the longest unheard first."
+    )
+    review_stale: bool = Field(description="Your switch for this list; while it is off, the list is empty.")
+    after_days: dict[Category, int] = Field(
+        description="For each category, the days after which an unheard memory is offered; 0: never."
+    )
+
+
 class FactCreate(Request):
     text: FactText
     category: Category = Category.OTHER

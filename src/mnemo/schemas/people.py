@@ -61,15 +61,21 @@ class MePublic(BaseModel):
     server_memory_mode: MemoryMode
     review_policy: ReviewPolicy
     record_recalls: bool = Field(description="Whether which assistant recalled which memory is recorded.")
+    review_stale: bool = Field(
+        description='Whether memories unheard for long are offered on the "Still true?" list.'
+    )
     sensitive_gate: dict[Sensitive, GateAction] = Field(
         description="What the sensitive-data gate does with each category it finds in what is stored."
     )
 
 
+NOT_NULL = ("review_policy", "record_recalls", "review_stale", "sensitive_gate")
+
+
 def _at_least_one_and_no_null_policy(schema: dict[str, Any]) -> None:
     """The schema says what the validator below checks: some field, and a policy that is not null."""
     schema["minProperties"] = 1
-    for name in ("review_policy", "record_recalls", "sensitive_gate"):
+    for name in NOT_NULL:
         field = schema["properties"][name]
         field["anyOf"] = [s for s in field.get("anyOf", []) if s.get("type") != "null"]
         field.pop("default", None)
@@ -85,6 +91,9 @@ class MeSettingsUpdate(Request):
     record_recalls: StrictBool | None = Field(
         None, description="false stops recording which assistant recalled what, and deletes it."
     )
+    review_stale: StrictBool | None = Field(
+        None, description='false stops offering memories unheard for long on the "Still true?" list.'
+    )
     sensitive_gate: dict[Sensitive, GateAction] | None = Field(
         None,
         description="The sensitive-data gate's action (block, redact, hold, allow) for some"
@@ -95,8 +104,10 @@ class MeSettingsUpdate(Request):
     @model_validator(mode="after")
     def _something(self) -> Self:
         if not self.model_fields_set:
-            raise ValueError("give memory_enabled, review_policy, record_recalls and/or sensitive_gate")
-        for name in ("review_policy", "record_recalls", "sensitive_gate"):
+            raise ValueError(
+                "give memory_enabled, review_policy, record_recalls, review_stale and/or sensitive_gate"
+            )
+        for name in NOT_NULL:
             if name in self.model_fields_set and getattr(self, name) is None:
                 raise ValueError(f"{name} cannot be null")
         return self

@@ -78,8 +78,10 @@ class AccountStore(Protocol):
         review_policy: ReviewPolicy | object = UNSET,
         record_recalls: bool | object = UNSET,
         gate_changes: dict[str, str] | None = None,
+        review_stale: bool | object = UNSET,
     ) -> User:
-        """Change the user's switches; `record_recalls` off deletes their recall log with it;
+        """Change the user's switches; `record_recalls` off deletes their recall log (and when
+        each fact was last recalled) with it; `review_stale`: the "Still true?" list;
         `gate_changes`: category → action for the sensitive-data gate, merged into what the
         user chose before in the same transaction (InvalidInput, changing nothing, for an
         unknown category or action)."""
@@ -238,6 +240,10 @@ class SearchStore(Protocol):
         `start` and before `end`, those said last first."""
 
     async def pinned(self, scope: Scope) -> list[Fact]: ...
+    async def unheard(self, scope: Scope, before: Mapping[Category, datetime], limit: int) -> list[Fact]:
+        """Active facts with no end, of the categories in `before`, neither said (nor kept) nor
+        recalled since their category's time there: the longest unheard first."""
+
     async def vectors(self, scope: Scope, fact_ids: Sequence[str], model: str) -> dict[str, np.ndarray]: ...
 
 

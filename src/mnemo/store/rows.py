@@ -87,10 +87,13 @@ def user_from(row: DbRow) -> User:
         created_at=when(row[2]),
         record_recalls=bool(row[5]),
         gate=GatePolicy().changed(load(row[6]) or {}),
+        review_stale=bool(row[7]),
     )
 
 
-USER_COLUMNS = "id, name, created_at, memory_enabled, review_policy, record_recalls, sensitive_gate"
+USER_COLUMNS = (
+    "id, name, created_at, memory_enabled, review_policy, record_recalls, sensitive_gate, review_stale"
+)
 AGENT_COLUMNS = "id, user_id, name, private, reads_default, persona, upstream_model"
 KEY_COLUMNS = "id, user_id, name, secret_hash, created_at, revoked_at"
 

@@ -61,6 +61,7 @@ async def render_review(
         error=error,
         typed=typed or {},
         max_text=MAX_TEXT,
+        stale=len(await memory.stale(session.scope)),
     )
 
 

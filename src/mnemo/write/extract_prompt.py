@@ -19,7 +19,7 @@ from pydantic import (
 
 from ..domain import Category
 
-VERSION = "extract-2026-12-6"
+VERSION = "extract-2026-12-6b"
 
 SYSTEM = """\
 You keep a long-term memory of facts about one person, the user, so that their \
@@ -72,8 +72,10 @@ Stadt"). Leave it out for anything else.
 
 Answer with JSON only, shaped {"facts": [{"text", "category", "confidence", \
 "valid_from", "valid_to", "speaker", "message", "topic", "replaces"}]}. category is \
-one of: identity, preference, relationship, event, plan, instruction, other. speaker \
-is one of: user, assistant, document."""
+one of: identity, preference, relationship, event, plan, instruction, other; event \
+is for something that happened at a time ("I ran a marathon on Sunday"), which stays \
+true as what happened; every other category is a state, which may end. speaker is \
+one of: user, assistant, document."""
 
 
 CONFIDENCE = 0.8  # a fact's confidence where the model gives none it can read

@@ -19,6 +19,7 @@ other memories is refused: a history cannot be merged into another one.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -161,6 +162,7 @@ def _header(record: dict[str, Any], where: str) -> tuple[int, User]:
         enabled,
         ReviewPolicy(data.get("review_policy", "auto")),
         record_recalls=bool(data.get("record_recalls", True)),
+        review_stale=bool(data.get("review_stale", True)),
         gate=GatePolicy().changed(dict(data.get("sensitive_gate") or {})),
     )
     return version, user
@@ -333,7 +335,7 @@ async def restore(
             report.conversation(len(conversation.messages) - len(stored))
         return report
     if existing is None:
-        await store.import_user(User(user.id, name, user.memory_enabled, user.review_policy, gate=user.gate))
+        await store.import_user(dataclasses.replace(user, name=name))  # every switch as exported
         report.user_created = True
     for agent in export.agents:
         report.agents_added += await store.import_agent(agent)

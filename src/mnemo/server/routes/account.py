@@ -26,6 +26,7 @@ async def _me(accounts: Accounts, user: User) -> MePublic:
         server_memory_mode=mode or MemoryMode.ENABLED_DEFAULT_ON,
         review_policy=user.review_policy,
         record_recalls=user.record_recalls,
+        review_stale=user.review_stale,
         sensitive_gate={Sensitive(k): GateAction(a) for k, a in user.gate.actions().items()},
     )
 
@@ -39,14 +40,16 @@ async def me(accounts: AccountsDep, user: CurrentUser) -> MePublic:
 @router.patch("/settings")
 async def update_settings(accounts: AccountsDep, user: CurrentUser, body: MeSettingsUpdate) -> MePublic:
     """Your switch (true, false, or null to follow the server mode), review policy, whether
-    recalls are recorded (false deletes what was recorded), and the sensitive-data gate's
-    action for some categories."""
+    recalls are recorded (false deletes what was recorded), whether the "Still true?" list is
+    offered, and the sensitive-data gate's action for some categories."""
     if "memory_enabled" in body.model_fields_set:
         user = await accounts.set_user_switch(user.id, body.memory_enabled)
     if body.review_policy is not None:
         user = await accounts.set_review_policy(user.id, body.review_policy)
     if body.record_recalls is not None:
         user = await accounts.set_record_recalls(user.id, body.record_recalls)
+    if body.review_stale is not None:
+        user = await accounts.set_review_stale(user.id, body.review_stale)
     if body.sensitive_gate is not None:
         user = await accounts.set_gate(user.id, {str(k): str(a) for k, a in body.sensitive_gate.items()})
     return await _me(accounts, user)

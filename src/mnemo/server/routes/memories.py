@@ -1,4 +1,5 @@
-"""Memories: list, write, correct, retract, restore, purge, history and search.
+"""Memories: list, write, correct, end, retract, restore, purge, history, search, and the
+"Still true?" list.
 
 The person's own view is everything they own (`Scope(user, all_agents=True)`),
 or what one of their agents sees when `agent_id` is given. Search acts as an
@@ -13,7 +14,7 @@ from fastapi import APIRouter, Query, Response
 from fastapi import status as http
 
 from ...auth import CurrentUser
-from ...domain import InvalidInput, RecallVia, Status
+from ...domain import Category, InvalidInput, RecallVia, Status
 from ...http.responses import errors
 from ...schemas import (
     EventPublic,
@@ -25,6 +26,7 @@ from ...schemas import (
     RecallsPublic,
     SearchRequest,
     SearchResults,
+    StaleList,
     StatusFilter,
 )
 from ..deps import AccountsDep, MemoryDep
@@ -115,6 +117,20 @@ async def search_memories(
     return SearchResults(items=[HitPublic.of(h) for h in hits], enable_memory=on)
 
 
+@router.get("/stale")
+async def stale_memories(memory: MemoryDep, user: CurrentUser, limit: Limit = 50) -> StaleList:
+    """Still true? Your active memories with no end that were neither said again (nor kept)
+    nor given to an assistant for their category's time (MNEMO_STALE__<CATEGORY>, days), the
+    longest unheard first. Keep one, end it now or erase it: nothing ends because of age."""
+    found = await memory.stale(own_scope(user.id), limit=limit)
+    after = memory.settings.stale.model_dump()
+    return StaleList(
+        items=[FactPublic.of(f) for f in found],
+        review_stale=user.review_stale,
+        after_days={Category(c): days for c, days in after.items()},
+    )
+
+
 @router.get("/{fact_id}")
 async def get_memory(memory: MemoryDep, user: CurrentUser, fact_id: FactIdPath) -> FactPublic:
     return FactPublic.of(await memory.get(own_scope(user.id), fact_id))
@@ -169,6 +185,14 @@ async def delete_memory(
 async def restore_memory(memory: MemoryDep, user: CurrentUser, fact_id: FactIdPath) -> FactPublic:
     """Bring back a retracted, superseded or rejected memory."""
     return FactPublic.of(await memory.restore(own_scope(user.id), fact_id, actor="user"))
+
+
+@router.post("/{fact_id}/keep")
+async def keep_memory(memory: MemoryDep, user: CurrentUser, fact_id: FactIdPath) -> FactPublic:
+    """Say an active memory is still true: its clock starts again, and it leaves the "Still
+    true?" list for its category's time (a new version; no new mention is counted). 422 for a
+    memory that is not active or has ended (clear or move its end to bring it back)."""
+    return FactPublic.of(await memory.keep(own_scope(user.id), fact_id, actor="user"))
 
 
 @router.get("/{fact_id}/recalls")

@@ -597,6 +597,20 @@ def _message_words(cur: Cursor) -> None:
         last = rows[-1][0]
 
 
+def _stale_review(cur: Cursor) -> None:
+    """The "Still true?" list (mnemo.stale): the person's switch for it (on by default), and
+    when each fact was last given to an assistant, to the day (written with the recall log,
+    behind the same switch), so that a fact recalled long after the log forgot it is not
+    offered as stale."""
+    _script(
+        cur,
+        """
+        ALTER TABLE users ADD COLUMN review_stale INTEGER NOT NULL DEFAULT 1;
+        ALTER TABLE facts ADD COLUMN last_recalled_at TEXT;
+        """,
+    )
+
+
 MIGRATIONS = [
     Migration(1, "initial", _initial),
     Migration(2, "server", _server),
@@ -620,4 +634,5 @@ MIGRATIONS = [
     Migration(20, "time_indexes", _time_indexes),
     Migration(21, "fair_claims", _fair_claims),
     Migration(22, "message_words", _message_words),
+    Migration(23, "stale_review", _stale_review),
 ]

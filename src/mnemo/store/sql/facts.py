@@ -6,7 +6,7 @@ Reads see what the scope's agent rule allows (`domain.readable_agent_keys`);
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -212,6 +212,18 @@ async def during(tx: Tx, scope: Scope, start: datetime, end: datetime, k: int) -
     }
     newest = sorted(found.values(), key=lambda rf: (rf[1].created_at, rf[0][0]), reverse=True)
     return [fact for _, fact in newest[:k]]
+
+
+async def unheard(tx: Tx, scope: Scope, before: Mapping[Category, datetime], limit: int) -> list[Fact]:
+    """Active facts with no end, each of a category in `before`, last said (or kept) and last
+    recalled before that category's time: the longest unheard first."""
+    if not before:
+        return []
+    heard = "COALESCE(f.last_seen_at, f.recorded_at, f.created_at)"
+    unheard = f"(f.category = ? AND {heard} < ? AND (f.last_recalled_at IS NULL OR f.last_recalled_at < ?))"
+    where = f"f.status = 'active' AND f.valid_to IS NULL AND ({' OR '.join([unheard] * len(before))})"
+    params = [v for category, at in before.items() for v in (str(category), at, at)]
+    return await facts(tx, scope, where, params, f"ORDER BY {heard}, f.rowid LIMIT {int(limit)}")
 
 
 async def pinned(tx: Tx, scope: Scope) -> list[Fact]:

@@ -72,6 +72,7 @@ async def update_user(
     review_policy: Any,
     record_recalls: Any = UNSET,
     gate_changes: dict[str, str] | None = None,
+    review_stale: Any = UNSET,
 ) -> User:
     if memory_enabled is not UNSET:
         await tx.execute(
@@ -88,6 +89,8 @@ async def update_user(
         await tx.execute("UPDATE users SET record_recalls = ? WHERE id = ?", (on, user_id))
         if not on:  # off: what was recorded goes with it
             await recalls.forget_all(tx, user_id)
+    if review_stale is not UNSET:
+        await tx.execute("UPDATE users SET review_stale = ? WHERE id = ?", (bool(review_stale), user_id))
     if gate_changes:
         # read and written under the user's lock: two changes at once to different categories
         # both land; an unknown category or action (InvalidInput) changes nothing
@@ -119,7 +122,7 @@ async def import_user(tx: Tx, user: User, now: datetime) -> User:
     await tx.enter(user.id)
     created = await tx.one(
         "INSERT INTO users (id, name, created_at, memory_enabled, review_policy, record_recalls,"
-        " sensitive_gate) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id",
+        " sensitive_gate, review_stale) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id",
         (
             user.id,
             user.name,
@@ -128,6 +131,7 @@ async def import_user(tx: Tx, user: User, now: datetime) -> User:
             str(user.review_policy),
             user.record_recalls,
             tx.json(user.gate.choices()),
+            user.review_stale,
         ),
     )
     if created is None:

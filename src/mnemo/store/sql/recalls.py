@@ -12,7 +12,7 @@ whole table, and two recalls' writes, whoever's, deadlocked on it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from ...domain import RecallRecord, RecallSummary, RecallVia
@@ -21,6 +21,7 @@ from .erasure import chunks
 from .tx import Tx, marks
 
 COLUMNS = "fact_id, agent_id, at, via"
+RECALLED_TO_THE = timedelta(days=1)  # facts.last_recalled_at is written at most once a day
 
 
 def _record(row: Sequence[Any]) -> RecallRecord:
@@ -42,6 +43,14 @@ async def record(
         f"INSERT INTO recalls (user_id, recall_id, {COLUMNS}) VALUES "
         + ", ".join(["(?, ?, ?, ?, ?, ?)"] * len(kept)),
         [v for r in kept for v in (user_id, recall_id, r.fact_id, r.agent_id or "", r.at, str(r.via))],
+    )
+    # when each was last recalled, to the day (mnemo.stale): outlives the rows, not the switch
+    at = max(r.at for r in kept)
+    ids = list(dict.fromkeys(r.fact_id for r in kept))
+    await tx.execute(
+        f"UPDATE facts SET last_recalled_at = ? WHERE user_id = ? AND id IN ({marks(len(ids))})"
+        " AND (last_recalled_at IS NULL OR last_recalled_at < ?)",
+        (at, user_id, *ids, at - RECALLED_TO_THE),
     )
     return len(kept)
 
@@ -86,5 +95,10 @@ async def forget_facts(tx: Tx, user_id: str, fact_ids: Sequence[str]) -> int:
 
 
 async def forget_all(tx: Tx, user_id: str) -> int:
-    """Delete all of the user's rows (the switch turned off, or everything erased)."""
+    """Delete all of the user's rows, and when each fact was last recalled (the switch turned
+    off, or everything erased)."""
+    await tx.execute(
+        "UPDATE facts SET last_recalled_at = NULL WHERE user_id = ? AND last_recalled_at IS NOT NULL",
+        (user_id,),
+    )
     return await tx.execute("DELETE FROM recalls WHERE user_id = ?", (user_id,))

@@ -133,9 +133,17 @@ class SQLStore(ABC, Generic[X, Pending]):
         review_policy: Any = UNSET,
         record_recalls: Any = UNSET,
         gate_changes: dict[str, str] | None = None,
+        review_stale: Any = UNSET,
     ) -> User:
         return await self._write(
-            user_id, people.update_user, user_id, memory_enabled, review_policy, record_recalls, gate_changes
+            user_id,
+            people.update_user,
+            user_id,
+            memory_enabled,
+            review_policy,
+            record_recalls,
+            gate_changes,
+            review_stale,
         )
 
     async def any_user(self) -> bool:
@@ -322,6 +330,9 @@ class SQLStore(ABC, Generic[X, Pending]):
 
     async def pinned(self, scope: Scope) -> list[Fact]:
         return await self._read(scope.user_id, facts.pinned, scope)
+
+    async def unheard(self, scope: Scope, before: Mapping[Category, datetime], limit: int) -> list[Fact]:
+        return await self._read(scope.user_id, facts.unheard, scope, before, limit)
 
     async def nearest(self, scope: Scope, vector: np.ndarray, model: str, k: int) -> list[ScoredFact]:
         return await self._read(scope.user_id, self._nearest, scope, vector, model, k)
