@@ -18,8 +18,16 @@ Three scores, kept apart because they measure different parts:
 - recall rules: asked at a time past its end, is an ended fact recalled for a present
   question (target 0 %); asked `as_of` a time it held, is it among the first 10 (target
   95 % or more);
-- the reconciler's decision to end a fact ("I'm back home" ending "I'm in Lisbon this
-  week") is not measured: it is the chat model's, and there is none here.
+- the reconciler's end ("I'm back home" ending "I'm in Lisbon this week"): the decision is
+  the chat model's and there is none here, so the model is scripted (a real
+  OpenAI-compatible server on loopback, tests/fakes/openai_server.py). Its extractor gives
+  the statement that a passing situation is over with a topic question and a generic form
+  in the person's language ("Where am I staying?", "I am staying somewhere"), never the
+  older fact's words; its reconciler answers "end" when the older fact is among the
+  existing facts it is shown, "add" otherwise. What is measured is whether the writer puts
+  the older fact in front of the model, among that person's other statements above, and
+  that the end is then carried out (the older fact active, its end the moment the new one
+  was said, the new one kept). Eight situations in English, German, French and Spanish.
 
 Nothing is asserted. --quick: English and German.
 """
@@ -30,6 +38,7 @@ import argparse
 import asyncio
 import calendar
 import json
+import re
 import sys
 import tempfile
 import time
@@ -42,9 +51,12 @@ if __package__ in (None, ""):  # run as a script: make `bench` importable
 
 from bench.replay import EMBEDDERS, local_embedder
 from mnemo.build import Core
-from mnemo.domain import Action, Scope, Turn
+from mnemo.domain import Action, Category, Scope, Status, Turn
+from mnemo.providers.chat import OpenAIChatModel
 from mnemo.settings import Settings
 from mnemo.store.sqlite import SQLiteStore
+from mnemo.write import extract_prompt, reconcile_prompt
+from tests.fakes.openai_server import ScriptedOpenAI
 
 LANGUAGES = ("en", "de", "fr", "es", "pt", "it")
 QUICK = ("en", "de")
@@ -142,6 +154,190 @@ TEMPLATES: dict[str, list[tuple[str, str, str]]] = {
         ("open", "mio fratello vive a {city}", "Dove vive mio fratello?"),
     ],
 }
+# (a passing situation, what says it is over, the extractor's topic question, its generic form)
+ENDINGS: dict[str, list[tuple[str, str, str, str]]] = {
+    "en": [
+        (
+            "I am staying in Lisbon this week",
+            "I am back home in Berlin now",
+            "Where am I staying?",
+            "I am staying somewhere",
+        ),
+        (
+            "My sister is staying with us until Christmas",
+            "My sister went back home to Madrid",
+            "Who is staying with us?",
+            "Someone is staying with us",
+        ),
+        (
+            "I am off coffee for the next two months",
+            "I drink coffee again",
+            "Do I drink coffee?",
+            "I am off something",
+        ),
+        ("I am on sick leave until Friday", "I am back at work", "Am I at work?", "I am on some leave"),
+        (
+            "My car is in the garage this week",
+            "I got my car back from the garage",
+            "Where is my car?",
+            "My car is somewhere",
+        ),
+        (
+            "I am working from home this month",
+            "I am back at the office",
+            "Where do I work from?",
+            "I work from some place",
+        ),
+        ("I am on a diet until the summer", "I stopped my diet", "Am I on a diet?", "I am on some diet"),
+        (
+            "My parents are visiting us for the next three weeks",
+            "My parents flew home",
+            "Who is visiting us?",
+            "Someone is visiting us",
+        ),
+    ],
+    "de": [
+        (
+            "Ich übernachte diese Woche in Lissabon",
+            "Ich bin wieder zu Hause in Berlin",
+            "Wo übernachte ich?",
+            "Ich übernachte irgendwo",
+        ),
+        (
+            "Meine Schwester wohnt bis Weihnachten bei uns",
+            "Meine Schwester ist nach Madrid zurückgefahren",
+            "Wer wohnt bei uns?",
+            "Jemand wohnt bei uns",
+        ),
+        (
+            "Ich verzichte die nächsten zwei Monate auf Kaffee",
+            "Ich trinke wieder Kaffee",
+            "Trinke ich Kaffee?",
+            "Ich verzichte auf irgendetwas",
+        ),
+        (
+            "Ich bin bis Freitag krankgeschrieben",
+            "Ich arbeite wieder",
+            "Bin ich bei der Arbeit?",
+            "Ich bin aus irgendeinem Grund nicht bei der Arbeit",
+        ),
+        (
+            "Mein Auto ist diese Woche in der Werkstatt",
+            "Ich habe mein Auto aus der Werkstatt zurück",
+            "Wo ist mein Auto?",
+            "Mein Auto ist irgendwo",
+        ),
+        (
+            "Ich arbeite diesen Monat von zu Hause",
+            "Ich bin wieder im Büro",
+            "Von wo arbeite ich?",
+            "Ich arbeite von irgendwo",
+        ),
+        (
+            "Ich mache bis zum Sommer eine Diät",
+            "Ich habe meine Diät beendet",
+            "Mache ich eine Diät?",
+            "Ich mache irgendeine Diät",
+        ),
+        (
+            "Meine Eltern besuchen uns für die nächsten drei Wochen",
+            "Meine Eltern sind nach Hause geflogen",
+            "Wer besucht uns?",
+            "Jemand besucht uns",
+        ),
+    ],
+    "fr": [
+        (
+            "Je loge à Lisbonne cette semaine",
+            "Je suis de retour chez moi à Berlin",
+            "Où est-ce que je loge ?",
+            "Je loge quelque part",
+        ),
+        (
+            "Ma sœur reste chez nous jusqu'à Noël",
+            "Ma sœur est rentrée à Madrid",
+            "Qui reste chez nous ?",
+            "Quelqu'un reste chez nous",
+        ),
+        (
+            "Je ne bois pas de café pendant les deux prochains mois",
+            "Je bois de nouveau du café",
+            "Est-ce que je bois du café ?",
+            "Je ne bois pas de quelque chose",
+        ),
+        (
+            "Je suis en arrêt maladie jusqu'à vendredi",
+            "J'ai repris le travail",
+            "Est-ce que je travaille ?",
+            "Je suis en congé pour une raison",
+        ),
+        (
+            "Ma voiture est au garage cette semaine",
+            "J'ai récupéré ma voiture au garage",
+            "Où est ma voiture ?",
+            "Ma voiture est quelque part",
+        ),
+        (
+            "Je travaille de chez moi ce mois-ci",
+            "Je suis de retour au bureau",
+            "D'où est-ce que je travaille ?",
+            "Je travaille de quelque part",
+        ),
+        (
+            "Je suis au régime jusqu'à l'été",
+            "J'ai arrêté mon régime",
+            "Est-ce que je suis au régime ?",
+            "Je suis un certain régime",
+        ),
+        (
+            "Mes parents nous rendent visite pendant les trois prochaines semaines",
+            "Mes parents sont rentrés chez eux en avion",
+            "Qui nous rend visite ?",
+            "Quelqu'un nous rend visite",
+        ),
+    ],
+    "es": [
+        (
+            "Me alojo en Lisboa esta semana",
+            "Ya estoy de vuelta en casa en Berlín",
+            "¿Dónde me alojo?",
+            "Me alojo en algún sitio",
+        ),
+        (
+            "Mi hermana se queda con nosotros hasta Navidad",
+            "Mi hermana volvió a Madrid",
+            "¿Quién se queda con nosotros?",
+            "Alguien se queda con nosotros",
+        ),
+        ("No tomo café durante los próximos dos meses", "Vuelvo a tomar café", "¿Tomo café?", "No tomo algo"),
+        (
+            "Estoy de baja hasta el viernes",
+            "Ya volví al trabajo",
+            "¿Estoy trabajando?",
+            "Estoy de algún tipo de baja",
+        ),
+        (
+            "Mi coche está en el taller esta semana",
+            "Recogí mi coche del taller",
+            "¿Dónde está mi coche?",
+            "Mi coche está en algún sitio",
+        ),
+        (
+            "Trabajo desde casa este mes",
+            "Volví a la oficina",
+            "¿Desde dónde trabajo?",
+            "Trabajo desde algún sitio",
+        ),
+        ("Estoy a dieta hasta el verano", "Dejé la dieta", "¿Estoy a dieta?", "Estoy en alguna dieta"),
+        (
+            "Mis padres nos visitan durante las próximas tres semanas",
+            "Mis padres volvieron a casa en avión",
+            "¿Quién nos visita?",
+            "Alguien nos visita",
+        ),
+    ],
+}
+ENDING_LANGUAGES = ("en", "de", "fr", "es")
 CITIES = ("Lisbon", "Porto", "Oslo", "Bergen", "Kyoto", "Lima", "Quito")
 ROUNDS = 5  # each template said this many times a language, on other days, of other cities
 
@@ -198,7 +394,13 @@ async def language_run(lang: str, said: list[Statement], embedder, tmp: Path) ->
     """One person's memory in `lang`: each statement learnt on its day, then the questions."""
     clock_at = [said[0].said]
     store = SQLiteStore(tmp / f"{lang}.db", clock=lambda: clock_at[0])
-    core = Core(store, embedder, None, settings=Settings(data_dir=tmp), clock=lambda: clock_at[0])
+    core = Core(
+        store,
+        embedder,
+        None,
+        settings=Settings(data_dir=tmp).for_model(embedder.model_name),
+        clock=lambda: clock_at[0],
+    )
     memory = (await core.open()).memory
     scope = Scope((await memory.accounts.user(f"person-{lang}")).id)
     learnt = []
@@ -232,21 +434,103 @@ async def language_run(lang: str, said: list[Statement], embedder, tmp: Path) ->
     return out
 
 
+class EndingScript:
+    """The scripted model: extracts the statement with its cues; ends the situation when shown."""
+
+    def __init__(self, cases: list[tuple[str, str, str, str]]) -> None:
+        self.by_over = {over: (situation, topic, generic) for situation, over, topic, generic in cases}
+        self.shown: dict[str, bool] = {}
+
+    def __call__(self, body: dict) -> str | None:
+        messages = body.get("messages") or []
+        system, user = messages[0]["content"], messages[-1]["content"]
+        if system == extract_prompt.SYSTEM:
+            said = re.search(r"^\[(\d+)\] User: (.*)$", user, re.MULTILINE)
+            if not said or said.group(2) not in self.by_over:
+                return json.dumps({"facts": []})
+            _, topic, generic = self.by_over[said.group(2)]
+            fact = {
+                "text": said.group(2),
+                "category": "other",
+                "confidence": 0.95,
+                "speaker": "user",
+                "message": 1,
+                "topic": topic,
+                "replaces": generic,
+            }
+            return json.dumps({"facts": [fact]})
+        if system == reconcile_prompt.SYSTEM:
+            existing = {
+                m.group(2): int(m.group(1))
+                for m in re.finditer(r"^(\d+)\. (.*) \(since \d{4}-\d{2}-\d{2}\)$", user, re.MULTILINE)
+            }
+            decisions = []
+            for m in re.finditer(r"^N(\d+)\. (.*)$", user, re.MULTILINE):
+                situation = self.by_over.get(m.group(2), ("",))[0]
+                target = existing.get(situation)
+                self.shown[m.group(2)] = target is not None
+                decisions.append(
+                    {"new": int(m.group(1)), "action": "end" if target else "add", "target": target}
+                )
+            return json.dumps({"decisions": decisions})
+        return None
+
+
+async def endings_run(lang: str, embedder, tmp: Path, server: ScriptedOpenAI) -> dict:
+    """In `lang`'s person's memory (its statements above), each passing situation said, and a
+    day later that it is over: is the older fact shown to the reconciler, and ended?"""
+    cases = ENDINGS[lang]
+    script = EndingScript(cases)
+    server.responder = script
+    clock_at = [START + timedelta(days=300)]
+    store = SQLiteStore(tmp / f"{lang}.db", clock=lambda: clock_at[0])
+    chat = OpenAIChatModel(server.base_url, None, "scripted-model", max_retries=0)
+    core = Core(
+        store,
+        embedder,
+        chat,
+        settings=Settings(data_dir=tmp).for_model(embedder.model_name),
+        clock=lambda: clock_at[0],
+    )
+    memory = (await core.open()).memory
+    scope = Scope((await memory.accounts.user(f"person-{lang}")).id)
+    out = {"situations": len(cases), "shown": 0, "ended": 0, "new_kept": 0}
+    for situation, over, _, _ in cases:
+        clock_at[0] += timedelta(days=2)
+        held = await memory.add(
+            scope, situation, category=Category.OTHER, valid_to=clock_at[0] + timedelta(days=7)
+        )
+        clock_at[0] += timedelta(days=1)
+        said = clock_at[0]
+        await memory.remember(Turn.of(scope, ("user", over), ("assistant", "Noted.")))
+        out["shown"] += script.shown.get(over, False)
+        after = await memory.get(scope, held.id)
+        out["ended"] += after.status == Status.ACTIVE and after.valid_to == said
+        out["new_kept"] += any(f.text == over for f in await memory.list(scope, limit=1000))
+    await core.close()
+    return out
+
+
 async def main(args: argparse.Namespace) -> dict:
     languages = QUICK if args.quick else LANGUAGES
     said = statements(languages)
     embedder = local_embedder(args.embedder)
     per: dict[str, dict] = {}
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="mnemo-time-bound-") as tmp:
+    endings: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory(prefix="mnemo-time-bound-") as tmp, ScriptedOpenAI() as server:
         for lang in languages:
             per[lang] = await language_run(lang, [s for s in said if s.language == lang], embedder, Path(tmp))
+            if lang in ENDING_LANGUAGES:
+                endings[lang] = await endings_run(lang, embedder, Path(tmp), server)
     total = {k: sum(p[k] for p in per.values()) for k in next(iter(per.values()))}
+    endings["all"] = {k: sum(p[k] for p in endings.values()) for k in next(iter(endings.values()))}
     summary = {
         "embedder": embedder.model_name,
         "statements": len(said),
         "per_language": per,
         "total": total,
+        "endings": endings,
         "seconds": round(time.perf_counter() - started, 1),
     }
     for lang, p in {**per, "all": total}.items():
@@ -255,6 +539,12 @@ async def main(args: argparse.Namespace) -> dict:
             f"  open or events given an end {p['wrongly_ended']:3}/{p['open']:3}"
             f"  ended and recalled now {p['ended_recalled']:3}/{p['with_end']:3}"
             f"  found as_of a time it held (top {K}) {p['past_found']:3}/{p['asked_past']:3}"
+        )
+    for lang, e in endings.items():
+        print(
+            f"{lang:4} reconciler's end: the situation shown {e['shown']:2}/{e['situations']:2}"
+            f"  ended when it was said to be over {e['ended']:2}/{e['situations']:2}"
+            f"  the new statement kept {e['new_kept']:2}/{e['situations']:2}"
         )
     print(f"{len(said)} statements, {summary['seconds']} s ({embedder.model_name})")
     return summary

@@ -333,7 +333,8 @@ class Memory:
         created_at: datetime | None = None,
     ) -> Fact:
         """A fact written by a person; restating an active fact reinforces it instead
-        (and pins it, if asked; its category and valid time stay as they were). `held`
+        (and pins it, if asked; its category and start stay as they were, and it takes the
+        end given now, or none if its own end has passed: it is true again). `held`
         stores a new fact as a candidate that the person approves or rejects (restating a
         waiting candidate reinforces it). The same text added many times at once makes one
         fact, reinforced by the others. `reason`: what its creation records (why it is held);
@@ -362,8 +363,12 @@ class Memory:
             if same:
                 reinforced = changes.reinforce(same[0], now=now, actor=actor)
                 batch = [reinforced]
+                end = changes.restated_end(reinforced.fact, valid_to, now)
+                if end != reinforced.fact.valid_to:  # said again: the end this saying gives holds
+                    _check_end(reinforced.fact.valid_from, end)
+                    batch.append(changes.end(batch[-1].fact, end, now=now, actor=actor))
                 if pinned and not same[0].pinned:
-                    batch.append(changes.pin(reinforced.fact, True, actor=actor))
+                    batch.append(changes.pin(batch[-1].fact, True, actor=actor))
                 await self._commit(scope, batch, now)
                 return batch[-1].fact
             if vector is None:
@@ -507,15 +512,22 @@ class Memory:
 
     async def keep(self, scope: Scope, fact_id: str, *, actor: str = "user") -> Fact:
         """The person says an active fact is still true: its clock starts again (a reinforcement
-        that counts no new mention), so it leaves the "Still true?" list for its category's time."""
-        fact = await self._current(scope, fact_id, None)
-        now = self.clock()
-        if fact.status != Status.ACTIVE:
-            raise InvalidInput(f"memory {fact_id} is {fact.status}: only an active memory is kept")
-        if fact.ended(now):
-            raise InvalidInput(f"memory {fact_id} has ended: clear or move its end to bring it back")
-        change = changes.reinforce(fact, now=now, actor=actor, reason="still true", mentions=0)
-        return await self._apply(scope, change, now)
+        that counts no new mention), so it leaves the "Still true?" list for its category's time.
+        Kept, or said, within the last day: as it is (a second click, or two at once, is one keep)."""
+
+        async def attempt() -> Fact:
+            fact = await self._current(scope, fact_id, None)
+            now = self.clock()
+            if fact.status != Status.ACTIVE:
+                raise InvalidInput(f"memory {fact_id} is {fact.status}: only an active memory is kept")
+            if fact.ended(now):
+                raise InvalidInput(f"memory {fact_id} has ended: clear or move its end to bring it back")
+            if fact.last_seen_at is not None and now - fact.last_seen_at < KEPT_WITHIN:
+                return fact
+            change = changes.reinforce(fact, now=now, actor=actor, reason="still true", mentions=0)
+            return await self._apply(scope, change, now)
+
+        return await _settled(attempt)
 
     async def pin(self, scope: Scope, fact_id: str, pinned: bool = True, *, actor: str = "user") -> Fact:
         """Pin or unpin; a fact already so is left as it is (no new version, no event)."""
@@ -862,6 +874,7 @@ class Memory:
 
 
 _ATTEMPTS = 100
+KEPT_WITHIN = timedelta(days=1)  # a memory said or kept this recently is kept already
 
 
 async def _settled(attempt: Callable[[], Awaitable[T]]) -> T:

@@ -111,6 +111,46 @@ async def test_said_again_with_an_end_of_its_own_the_new_end_holds(memory, alice
     )
 
 
+async def test_said_again_after_its_end_passed_without_an_end_it_is_true_again(
+    llm_memory, scripted_llm, alice, clock
+):
+    week_end = (clock.now + timedelta(days=5)).date().isoformat()
+    scripted_llm.reply_json(extraction({"text": LISBON, "message": 1, "valid_to": week_end}))
+    await llm_memory.remember(Turn.of(alice, ("user", "I'm in Lisbon this week.")))
+    clock.advance(days=30)  # its end passed; then the person says it again, with no end in the words
+    scripted_llm.reply_json(extraction({"text": LISBON, "message": 1}))
+    report = await llm_memory.remember(Turn.of(alice, ("user", "I'm in Lisbon again, for work.")))
+    [fact] = await llm_memory.list(alice)
+    assert (fact.mentions, fact.valid_to) == (2, None) and not fact.ended(clock.now)
+    assert [(e.action, e.reason) for e in report.events] == [
+        (Action.REINFORCE, "restated"),
+        (Action.EDIT, "no end"),
+    ]
+    assert LISBON in texts(await llm_memory.recall("Where am I?", alice))
+
+
+async def test_a_person_adding_an_ended_fact_again_makes_it_true_again(memory, alice, clock):
+    trip = await memory.add(alice, LISBON, valid_to=clock.now + timedelta(days=3))
+    clock.advance(days=10)
+    assert trip.ended(clock.now) or (await memory.get(alice, trip.id)).ended(clock.now)
+    again = await memory.add(alice, LISBON)  # said again with no end, after its end passed
+    assert (again.id, again.mentions, again.valid_to) == (trip.id, 2, None)
+    assert LISBON in texts(await memory.recall("where am I staying?", alice))
+    moved = await memory.add(alice, LISBON, valid_to=clock.now + timedelta(days=5))  # a new end
+    assert moved.valid_to == clock.now + timedelta(days=5) and moved.mentions == 3
+    kept = await memory.add(alice, LISBON)  # no end given, and its end is still ahead: kept
+    assert kept.valid_to == moved.valid_to
+    history = await memory.history(alice, trip.id)
+    assert [e.reason for e in history if e.action == Action.EDIT] == [
+        "no end",
+        f"ends {(clock.now + timedelta(days=5)).date().isoformat()}",
+    ]
+    with pytest.raises(InvalidInput, match="valid_to must be after valid_from"):
+        started = await memory.add(alice, "I train daily", valid_from=clock.now)
+        await memory.add(alice, started.text, valid_to=clock.now - timedelta(days=1))
+    assert (await memory.verify_audit(alice.user_id)).ok
+
+
 async def test_a_passing_situation_said_to_be_over_ends_rather_than_being_replaced(
     llm_memory, scripted_llm, alice, clock
 ):

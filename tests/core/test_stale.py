@@ -4,13 +4,14 @@ off. Both backends."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 import pytest
 
 from mnemo.domain import Action, Category, InvalidInput, NotFound, RecallVia, Scope, Status
 from mnemo.settings import Settings, StaleSettings
-from tests.helpers import texts
+from tests.helpers import raw_sql, texts
 
 PLAN = "I plan to learn the cello"
 LIKES = "I like green tea"
@@ -158,3 +159,54 @@ def test_every_category_has_a_time_and_the_times_are_settings(monkeypatch):
     monkeypatch.setenv("MNEMO_STALE__PLAN", "-1")
     with pytest.raises(ValueError, match="greater than or equal to 0"):
         Settings()
+
+
+async def test_recalls_count_when_the_recall_log_keeps_no_days(memory, alice, clock):
+    memory.settings = memory.settings.model_copy(update={"recall_log_days": 0})
+    await memory.add(alice, PLAN, category=Category.PLAN)
+    clock.advance(days=80)
+    await memory.recall("the cello", alice, via=RecallVia.PROXY)
+    assert [r async for r in memory.recall_log(alice.user_id)] == []  # no row kept
+    clock.advance(days=20)
+    assert await memory.stale(alice) == []
+
+
+async def test_erasing_a_fact_forgets_when_it_was_recalled(memory, alice, clock):
+    fact = await memory.add(alice, PLAN, category=Category.PLAN)
+    await memory.recall("the cello", alice, via=RecallVia.PROXY)
+    assert await raw_sql(memory.store, f"SELECT last_recalled_at FROM facts WHERE id = '{fact.id}'") != [
+        (None,)
+    ]
+    await memory.purge(alice, fact.id)
+    assert await raw_sql(memory.store, f"SELECT last_recalled_at FROM facts WHERE id = '{fact.id}'") == [
+        (None,)
+    ]
+
+
+async def test_a_fact_that_begins_later_is_not_unheard_before_it_began(memory, alice, clock):
+    await memory.add(
+        alice, "I plan to move to Japan", category=Category.PLAN, valid_from=clock.now + timedelta(days=200)
+    )
+    clock.advance(days=250)
+    assert await memory.stale(alice) == []  # began 50 days ago
+    clock.advance(days=41)
+    assert texts(await memory.stale(alice)) == ["I plan to move to Japan"]
+
+
+async def test_the_longest_unheard_comes_first_counting_recalls(memory, alice, clock):
+    await memory.add(alice, PLAN, category=Category.PLAN)
+    clock.advance(days=10)
+    await memory.add(alice, "I plan to visit Kyoto", category=Category.PLAN)
+    clock.advance(days=10)
+    await memory.recall("the cello", alice, via=RecallVia.PROXY)  # heard later than Kyoto
+    clock.advance(days=100)
+    assert texts(await memory.stale(alice)) == ["I plan to visit Kyoto", PLAN]
+
+
+async def test_keeping_twice_or_at_once_is_one_keep(memory, alice, clock):
+    fact = await memory.add(alice, PLAN, category=Category.PLAN)
+    clock.advance(days=100)
+    kept = await asyncio.gather(*(memory.keep(alice, fact.id) for _ in range(6)))
+    assert {k.version for k in kept} == {2}
+    assert (await memory.keep(alice, fact.id)).version == 2
+    assert [e.action for e in await memory.history(alice, fact.id)] == [Action.CREATE, Action.REINFORCE]

@@ -232,6 +232,24 @@ async def test_an_edited_export_a_store_cannot_hold_is_refused_before_anything_i
     assert await other.accounts.find_user("alice") is None
 
 
+async def test_a_persons_switches_are_true_or_false_and_on_when_left_out(memory, other, clock, tmp_path):
+    await _seed(memory, clock)
+    records = await _export(memory, "alice", tmp_path / "alice.jsonl")
+    edited = tmp_path / "edited.jsonl"
+    for value in ("false", 0):
+        records[0]["user"]["review_stale"] = value
+        edited.write_text("".join(json.dumps(r) + "\n" for r in records))
+        with pytest.raises(InvalidInput, match='"review_stale" must be true or false'):
+            await import_file(into(other), edited, user="alice")
+        assert await other.accounts.find_user("alice") is None
+    records[0]["user"]["review_stale"] = None
+    del records[0]["user"]["record_recalls"]
+    edited.write_text("".join(json.dumps(r) + "\n" for r in records))
+    await import_file(into(other), edited, user="alice")
+    imported = await other.accounts.find_user("alice")
+    assert (imported.review_stale, imported.record_recalls) == (True, True)
+
+
 # -- conversations ------------------------------------------------------------------------------
 
 

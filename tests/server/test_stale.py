@@ -100,5 +100,12 @@ def test_the_page_offers_keep_end_and_erase(server, client):
         off = page.post("/settings/stale", data={"csrf": _csrf(settings.text), "stale": "off"})
         assert "list is off" in off.text
         assert 'id="stale-off"' in page.get("/review/stale").text
+        assert "The list is off." in page.get("/review").text
+        # ending needs the version it was shown at
+        page.post("/settings/stale", data={"csrf": csrf, "stale": "on"})
+        bare = page.post(f"/review/stale/{plan['id']}", data={"csrf": csrf, "action": "end"})
+        assert "The form was incomplete" in bare.text
+        assert ok(client.get(f"/v1/memories/{plan['id']}"))["valid_to"] is None
+        page.post("/settings/stale", data={"csrf": csrf, "stale": "off"})
     assert ok(client.get("/v1/me"))["review_stale"] is False
     assert ok(client.get(f"/v1/memories/{trip['id']}"))["ended"] is True

@@ -18,6 +18,7 @@ from .session import FormDep, Session, SessionDep, accounts_of, memory_of
 router = web_router()
 
 _BULK_LIMIT = 200
+STALE_SHOWN = 50  # the "Still true?" link counts this many at most
 
 
 async def render_review(
@@ -61,7 +62,9 @@ async def render_review(
         error=error,
         typed=typed or {},
         max_text=MAX_TEXT,
-        stale=len(await memory.stale(session.scope)),
+        stale=len(await memory.stale(session.scope, limit=STALE_SHOWN + 1)),
+        stale_shown=STALE_SHOWN,
+        stale_on=session.user.review_stale,
     )
 
 

@@ -43,6 +43,8 @@ async def decide(request: Request, session: SessionDep, form: FormDep, fact: str
             return redirect(HERE, f"Kept “{kept.text}”: it is not asked about again for a while.")
         if action == "end":
             version = number(text(form, "version", 20), low=1)
+            if version is None:  # ended only as it was shown
+                return redirect(HERE, "The form was incomplete: end it again.", kind="error")
             ended = await memory.update(session.scope, fid, version=version, valid_to=memory.clock())
             return redirect(
                 HERE, f"Ended “{ended.text}”: no longer recalled as true now; its page can bring it back."

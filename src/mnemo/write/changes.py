@@ -168,6 +168,14 @@ def reinforce(
     return Change(after, Action.REINFORCE, actor, before=fact, reason=reason)
 
 
+def restated_end(fact: Fact, said: datetime | None, now: datetime) -> datetime | None:
+    """The end a fact keeps when it is said again: the one the new words give; none when they
+    give none of a fact whose end has passed (it is true again now); else its own."""
+    if said is not None:
+        return said
+    return None if fact.ended(now) else fact.valid_to
+
+
 def merge(candidate: Fact, into: Fact, *, now: datetime, actor: str) -> Change:
     """Approving a candidate whose text is already `into`, an active fact: the candidate is
     closed as superseded by it (the caller reinforces `into`), so no text is active twice."""

@@ -492,9 +492,11 @@ class _Plan:
                 again = self._push(
                     changes.reinforce(target, now=self.now, actor=self.actor, reason=op.reason)
                 )
-                if p.valid_to is not None and p.valid_to != again.valid_to:
-                    # said again with an end of its own ("this week", a month later): the new end holds
-                    self._push(changes.end(again, p.valid_to, now=self.now, actor=self.actor))
+                end = changes.restated_end(again, p.valid_to, self.now)
+                if end != again.valid_to:
+                    # said again with an end of its own ("this week", a month later), or with none
+                    # after its end passed (true again now): the new saying holds
+                    self._push(changes.end(again, end, now=self.now, actor=self.actor))
             elif op.kind is Action.EDIT:
                 self._push(
                     changes.edit(

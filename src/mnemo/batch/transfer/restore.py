@@ -141,6 +141,16 @@ def read_export(path: Path) -> Export:
     return export
 
 
+def _switch(data: dict[str, Any], name: str) -> bool:
+    """A person's on/off switch as exported: true or false; left out or null, on (the default)."""
+    value = data.get(name)
+    if value is None:
+        return True
+    if not isinstance(value, bool):
+        raise ValueError(f'"{name}" must be true or false')
+    return value
+
+
 def _header(record: dict[str, Any], where: str) -> tuple[int, User]:
     version = record.get("format")
     if record.get("type") == "header" and isinstance(version, int):
@@ -161,8 +171,8 @@ def _header(record: dict[str, Any], where: str) -> tuple[int, User]:
         _text(data, "name"),
         enabled,
         ReviewPolicy(data.get("review_policy", "auto")),
-        record_recalls=bool(data.get("record_recalls", True)),
-        review_stale=bool(data.get("review_stale", True)),
+        record_recalls=_switch(data, "record_recalls"),
+        review_stale=_switch(data, "review_stale"),
         gate=GatePolicy().changed(dict(data.get("sensitive_gate") or {})),
     )
     return version, user

@@ -549,10 +549,16 @@ def _stale_review(cur: Cursor) -> None:
     """The "Still true?" list (mnemo.stale): the person's switch for it (on by default), and
     when each fact was last given to an assistant, to the day (written with the recall log,
     behind the same switch), so that a fact recalled long after the log forgot it is not
-    offered as stale."""
+    offered as stale; from what the log holds at the upgrade, person by person."""
     # one command a call: Citus refuses several in one
     cur.execute("ALTER TABLE users ADD COLUMN review_stale boolean NOT NULL DEFAULT true")
     cur.execute("ALTER TABLE facts ADD COLUMN last_recalled_at timestamptz")
+    for (user_id,) in cur.execute("SELECT * FROM mnemo_user_ids()").fetchall():
+        cur.execute(
+            "UPDATE facts f SET last_recalled_at = r.at FROM (SELECT fact_id, max(at) AS at FROM recalls"
+            " WHERE user_id = %s GROUP BY fact_id) r WHERE f.user_id = %s AND f.id = r.fact_id",
+            (user_id, user_id),
+        )
 
 
 MIGRATIONS = [

@@ -601,12 +601,15 @@ def _stale_review(cur: Cursor) -> None:
     """The "Still true?" list (mnemo.stale): the person's switch for it (on by default), and
     when each fact was last given to an assistant, to the day (written with the recall log,
     behind the same switch), so that a fact recalled long after the log forgot it is not
-    offered as stale."""
+    offered as stale; from what the log holds at the upgrade."""
     _script(
         cur,
         """
         ALTER TABLE users ADD COLUMN review_stale INTEGER NOT NULL DEFAULT 1;
         ALTER TABLE facts ADD COLUMN last_recalled_at TEXT;
+        UPDATE facts SET last_recalled_at = (
+            SELECT max(r.at) FROM recalls r WHERE r.user_id = facts.user_id AND r.fact_id = facts.id
+        ) WHERE EXISTS (SELECT 1 FROM recalls r WHERE r.user_id = facts.user_id AND r.fact_id = facts.id);
         """,
     )
 

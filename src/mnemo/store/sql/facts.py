@@ -219,8 +219,11 @@ async def unheard(tx: Tx, scope: Scope, before: Mapping[Category, datetime], lim
     recalled before that category's time: the longest unheard first."""
     if not before:
         return []
-    heard = "COALESCE(f.last_seen_at, f.recorded_at, f.created_at)"
-    unheard = f"(f.category = ? AND {heard} < ? AND (f.last_recalled_at IS NULL OR f.last_recalled_at < ?))"
+    said = "COALESCE(f.last_seen_at, f.recorded_at, f.created_at)"
+    # the later of when it was said (or kept) and when it was last recalled (NULL: never)
+    heard = f"CASE WHEN f.last_recalled_at > {said} THEN f.last_recalled_at ELSE {said} END"
+    # a fact that becomes true later (a plan's start) is not unheard before it began
+    unheard = f"(f.category = ? AND {heard} < ? AND (f.valid_from IS NULL OR f.valid_from < ?))"
     where = f"f.status = 'active' AND f.valid_to IS NULL AND ({' OR '.join([unheard] * len(before))})"
     params = [v for category, at in before.items() for v in (str(category), at, at)]
     return await facts(tx, scope, where, params, f"ORDER BY {heard}, f.rowid LIMIT {int(limit)}")

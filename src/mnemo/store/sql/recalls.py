@@ -36,21 +36,24 @@ async def record(
     await tx.lock_user(user_id)
     switch = await tx.one("SELECT record_recalls FROM users WHERE id = ?", (user_id,))
     await tx.execute("DELETE FROM recalls WHERE user_id = ? AND at <= ?", (user_id, keep_after))
+    if switch is None or not switch[0] or not found:
+        return 0
+    # when each was last recalled, to the day (mnemo.stale): outlives the rows (however few
+    # days they are kept, none included), not the switch
+    at = max(r.at for r in found)
+    ids = list(dict.fromkeys(r.fact_id for r in found))
+    await tx.execute(
+        f"UPDATE facts SET last_recalled_at = ? WHERE user_id = ? AND id IN ({marks(len(ids))})"
+        " AND (last_recalled_at IS NULL OR last_recalled_at < ?)",
+        (at, user_id, *ids, at - RECALLED_TO_THE),
+    )
     kept = [r for r in found if r.at > keep_after]
-    if switch is None or not switch[0] or not kept:
+    if not kept:
         return 0
     await tx.execute(
         f"INSERT INTO recalls (user_id, recall_id, {COLUMNS}) VALUES "
         + ", ".join(["(?, ?, ?, ?, ?, ?)"] * len(kept)),
         [v for r in kept for v in (user_id, recall_id, r.fact_id, r.agent_id or "", r.at, str(r.via))],
-    )
-    # when each was last recalled, to the day (mnemo.stale): outlives the rows, not the switch
-    at = max(r.at for r in kept)
-    ids = list(dict.fromkeys(r.fact_id for r in kept))
-    await tx.execute(
-        f"UPDATE facts SET last_recalled_at = ? WHERE user_id = ? AND id IN ({marks(len(ids))})"
-        " AND (last_recalled_at IS NULL OR last_recalled_at < ?)",
-        (at, user_id, *ids, at - RECALLED_TO_THE),
     )
     return len(kept)
 
@@ -85,11 +88,15 @@ async def log(
 
 
 async def forget_facts(tx: Tx, user_id: str, fact_ids: Sequence[str]) -> int:
-    """Delete the rows of these facts (they are erased)."""
+    """Delete the rows of these facts, and when each was last recalled (they are erased)."""
     gone = 0
     for chunk in chunks(list(dict.fromkeys(fact_ids))):
         gone += await tx.execute(
             f"DELETE FROM recalls WHERE user_id = ? AND fact_id IN ({marks(len(chunk))})", (user_id, *chunk)
+        )
+        await tx.execute(
+            f"UPDATE facts SET last_recalled_at = NULL WHERE user_id = ? AND id IN ({marks(len(chunk))})",
+            (user_id, *chunk),
         )
     return gone
 
