@@ -101,12 +101,13 @@ from bench.facts import TEMPLATES, VOCAB, SynthFact, make_facts, pool_sentences
 from bench.khoj_baseline import KhojBaseline
 from bench.recall import NOISE, import_changes, machine, make_console
 from bench.replay import EMBEDDERS, local_embedder
+from bench.scripted_model import asked, first_said, shown
 from mnemo.domain import Scope, Source, SourceKind, Status, Turn
 from mnemo.memory import Memory
 from mnemo.providers.chat import OpenAIChatModel
 from mnemo.settings import Settings
 from mnemo.store.sqlite import SQLiteStore
-from mnemo.write import changes, extract_prompt, reconcile_prompt
+from mnemo.write import changes
 from tests.fakes.openai_server import ScriptedOpenAI
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
@@ -383,13 +384,12 @@ class Script:
         self.aids = AIDS  # the search aids the extractor gives with each fact
 
     def __call__(self, body: dict) -> str | None:
-        messages = body.get("messages") or []
-        system, user = messages[0]["content"], messages[-1]["content"]
-        if system == extract_prompt.SYSTEM:
-            said = re.search(r"^\[(\d+)\] User: (.*)$", user, re.MULTILINE)
+        kind, user = asked(body)
+        if kind == "extract":
+            said = first_said(user)
             facts = []
-            if said and said.group(2) in self.by_new:
-                case = self.by_new[said.group(2)]
+            if said in self.by_new:
+                case = self.by_new[said]
                 fact = {"text": case.new, "confidence": 0.95, "speaker": "user", "message": 1}
                 if "topic" in self.aids:
                     fact["topic"] = EXTRACTED_TOPIC[case.topic]
@@ -399,20 +399,17 @@ class Script:
                     fact["replaces"] = OLD_WORDING[case.topic]
                 facts.append(fact)
             return json.dumps({"facts": facts})
-        if system == reconcile_prompt.SYSTEM:
-            existing = {
-                m.group(2): int(m.group(1))
-                for m in re.finditer(r"^(\d+)\. (.*) \(since \d{4}-\d{2}-\d{2}\)$", user, re.MULTILINE)
-            }
+        if kind == "reconcile":
+            existing, new = shown(user)
             decisions = []
-            for m in re.finditer(r"^N(\d+)\. (.*)$", user, re.MULTILINE):
-                case = self.by_new.get(m.group(2))
+            for number, text in new:
+                case = self.by_new.get(text)
                 with self.lock:
                     if case is not None:
                         case.shown[self.label] = list(existing)
                 target = existing.get(case.stale) if case else None
                 action = "supersede" if target is not None else "add"
-                decisions.append({"new": int(m.group(1)), "action": action, "target": target})
+                decisions.append({"new": number, "action": action, "target": target})
             return json.dumps({"decisions": decisions})
         return None
 

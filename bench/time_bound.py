@@ -38,7 +38,6 @@ import argparse
 import asyncio
 import calendar
 import json
-import re
 import sys
 import tempfile
 import time
@@ -50,12 +49,12 @@ if __package__ in (None, ""):  # run as a script: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.replay import EMBEDDERS, local_embedder
+from bench.scripted_model import asked, first_said, shown
 from mnemo.build import Core
 from mnemo.domain import Action, Category, Scope, Status, Turn
 from mnemo.providers.chat import OpenAIChatModel
 from mnemo.settings import Settings
 from mnemo.store.sqlite import SQLiteStore
-from mnemo.write import extract_prompt, reconcile_prompt
 from tests.fakes.openai_server import ScriptedOpenAI
 
 LANGUAGES = ("en", "de", "fr", "es", "pt", "it")
@@ -390,19 +389,19 @@ def statements(languages: tuple[str, ...]) -> list[Statement]:
     return out
 
 
+async def _person(lang: str, embedder, chat, tmp: Path, clock_at: list[datetime]) -> tuple[Core, Scope]:
+    """`lang`'s person's memory (tmp/<lang>.db), with the clock at clock_at[0]."""
+    store = SQLiteStore(tmp / f"{lang}.db", clock=lambda: clock_at[0])
+    settings = Settings(data_dir=tmp).for_model(embedder.model_name)
+    core = await Core(store, embedder, chat, settings=settings, clock=lambda: clock_at[0]).open()
+    return core, Scope((await core.memory.accounts.user(f"person-{lang}")).id)
+
+
 async def language_run(lang: str, said: list[Statement], embedder, tmp: Path) -> dict:
     """One person's memory in `lang`: each statement learnt on its day, then the questions."""
     clock_at = [said[0].said]
-    store = SQLiteStore(tmp / f"{lang}.db", clock=lambda: clock_at[0])
-    core = Core(
-        store,
-        embedder,
-        None,
-        settings=Settings(data_dir=tmp).for_model(embedder.model_name),
-        clock=lambda: clock_at[0],
-    )
-    memory = (await core.open()).memory
-    scope = Scope((await memory.accounts.user(f"person-{lang}")).id)
+    core, scope = await _person(lang, embedder, None, tmp, clock_at)
+    memory = core.memory
     learnt = []
     for s in sorted(said, key=lambda s: s.said):
         clock_at[0] = s.said
@@ -442,15 +441,14 @@ class EndingScript:
         self.shown: dict[str, bool] = {}
 
     def __call__(self, body: dict) -> str | None:
-        messages = body.get("messages") or []
-        system, user = messages[0]["content"], messages[-1]["content"]
-        if system == extract_prompt.SYSTEM:
-            said = re.search(r"^\[(\d+)\] User: (.*)$", user, re.MULTILINE)
-            if not said or said.group(2) not in self.by_over:
+        kind, user = asked(body)
+        if kind == "extract":
+            said = first_said(user)
+            if said is None or said not in self.by_over:
                 return json.dumps({"facts": []})
-            _, topic, generic = self.by_over[said.group(2)]
+            _, topic, generic = self.by_over[said]
             fact = {
-                "text": said.group(2),
+                "text": said,
                 "category": "other",
                 "confidence": 0.95,
                 "speaker": "user",
@@ -459,19 +457,13 @@ class EndingScript:
                 "replaces": generic,
             }
             return json.dumps({"facts": [fact]})
-        if system == reconcile_prompt.SYSTEM:
-            existing = {
-                m.group(2): int(m.group(1))
-                for m in re.finditer(r"^(\d+)\. (.*) \(since \d{4}-\d{2}-\d{2}\)$", user, re.MULTILINE)
-            }
+        if kind == "reconcile":
+            existing, new = shown(user)
             decisions = []
-            for m in re.finditer(r"^N(\d+)\. (.*)$", user, re.MULTILINE):
-                situation = self.by_over.get(m.group(2), ("",))[0]
-                target = existing.get(situation)
-                self.shown[m.group(2)] = target is not None
-                decisions.append(
-                    {"new": int(m.group(1)), "action": "end" if target else "add", "target": target}
-                )
+            for number, text in new:
+                target = existing.get(self.by_over.get(text, ("",))[0])
+                self.shown[text] = target is not None
+                decisions.append({"new": number, "action": "end" if target else "add", "target": target})
             return json.dumps({"decisions": decisions})
         return None
 
@@ -483,17 +475,9 @@ async def endings_run(lang: str, embedder, tmp: Path, server: ScriptedOpenAI) ->
     script = EndingScript(cases)
     server.responder = script
     clock_at = [START + timedelta(days=300)]
-    store = SQLiteStore(tmp / f"{lang}.db", clock=lambda: clock_at[0])
     chat = OpenAIChatModel(server.base_url, None, "scripted-model", max_retries=0)
-    core = Core(
-        store,
-        embedder,
-        chat,
-        settings=Settings(data_dir=tmp).for_model(embedder.model_name),
-        clock=lambda: clock_at[0],
-    )
-    memory = (await core.open()).memory
-    scope = Scope((await memory.accounts.user(f"person-{lang}")).id)
+    core, scope = await _person(lang, embedder, chat, tmp, clock_at)
+    memory = core.memory
     out = {"situations": len(cases), "shown": 0, "ended": 0, "new_kept": 0}
     for situation, over, _, _ in cases:
         clock_at[0] += timedelta(days=2)
