@@ -62,7 +62,8 @@ class MePublic(BaseModel):
     review_policy: ReviewPolicy
     record_recalls: bool = Field(description="Whether which assistant recalled which memory is recorded.")
     review_stale: bool = Field(
-        description='Whether memories unheard for long are offered on the "Still true?" list.'
+        True,  # a server from before the list answers without it: the list is on by default
+        description='Whether memories unheard for long are offered on the "Still true?" list.',
     )
     sensitive_gate: dict[Sensitive, GateAction] = Field(
         description="What the sensitive-data gate does with each category it finds in what is stored."
