@@ -879,6 +879,29 @@ class Conversation:
 
 
 @dataclass(frozen=True, slots=True)
+class ConversationSummary:
+    """A stored conversation as its list shows it."""
+
+    id: str
+    agent_id: str | None
+    created_at: datetime
+    messages: int
+    last_at: datetime | None  # when its last message was said (None: it has none)
+    opening: str | None  # the start of its first user message not erased, as stored (masked)
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationView:
+    """One conversation as its page shows it: every message, its turns (newest first) and the
+    memories they taught."""
+
+    summary: ConversationSummary
+    messages: tuple[Message, ...]
+    turns: tuple[StoredTurn, ...]
+    memories: tuple[Fact, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Turn:
     """A finished exchange handed to the writer."""
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins  # Memory.list hides the builtin in the class body that follows it
+import contextlib
 import dataclasses
 import logging
 import random
@@ -33,6 +34,8 @@ from .domain import (
     Change,
     Conflict,
     Conversation,
+    ConversationSummary,
+    ConversationView,
     Event,
     Fact,
     GateAction,
@@ -56,6 +59,7 @@ from .domain import (
     clean_text,
     gate_notices,
     new_id,
+    normalise,
     text_hash,
     utcnow,
 )
@@ -67,7 +71,7 @@ from .recall.fuse import Hit
 from .recall.recaller import ARMS, Recaller
 from .sensitive import FactGate, blocked_message, check_name, echoed, gate_fact, screened_messages
 from .settings import Settings
-from .store.base import Store
+from .store.base import UNSET, Store
 from .write import changes
 from .write.writer import Writer, WriteReport, new_writer
 
@@ -821,6 +825,50 @@ class Memory:
             marks[mark.conversation_id].append(mark)
         return [dataclasses.replace(c, marks=tuple(marks[c.id])) for c in page]
 
+    async def conversation_list(
+        self,
+        user_id: str,
+        *,
+        q: str | None = None,
+        agent: str | object | None = UNSET,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> builtins.list[ConversationSummary]:
+        """The person's conversations, newest first: with `q`, those with a message (not erased)
+        that says its words (domain.says); of `agent` (None: the default assistant's); begun
+        in [since, until)."""
+        ids = None
+        if q is not None:
+            if not normalise(q):
+                raise InvalidInput("q has no words to look for")
+            ids = list(dict.fromkeys(c for c, _, _ in await self.store.messages_saying(user_id, [q])))
+        return await self.store.conversation_summaries(
+            user_id, ids=ids, agent=agent, since=since, until=until, limit=limit, offset=offset
+        )
+
+    async def conversation(self, user_id: str, conversation_id: str) -> ConversationView:
+        """One of the person's conversations: its messages, its turns, and the memories learnt
+        from it or touched by its turns (as they are now, erased ones without their text).
+        NotFound for anyone else's."""
+        found = await self.store.conversation_summaries(user_id, ids=[conversation_id], limit=1)
+        if not found:
+            raise NotFound(f"no conversation {conversation_id}")
+        jobs = await self.store.list_jobs(user_id, conversation_id=conversation_id, limit=TURNS_SHOWN)
+        turns = tuple(StoredTurn.of(j) for j in jobs)
+        everything = Scope(user_id, all_agents=True)
+        memories = await self.store.learnt_in(everything, conversation_id, TURNS_SHOWN)
+        known = {f.id for f in memories}
+        taught = dict.fromkeys(
+            fid for t in turns for ids in t.facts.values() for fid in ids if fid not in known
+        )
+        for fact_id in list(taught)[: TURNS_SHOWN - len(memories)]:  # reinforced, replaced: learnt elsewhere
+            with contextlib.suppress(NotFound):
+                memories.append(await self.store.get_fact(everything, fact_id))
+        messages = await self.store.conversation_messages(user_id, conversation_id)
+        return ConversationView(found[0], tuple(messages), turns, tuple(memories))
+
     async def events(self, user_id: str) -> builtins.list[Event]:
         """The user's whole audit log, oldest first."""
         return await self.store.events(user_id)
@@ -874,6 +922,7 @@ class Memory:
 
 
 _ATTEMPTS = 100
+TURNS_SHOWN = 500  # a conversation's page shows this many of its turns, and of the memories they taught
 KEPT_WITHIN = timedelta(days=1)  # a memory said or kept this recently is kept already
 
 

@@ -8,9 +8,8 @@ from datetime import timedelta
 import pytest
 
 from mnemo.domain import Category, Scope, utcnow
-from tests.cli.test_cli import Invoke, as_json, invoker, ok
+from tests.cli.test_cli import Invoke, as_json, ok
 from tests.helpers import in_store
-from tests.sensitive_cases import start_clean
 
 pytestmark = pytest.mark.slow  # the CLI, in-process
 
@@ -24,10 +23,8 @@ def data_dir(tmp_path):
 
 
 @pytest.fixture
-def mnemo(data_dir, database_url: str | None) -> Invoke:
-    if database_url:
-        start_clean(database_url)
-    return invoker(data_dir, database_url)
+def mnemo(fresh_mnemo) -> Invoke:
+    return fresh_mnemo
 
 
 def _said_months_ago(data_dir, embedder, database_url, *texts: str) -> None:

@@ -192,6 +192,11 @@ async def workload(url: str, embedder: Any, llm: ScriptedOpenAI, data_dir: Path,
         said = await memory.messages(alice.id, "c2")
         assert [m.role for m in said] == ["user", "assistant"]
         assert await memory.messages(bob.id, "c2") == []
+        # the conversations' list and page, every filter
+        assert [c.id for c in await memory.conversation_list(alice.id, q="peanuts", agent=None, since=past)]
+        assert (await memory.conversation(alice.id, "c2")).summary.messages == 2
+        with pytest.raises(NotFound):
+            await memory.conversation(bob.id, "c2")
         assert [j.status for j in await memory.jobs(alice.id)] == [JobStatus.SKIPPED, JobStatus.WAITING]
         failing = worker_for(smart, clock=clock, backoff=timedelta(seconds=10), max_attempts=2)
         parked = await smart.submit(_turn(Scope(bob.id), "I have a dog named Rex."))

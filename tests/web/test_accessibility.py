@@ -53,6 +53,8 @@ def pages_to_check(api, llm, server) -> list[str]:
         "/erase/everything",
         "/review",
         "/review/stale",
+        "/conversations",
+        "/conversations/chat-42",
         "/settings",
         "/audit",
         "/try",
@@ -128,6 +130,7 @@ def test_every_page_fits_a_phone(browser: Browser, server, api, llm, shoot):
             assert width <= 375, f"{path} is {width} px wide on a 375 px screen"
             name = path.strip("/").replace("/stale", "-stale").split("/")[0]
             name += "-fact" if path.startswith("/memories/") else ""
+            name += "-one" if path.startswith("/conversations/") else ""
             name += "-purge" if path.endswith("/purge") else ""
             shoot(page, f"16-phone-{name}")
     finally:

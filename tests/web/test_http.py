@@ -34,7 +34,16 @@ def test_pages_forbid_framing_and_foreign_scripts_and_are_not_cached(server):
 
 def test_without_signing_in_pages_send_you_to_sign_in_and_forms_change_nothing(server, api):
     with httpx2.Client(base_url=server.base_url, follow_redirects=False) as client:
-        pages = ("/", "/memories", "/review", "/review/stale", "/settings", "/audit", "/try", "/export.jsonl")
+        pages = (
+            "/",
+            "/memories",
+            "/review",
+            "/review/stale",
+            "/conversations",
+            "/conversations/c1",
+            "/settings",
+        )
+        pages += ("/audit", "/try", "/export.jsonl")
         for path in pages:
             reply = client.get(path)
             assert reply.status_code == 303 and reply.headers["location"].startswith("/signin"), path

@@ -13,7 +13,21 @@ from typing import Annotated
 
 import typer
 
-from . import admin, backfill, doctor, edits, erasure, facts, keys, mcp, reindex, server, transfer, turns
+from . import (
+    admin,
+    backfill,
+    conversations,
+    doctor,
+    edits,
+    erasure,
+    facts,
+    keys,
+    mcp,
+    reindex,
+    server,
+    transfer,
+    turns,
+)
 from .runtime import Options
 
 app = typer.Typer(
@@ -66,6 +80,7 @@ app.add_typer(admin.audit, name="audit")
 app.add_typer(erasure.erase, name="erase")
 app.add_typer(erasure.receipts, name="receipts")
 app.add_typer(turns.turns, name="turns")
+app.add_typer(conversations.conversations, name="conversations")
 app.add_typer(server.app)
 app.add_typer(server.users, name="users")
 app.add_typer(keys.keys, name="keys")

@@ -18,6 +18,8 @@ from pydantic_core import to_jsonable_python
 from ..schemas import (
     AgentDeleted,
     AgentPublic,
+    ConversationPublic,
+    ConversationSummaryPublic,
     EventPublic,
     FactPublic,
     KeyCreated,
@@ -199,6 +201,29 @@ def stale(*, limit: int = 50) -> Call[StaleList]:
 def keep(memory_id: str) -> Call[FactPublic]:
     """The memory is still true: its clock starts again, and it leaves the stale list."""
     return Call("POST", f"/v1/memories/{_id(memory_id)}/keep", _one(FactPublic))
+
+
+# -- conversations ----------------------------------------------------------------
+
+
+def conversations(
+    *,
+    q: str | None = None,
+    agent_id: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    limit: int = 50,
+    offset: int = 0,
+) -> Call[Page[ConversationSummaryPublic]]:
+    """Your conversations, newest first (`q`: their words; `agent_id`: an id or "default")."""
+    params = _query(q=q, agent_id=agent_id, since=since, until=until, limit=limit, offset=offset)
+    return Call("GET", "/v1/conversations", _one(Page[ConversationSummaryPublic]), params=params)
+
+
+def conversation(conversation_id: str) -> Call[ConversationPublic]:
+    """One conversation: its messages, its turns and the memories they taught."""
+    dots = conversation_id.replace(".", "%2E") if set(conversation_id) == {"."} else _id(conversation_id)
+    return Call("GET", f"/v1/conversations/{dots}", _one(ConversationPublic))
 
 
 # -- turns ----------------------------------------------------------------------

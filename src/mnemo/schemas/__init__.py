@@ -9,6 +9,7 @@ from ..domain import StatusFilter
 from ..shapes import ArmPublic, Id, UtcTime
 from .agents import AgentCreate, AgentDeleted, AgentPublic, AgentUpdate
 from .base import Page, Request
+from .conversations import ConversationPublic, ConversationSummaryPublic, MessagePublic
 from .facts import (
     AuditReportPublic,
     EventPublic,
@@ -49,6 +50,8 @@ __all__ = [
     "ArmPublic",
     "AuditReportPublic",
     "BudgetUpdate",
+    "ConversationPublic",
+    "ConversationSummaryPublic",
     "DayTokens",
     "EventPublic",
     "FactCreate",
@@ -65,6 +68,7 @@ __all__ = [
     "MemberPublic",
     "MemberUsage",
     "MessageIn",
+    "MessagePublic",
     "Page",
     "ReasonBody",
     "RecallsPublic",

@@ -12,13 +12,13 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from . import docs, health
-from .routes import account, admin, agents, audit, erasures, memories, review, turns
+from .routes import account, admin, agents, audit, conversations, erasures, memories, review, turns
 
 
 def install(app: FastAPI) -> None:
     """The API's routes and its reference; the app must be built with docs_url=None."""
 
     app.include_router(health.router)
-    for module in (memories, erasures, review, audit, account, admin, agents, turns):
+    for module in (memories, conversations, erasures, review, audit, account, admin, agents, turns):
         app.include_router(module.router)
     docs.install(app)

@@ -25,6 +25,7 @@ from ..domain import (
     Claim,
     Conversation,
     ConversationRef,
+    ConversationSummary,
     DayUsage,
     Erasure,
     Event,
@@ -137,6 +138,21 @@ class ConversationStore(Protocol):
     async def conversation_messages(self, user_id: str, conversation_id: str) -> list[Message]:
         """The user's messages of that conversation, oldest first; none for another user's."""
 
+    async def conversation_summaries(
+        self,
+        user_id: str,
+        *,
+        ids: Sequence[str] | None = None,
+        agent: str | object | None = UNSET,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> list[ConversationSummary]:
+        """The user's conversations, newest first: those of `ids` when given, of `agent` (None:
+        the default assistant's), begun in [since, until), each with its messages' count, last
+        message's time and opening."""
+
 
 class FactStore(Protocol):
     """Facts by id, hash and status, and the one way to change them (`commit`)."""
@@ -240,6 +256,9 @@ class SearchStore(Protocol):
         `start` and before `end`, those said last first."""
 
     async def pinned(self, scope: Scope) -> list[Fact]: ...
+    async def learnt_in(self, scope: Scope, conversation_id: str, limit: int) -> list[Fact]:
+        """The scope's facts whose source is that conversation (any status), oldest first."""
+
     async def unheard(self, scope: Scope, before: Mapping[Category, datetime], limit: int) -> list[Fact]:
         """Active facts with no end, of the categories in `before`, neither said (nor kept) nor
         recalled since their category's time there: the longest unheard first."""
@@ -370,8 +389,16 @@ class JobQueue(Protocol):
 
     async def get_job(self, user_id: str, job_id: str) -> Job: ...
     async def list_jobs(
-        self, user_id: str, *, status: JobStatus | None = None, limit: int = 50, offset: int = 0
-    ) -> list[Job]: ...
+        self,
+        user_id: str,
+        *,
+        status: JobStatus | None = None,
+        limit: int = 50,
+        offset: int = 0,
+        conversation_id: str | None = None,
+    ) -> list[Job]:
+        """The user's jobs, newest first (only those in `status`, of `conversation_id`, when given)."""
+
     async def job_messages(self, job: Job) -> list[Message]: ...
     async def job_counts(self) -> dict[str, int]:
         """How many jobs are in each state, everyone's together (states without jobs left out)."""

@@ -121,6 +121,9 @@ class PgTx:
     def json_has(self, array: str, value: str) -> str:
         return f"{array} @> to_jsonb({value})"
 
+    def json_text(self, document: str, key: str) -> str:
+        return f"({document} ->> '{key}')"
+
     def after_commit(self, then: Callable[[], None]) -> None:
         self.committed.append(then)
 

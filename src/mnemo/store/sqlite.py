@@ -62,6 +62,9 @@ class SQLiteTx(SyncTx):
     def json_has(self, array: str, value: str) -> str:
         return f"EXISTS (SELECT 1 FROM json_each({array}) e WHERE e.value = {value})"
 
+    def json_text(self, document: str, key: str) -> str:
+        return f"json_extract({document}, '$.{key}')"
+
     async def words_of(self, user_id: str, words: Sequence[str]) -> int | None:
         """The row of messages_fts that holds the words: a message names it (its own rowid may
         change in a VACUUM), and a trigger deletes it once the message is deleted or names

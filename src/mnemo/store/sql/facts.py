@@ -229,6 +229,14 @@ async def unheard(tx: Tx, scope: Scope, before: Mapping[Category, datetime], lim
     return await facts(tx, scope, where, params, f"ORDER BY {heard}, f.rowid LIMIT {int(limit)}")
 
 
+async def learnt_in(tx: Tx, scope: Scope, conversation_id: str, limit: int) -> list[Fact]:
+    """The scope's facts whose source is that conversation (any status), oldest first."""
+    where = f"{tx.json_text('f.source', 'conversation_id')} = ?"
+    return await facts(
+        tx, scope, where, (conversation_id,), f"ORDER BY f.created_at, f.rowid LIMIT {int(limit)}"
+    )
+
+
 async def pinned(tx: Tx, scope: Scope) -> list[Fact]:
     """Oldest first. Sorted here, not by the statement: asked to order by created_at, SQLite
     would rather walk facts_said through every active fact than sort the few pinned ones

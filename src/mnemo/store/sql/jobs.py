@@ -188,12 +188,22 @@ async def finish_job(tx: Tx, user_id: str, claim: Claim, result: dict[str, Any],
         raise Conflict(f"job {claim.job_id} is no longer held by {claim.worker}")
 
 
-async def list_jobs(tx: Tx, user_id: str, status: JobStatus | None, limit: int, offset: int) -> list[Job]:
+async def list_jobs(
+    tx: Tx,
+    user_id: str,
+    status: JobStatus | None,
+    limit: int,
+    offset: int,
+    conversation_id: str | None = None,
+) -> list[Job]:
     sql = f"SELECT {JOB_COLUMNS} FROM jobs WHERE user_id = ?"
     params: list[Any] = [user_id]
     if status is not None:
         sql += " AND status = ?"
         params.append(str(status))
+    if conversation_id is not None:
+        sql += " AND conversation_id = ?"
+        params.append(conversation_id)
     sql += " ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?"
     return [job_from(r) for r in await tx.all(sql, (*params, limit, offset))]
 

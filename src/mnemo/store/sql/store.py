@@ -29,6 +29,7 @@ from ...domain import (
     Claim,
     Conversation,
     ConversationRef,
+    ConversationSummary,
     DayUsage,
     Erasure,
     Event,
@@ -55,7 +56,7 @@ from .. import batch
 from ..base import UNSET, Ask, ScoredFact, Unembedded
 from ..fulltext import PHRASE_WORDS, message_words
 from ..rows import PARSED_FACTS, when
-from . import backfill, erasure, facts, jobs, people, recalls, reindex, transfer, usage
+from . import backfill, conversations, erasure, facts, jobs, people, recalls, reindex, transfer, usage
 from .events import redact_events
 from .tx import Row, Tx
 
@@ -230,6 +231,21 @@ class SQLStore(ABC, Generic[X, Pending]):
     async def conversation_messages(self, user_id: str, conversation_id: str) -> list[Message]:
         return await self._read(user_id, people.conversation_messages, user_id, conversation_id)
 
+    async def conversation_summaries(
+        self,
+        user_id: str,
+        *,
+        ids: Sequence[str] | None = None,
+        agent: Any = UNSET,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> list[ConversationSummary]:
+        return await self._read(
+            user_id, conversations.summaries, user_id, ids, agent, since, until, limit, offset
+        )
+
     # -- erasure (the writing is commit's) -------------------------------------------------------
 
     async def messages_saying(self, user_id: str, texts: Sequence[str]) -> list[tuple[str, str, str]]:
@@ -330,6 +346,9 @@ class SQLStore(ABC, Generic[X, Pending]):
 
     async def pinned(self, scope: Scope) -> list[Fact]:
         return await self._read(scope.user_id, facts.pinned, scope)
+
+    async def learnt_in(self, scope: Scope, conversation_id: str, limit: int) -> list[Fact]:
+        return await self._read(scope.user_id, facts.learnt_in, scope, conversation_id, limit)
 
     async def unheard(self, scope: Scope, before: Mapping[Category, datetime], limit: int) -> list[Fact]:
         return await self._read(scope.user_id, facts.unheard, scope, before, limit)
@@ -595,9 +614,15 @@ class SQLStore(ABC, Generic[X, Pending]):
         return await self._read(user_id, jobs.job, user_id, job_id)
 
     async def list_jobs(
-        self, user_id: str, *, status: JobStatus | None = None, limit: int = 50, offset: int = 0
+        self,
+        user_id: str,
+        *,
+        status: JobStatus | None = None,
+        limit: int = 50,
+        offset: int = 0,
+        conversation_id: str | None = None,
     ) -> list[Job]:
-        return await self._read(user_id, jobs.list_jobs, user_id, status, limit, offset)
+        return await self._read(user_id, jobs.list_jobs, user_id, status, limit, offset, conversation_id)
 
     async def job_messages(self, job: Job) -> list[Message]:
         return await self._read(job.user_id, jobs.job_messages, job)

@@ -52,6 +52,9 @@ class Tx(Statements, Protocol):
     def json_has(self, array: str, value: str) -> str:
         """A condition: the JSON array (SQL expression) holds the text value (SQL expression)."""
 
+    def json_text(self, document: str, key: str) -> str:
+        """An expression: the text at `key` (a plain name) of the JSON object (SQL expression)."""
+
     def after_commit(self, then: Callable[[], None]) -> None:
         """Run `then` once this transaction has committed (not at all if it rolls back)."""
 

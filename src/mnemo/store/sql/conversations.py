@@ -1,0 +1,60 @@
+"""The person's conversations as their list shows them: the statement both stores share."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from ...domain import ConversationSummary
+from ..base import UNSET
+from ..rows import when
+from .tx import Tx, marks
+
+OPENING = 200  # characters of the first user message a summary carries
+
+
+async def summaries(
+    tx: Tx,
+    user_id: str,
+    ids: Sequence[str] | None,
+    agent: Any,
+    since: datetime | None,
+    until: datetime | None,
+    limit: int,
+    offset: int,
+) -> list[ConversationSummary]:
+    """The user's conversations, newest first: those of `ids` when given, of `agent` (an agent's
+    id, None: the default assistant's; UNSET: any), begun at or after `since` and before
+    `until`, each with its messages' count, its last message's time and its opening."""
+    if ids is not None and not ids:
+        return []
+    where: list[str] = ["c.user_id = ?"]
+    params: list[Any] = [user_id]
+    if ids is not None:
+        where.append(f"c.id IN ({marks(len(ids))})")
+        params += ids
+    if agent is not UNSET:
+        where.append("c.agent_id IS NULL" if agent is None else "c.agent_id = ?")
+        params += [] if agent is None else [agent]
+    if since is not None:
+        where.append("c.created_at >= ?")
+        params.append(since)
+    if until is not None:
+        where.append("c.created_at < ?")
+        params.append(until)
+    own = "m.user_id = ? AND m.conversation_id = c.id"
+    rows = await tx.all(
+        "SELECT c.id, c.agent_id, c.created_at,"
+        f" (SELECT count(*) FROM messages m WHERE {own}),"
+        f" (SELECT max(m.created_at) FROM messages m WHERE {own}),"
+        f" (SELECT substr(m.content, 1, {OPENING}) FROM messages m WHERE {own} AND m.role = 'user'"
+        "   AND m.erased_at IS NULL ORDER BY m.created_at, m.id LIMIT 1)"
+        f" FROM conversations c WHERE {' AND '.join(where)}"
+        " ORDER BY c.created_at DESC, c.id DESC LIMIT ? OFFSET ?",
+        [user_id, user_id, user_id, *params, int(limit), int(offset)],
+    )
+    return [
+        ConversationSummary(r[0], r[1], when(r[2]), int(r[3]), when(r[4]) if r[4] else None, r[5] or None)
+        for r in rows
+    ]

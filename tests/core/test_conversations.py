@@ -1,0 +1,88 @@
+"""The person's conversations: listed newest first with a count, a last time and an opening,
+found by their words, by agent and by date; one read whole with its turns and what they taught.
+Both backends."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from mnemo.domain import InvalidInput, NotFound, Scope, Turn
+from tests.helpers import worker_for
+
+
+async def _said(memory, scope, conversation_id, *said: str):
+    pairs = [p for text in said for p in (("user", text), ("assistant", "Noted."))]
+    return await memory.submit(Turn.of(scope, *pairs, conversation_id=conversation_id))
+
+
+async def _learn(memory):
+    worker = worker_for(memory)
+    while await worker.run_once() is not None:
+        pass
+
+
+async def test_conversations_are_listed_newest_first_with_their_opening(memory, alice, bob, clock):
+    await _said(memory, alice, "c1", "Remember that I live in Lisbon", "and I like green tea")
+    clock.advance(days=1)
+    await _said(memory, alice, "c2", "What is the weather like?")
+    await _said(memory, bob, "c3", "Remember that I live in Oslo")
+    listed = await memory.conversation_list(alice.user_id)
+    assert [c.id for c in listed] == ["c2", "c1"]
+    first = listed[1]
+    assert (first.messages, first.opening, first.agent_id) == (4, "Remember that I live in Lisbon", None)
+    assert first.last_at is not None and first.created_at < listed[0].created_at
+    assert [c.id for c in await memory.conversation_list(bob.user_id)] == ["c3"]
+    # paging
+    assert [c.id for c in await memory.conversation_list(alice.user_id, limit=1, offset=1)] == ["c1"]
+
+
+async def test_conversations_are_found_by_words_agent_and_date(memory, alice, bob, clock):
+    chef = await memory.accounts.create_agent(alice.user_id, "chef")
+    start = clock.now
+    await _said(memory, alice, "c1", "I live in Lisbon")
+    clock.advance(days=2)
+    await _said(memory, Scope(alice.user_id, chef.id), "c2", "I cook risotto on Sundays")
+    await _said(memory, bob, "c3", "I cook risotto too")
+    assert [c.id for c in await memory.conversation_list(alice.user_id, q="risotto")] == ["c2"]
+    assert [c.id for c in await memory.conversation_list(alice.user_id, q="LISBON!")] == ["c1"]
+    assert await memory.conversation_list(alice.user_id, q="Porto") == []
+    with pytest.raises(InvalidInput, match="no words"):
+        await memory.conversation_list(alice.user_id, q=" ?! ")
+    assert [c.id for c in await memory.conversation_list(alice.user_id, agent=chef.id)] == ["c2"]
+    assert [c.id for c in await memory.conversation_list(alice.user_id, agent=None)] == ["c1"]
+    day = timedelta(days=1)
+    assert [c.id for c in await memory.conversation_list(alice.user_id, since=start + day)] == ["c2"]
+    assert [c.id for c in await memory.conversation_list(alice.user_id, until=start + day)] == ["c1"]
+
+
+async def test_a_conversation_reads_whole_with_what_each_turn_taught(memory, alice, bob, clock):
+    await _said(memory, alice, "c1", "Remember that I live in Lisbon")
+    clock.advance(minutes=5)
+    await _said(memory, alice, "c1", "Remember that I like green tea")
+    await _learn(memory)
+    seen = await memory.conversation(alice.user_id, "c1")
+    assert seen.summary.messages == 4 and [m.role for m in seen.messages] == ["user", "assistant"] * 2
+    assert len(seen.turns) == 2 and seen.turns[0].created_at >= seen.turns[1].created_at
+    assert sorted(f.text for f in seen.memories) == ["I like green tea", "I live in Lisbon"]
+    taught = {fid for t in seen.turns for ids in t.facts.values() for fid in ids}
+    assert taught == {f.id for f in seen.memories}
+    with pytest.raises(NotFound):
+        await memory.conversation(bob.user_id, "c1")  # another person's: none
+    with pytest.raises(NotFound):
+        await memory.conversation(alice.user_id, "nope")
+
+
+async def test_an_erased_message_gives_no_opening_and_an_erased_memory_no_text(memory, alice):
+    await _said(memory, alice, "c1", "Remember that my locker code is 4412")
+    await _said(memory, alice, "c1", "I like tea")
+    await _learn(memory)
+    seen = await memory.conversation(alice.user_id, "c1")
+    locker = next(f for f in seen.memories if "4412" in f.text)
+    await memory.purge(alice, locker.id)
+    again = await memory.conversation(alice.user_id, "c1")
+    assert "4412" not in (again.summary.opening or "")
+    assert all("4412" not in m.content for m in again.messages)
+    assert [f.text for f in again.memories if f.id == locker.id] == [""]
+    assert await memory.conversation_list(alice.user_id, q="4412") == []
