@@ -20,7 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.server.conftest import admin, client, other, server, server_settings  # noqa: F401
 
 SCRIPT = Path(sys.executable).parent / "mnemo"
-TOOLS = ["remember", "recall", "forget", "list_memories", "memory_history"]
+TOOLS = ["remember", "recall", "forget", "edit", "list_memories", "memory_history"]
 
 
 @asynccontextmanager

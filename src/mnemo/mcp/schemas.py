@@ -4,9 +4,9 @@ sees, so every field says what it means; constraints here are advertised and enf
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from ..domain import Category, Event, Fact, Status, StatusFilter, utcnow
 from ..recall.fuse import Hit
@@ -86,6 +86,40 @@ class HistoryArgs(Args):
     id: FactRef
 
 
+class EditArgs(Args):
+    id: FactRef
+    version: Annotated[
+        int,
+        Field(
+            ge=1,
+            le=2**31 - 1,
+            description="The memory's version as recall or list_memories gave it: the edit is refused "
+            "if it changed since (read it again, then decide).",
+        ),
+    ]
+    text: Annotated[
+        FactText | None,
+        Field(description="The corrected text, in the person's voice; leave it out to keep the text."),
+    ] = None
+    category: Annotated[Category | None, Field(description="A new category; leave it out to keep it.")] = None
+    valid_to: Annotated[
+        UtcTime | None,
+        Field(
+            description="When it stops being true (set or move its end); null clears the end (true "
+            "again, with no end known); leave it out to keep it."
+        ),
+    ] = None
+    reason: Annotated[
+        Reason | None, Field(description="Why, in a few words (kept in the memory's history).")
+    ] = None
+
+    @model_validator(mode="after")
+    def _something(self) -> Self:
+        if not {"text", "category", "valid_to"} & self.model_fields_set:
+            raise ValueError("give text, category and/or valid_to to change")
+        return self
+
+
 class MemoryItem(BaseModel):
     """A memory as the tools show it."""
 
@@ -98,6 +132,7 @@ class MemoryItem(BaseModel):
     created_at: datetime = Field(description="When it was first recorded.")
     valid_from: datetime | None = Field(description="Since when it is true, when known.")
     valid_to: datetime | None = Field(description="Until when it is true; null: no end known.")
+    version: int = Field(1, description="Its version: pass it to edit, which refuses a changed memory.")
     ended: bool = Field(
         False, description="Past its end: no longer true now (found only for the time it held)."
     )
@@ -114,6 +149,7 @@ class MemoryItem(BaseModel):
             created_at=fact.created_at,
             valid_from=fact.valid_from,
             valid_to=fact.valid_to,
+            version=fact.version,
             ended=fact.ended(utcnow()),
         )
 
@@ -156,6 +192,10 @@ class Recalled(BaseModel):
 class Forgotten(BaseModel):
     memory: MemoryItem
     note: str
+
+
+class Edited(BaseModel):
+    memory: MemoryItem = Field(description="The memory as it is now (same id, a new version).")
 
 
 class MemoryPage(BaseModel):

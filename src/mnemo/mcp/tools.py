@@ -1,7 +1,7 @@
-"""The five memory tools, each a coroutine over the caller and its validated arguments.
+"""The six memory tools, each a coroutine over the caller and its validated arguments.
 
 Writes and reads act like the HTTP API with the person's key: `remember` and
-`recall` act as an assistant (the default one, or the agent named); `forget`,
+`recall` act as an assistant (the default one, or the agent named); `forget`, `edit`,
 `list_memories` and `memory_history` see everything the person owns (or only
 what the caller's agent sees, when it is bound to one).
 """
@@ -38,6 +38,8 @@ from ..write.instructions import WHY as INSTRUCTION
 from ..write.instructions import reads_as_instruction
 from ..write.policy import held_reason
 from .schemas import (
+    EditArgs,
+    Edited,
     ForgetArgs,
     Forgotten,
     History,
@@ -170,6 +172,35 @@ async def forget(call: _Call, args: ForgetArgs) -> Forgotten:
     return Forgotten(memory=MemoryItem.of(fact, call.names), note=note)
 
 
+async def edit(call: _Call, args: EditArgs) -> Edited:
+    """The person's own rules for a model's writing hold: under the review policies, and for a
+    text that reads as an instruction, a correction is proposed through remember (held for the
+    person), not written over a memory they approved."""
+    user = call.caller.user
+    policy = (await call.caller.accounts.user(user.name)).review_policy
+    if args.text is not None and (policy != ReviewPolicy.AUTO or reads_as_instruction(args.text)):
+        raise InvalidInput(
+            "the person reviews what an assistant writes: call remember with the corrected text (it is "
+            "held for their review), and forget the wrong memory once they approve it"
+        )
+    fact_id = _fact_id(args.id)
+    valid_to = args.valid_to if "valid_to" in args.model_fields_set else ...
+    try:
+        fact = await call.caller.memory.update(
+            call.view(),
+            fact_id,
+            version=args.version,
+            text=args.text,
+            category=args.category,
+            valid_to=valid_to,
+            actor=ACTOR,
+            reason=args.reason,
+        )
+    except NotFound as exc:  # another user's id reads the same as one that never existed
+        raise NotFound(f"no memory with id {fact_id}") from exc
+    return Edited(memory=MemoryItem.of(fact, call.names))
+
+
 async def list_memories(call: _Call, args: ListArgs) -> MemoryPage:
     facts = await call.caller.memory.list(
         call.view(args.agent), statuses=args.status.statuses(), limit=args.limit + 1, offset=args.offset
@@ -250,6 +281,20 @@ TOOLS = (
         ToolAnnotations(
             read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
         ),
+    ),
+    Tool(
+        "edit",
+        "Correct a memory",
+        "Correct a memory in place when the person says it is slightly wrong (a typo, a detail, its "
+        "category) or gives it an end ('I am only in Lisbon until Friday'), by its id and the version "
+        "recall or list_memories gave. The id and history stay; the old text is kept in its history. "
+        "If it changed since you read it, the call fails: read it again. For a change in the person's "
+        "life (a new home, a new job), call remember with the new fact instead. If the person reviews "
+        "what assistants write, a new text is refused: call remember with it.",
+        EditArgs,
+        Edited,
+        edit,
+        ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False),
     ),
     Tool(
         "list_memories",
