@@ -39,7 +39,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import Depends, HTTPException, Request, status
+from fastapi import Depends, HTTPException, Request, Security, status
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.requests import HTTPConnection
 
 from . import keys
@@ -120,7 +121,16 @@ def _bearer(request: Request) -> str:
     return token.strip()
 
 
-async def get_caller(request: Request) -> Caller:
+# declared so that the API's schema says how to authenticate (/docs gets its Authorize
+# button); the header itself is read by _bearer, which says what is wrong with it
+BEARER = HTTPBearer(
+    auto_error=False, scheme_name="apiKey", description="A person's API key (mnemo_…), or the admin key."
+)
+
+
+async def get_caller(
+    request: Request, _declared: Annotated[HTTPAuthorizationCredentials | None, Security(BEARER)] = None
+) -> Caller:
     try:
         return await identify(request, _bearer(request))
     except KeyRefused as refused:

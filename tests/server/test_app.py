@@ -21,6 +21,23 @@ def test_first_start_prints_a_working_key_and_health_needs_none(server):
     assert "/v1/memories" in httpx2.get(f"{server.base_url}/openapi.json", timeout=60).text
 
 
+def test_the_schema_declares_its_bearer_key_on_every_route_that_needs_one(server):
+    schema = httpx2.get(f"{server.base_url}/openapi.json", timeout=60).json()
+    assert schema["components"]["securitySchemes"]["apiKey"] == {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "A person's API key (mnemo_…), or the admin key.",
+    }
+    needs = {
+        (path, method): op.get("security")
+        for path, ops in schema["paths"].items()
+        for method, op in ops.items()
+        if path.startswith("/v1/")
+    }
+    assert needs and all(s == [{"apiKey": []}] for s in needs.values()), needs
+    assert "security" not in schema["paths"]["/healthz"]["get"]
+
+
 def test_a_second_start_creates_no_key(server_settings):
     with LiveServer(server_settings) as first:
         assert first.token
