@@ -71,6 +71,13 @@ def add(mnemo: Invoke, text: str, *extra: str, user: str | None = None) -> dict:
 # -- the everyday path --------------------------------------------------------------
 
 
+def test_version_is_printed_without_opening_a_store(mnemo_sqlite: Invoke, data_dir: Path) -> None:
+    from mnemo import __version__
+
+    shown = ok(mnemo_sqlite("--version"))
+    assert shown.stdout == f"mnemo {__version__}\n" and not data_dir.exists()
+
+
 def test_added_text_comes_back_from_search_list_and_show(mnemo: Invoke) -> None:
     human = ok(mnemo("add", "My sister Ana lives in Porto"))
     assert "My sister Ana lives in Porto" in human.stdout

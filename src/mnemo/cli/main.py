@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 
+from .. import __version__
 from . import (
     admin,
     backfill,
@@ -39,6 +40,12 @@ app = typer.Typer(
 )
 
 
+def _version(shown: bool) -> None:
+    if shown:
+        typer.echo(f"mnemo {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def main(
     ctx: typer.Context,
@@ -61,6 +68,10 @@ def main(
         str | None,
         typer.Option("--agent", metavar="NAME", help="Act as this agent (see mnemo agents list)."),
     ] = None,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print mnemo's version and stop."),
+    ] = False,
 ) -> None:
     """Long-term memory for your AI assistants, kept on your machine."""
     ctx.obj = Options(
