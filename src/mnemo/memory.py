@@ -178,6 +178,23 @@ class Memory:
         except NotFound:
             raise NotFound(f"no turn {turn_id}") from None
 
+    async def openings(self, user_id: str, turns: Sequence[StoredTurn]) -> dict[str, str]:
+        """What the person said first in each of these turns, as stored (masked by the gate),
+        by turn id; a turn whose messages of theirs were all erased has none."""
+        ids = [m for t in turns for m in t.message_ids]
+        if not ids:
+            return {}
+        places = await self.store.message_places(user_id, ids)
+        texts = {mid: text for _, mid, text in await self.store.messages_named(user_id, ids)}
+        said = {}
+        for turn in turns:
+            first = next(
+                (m for m in turn.message_ids if places.get(m, ("",))[0] == "user" and texts.get(m)), None
+            )
+            if first is not None:
+                said[turn.id] = texts[first]
+        return said
+
     async def retry_turn(self, user_id: str, turn_id: str) -> StoredTurn:
         """Learn again from one of the person's failed turns: queued now, its attempts reset.
         NotFound for anyone else's; InvalidInput, changing nothing, for a turn not failed."""

@@ -18,7 +18,7 @@ from ..domain import Action, Event, InvalidInput, as_utc
 from .forms import fact_id, number
 from .render import page, redirect
 from .routing import web_router
-from .session import FormDep, SessionDep, memory_of
+from .session import FormDep, SessionDep, accounts_of, memory_of
 from .taught import dropped, kinds, said
 
 router = web_router()
@@ -117,6 +117,8 @@ async def activity(request: Request, session: SessionDep) -> Response:
         "activity.html",
         section="activity",
         turns=turns[:TURNS_PER_PAGE],
+        openings=await memory.openings(session.user.id, turns[:TURNS_PER_PAGE]),
+        agent_names={a.id: a.name for a in await accounts_of(request).agents(session.user.id)},
         more=len(turns) > TURNS_PER_PAGE,
         offset=offset,
         per_page=TURNS_PER_PAGE,
