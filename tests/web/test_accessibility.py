@@ -55,6 +55,7 @@ def pages_to_check(api, llm, server) -> list[str]:
         "/review/stale",
         "/conversations",
         "/conversations/chat-42",
+        "/erasures",
         "/settings",
         "/audit",
         "/try",

@@ -57,3 +57,17 @@ def test_the_list_a_conversation_and_its_erase_link(signed_in: Page, api, llm, s
     page.goto("/conversations/other%2Fone")
     expect(page.locator("#messages")).to_contain_text("What time is it in <Lima>?")
     assert page.goto("/conversations/nope").status == 404
+
+
+def test_the_list_pages_with_its_filters_kept(server, api):
+    import httpx2
+
+    for i in range(27):
+        body = {"messages": [{"role": "user", "content": f"Tea number {i}"}], "conversation_id": f"c{i:02}"}
+        ok(api.post("/v1/turns", json=body), 202)
+    with httpx2.Client(base_url=server.base_url, follow_redirects=True, timeout=30) as browser:
+        assert browser.post("/signin", data={"key": server.token}).status_code == 200
+        first = browser.get("/conversations", params={"q": "tea"}).text
+        assert first.count('class="fact"') == 25 and "/conversations?q=tea&amp;offset=25" in first
+        second = browser.get("/conversations", params={"q": "tea", "offset": 25}).text
+        assert second.count('class="fact"') == 2 and "Older" not in second and "offset=0" in second

@@ -17,7 +17,20 @@ from pathlib import Path
 from fastapi import FastAPI
 from starlette.staticfiles import StaticFiles
 
-from . import account, activity, audit, auth, chat, conversations, erasure, facts, memories, review, stale
+from . import (
+    account,
+    activity,
+    audit,
+    auth,
+    chat,
+    conversations,
+    erasure,
+    facts,
+    memories,
+    receipts,
+    review,
+    stale,
+)
 from .chat import Chat
 
 STATIC = Path(__file__).parent / "static"
@@ -27,7 +40,20 @@ def install(app: FastAPI, try_it: Chat) -> None:
     """The pages at / (outside the API's schema); `try_it` answers the Try it page."""
     app.state.web_chat = try_it
     # conversations after erasure: its /conversations/{id}/erase is not read as an id ending "/erase"
-    pages = (auth, memories, facts, review, stale, activity, account, audit, chat, erasure, conversations)
+    pages = (
+        auth,
+        memories,
+        facts,
+        review,
+        stale,
+        activity,
+        account,
+        audit,
+        chat,
+        erasure,
+        receipts,
+        conversations,
+    )
     for module in pages:
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")

@@ -4,6 +4,7 @@ whole with what its turns taught, and a way to erase it."""
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, time, timedelta
+from urllib.parse import urlencode
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -52,6 +53,17 @@ async def conversations(request: Request, session: SessionDep) -> Response:
         )
     except InvalidInput as exc:
         found, problem = [], str(exc)
+    # the filters as given, for the pages' links
+    kept = {
+        k: v
+        for k, v in {
+            "q": q,
+            "agent": agent,
+            "from": text(query, "from", 20),
+            "to": text(query, "to", 20),
+        }.items()
+        if v
+    }
     return page(
         request,
         "conversations.html",
@@ -60,6 +72,7 @@ async def conversations(request: Request, session: SessionDep) -> Response:
         more=len(found) > PAGE_SIZE,
         offset=offset,
         page_size=PAGE_SIZE,
+        url_at=lambda at: "/conversations?" + urlencode({**kept, "offset": at}),
         filters={"q": q, "agent": agent if chosen is not UNSET else "", "from": since, "to": until},
         agents=agents,
         agent_names={None: "Default assistant", **{a.id: a.name for a in agents}},

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, date, datetime, time, timedelta
 
 from starlette.requests import Request
 from starlette.responses import Response
 
-from .. import receipts
-from ..domain import MAX_TEXT, Category, Conflict, Duplicate, InvalidInput, RecallSummary, known_id
+from ..domain import MAX_TEXT, Category, Conflict, Duplicate, InvalidInput, RecallSummary
 from .erasure import Choices, agent_names, receipt_page
 from .forms import choice, fact_id, flag, number, text
 from .history import story
@@ -18,6 +16,8 @@ from .routing import web_router
 from .session import FormDep, Session, SessionDep, accounts_of, memory_of
 
 router = web_router()
+
+RECEIPTS_READ = 1000  # an erased memory's page looks for its receipt among the latest this many
 
 
 async def render_fact(
@@ -34,6 +34,16 @@ async def render_fact(
     agents = {a.id: a.name for a in await accounts_of(request).agents(session.user.id)}
     fact = told.fact
     recalled = await memory.recalls(session.scope, fact_id) if session.user.record_recalls else None
+    erased_by = None
+    if fact.purged:  # the receipt of the erasure that took its text
+        erased_by = next(
+            (
+                r
+                for r in await memory.receipts(session.user.id, limit=RECEIPTS_READ)
+                if fact.id in r.body.get("erased", {}).get("facts", [])
+            ),
+            None,
+        )
     return page(
         request,
         "fact.html",
@@ -48,6 +58,7 @@ async def render_fact(
         error=error,
         max_text=MAX_TEXT,
         here=f"/memories/{fact.id}",
+        erased_by=erased_by,
     )
 
 
@@ -195,10 +206,3 @@ async def purge(request: Request, session: SessionDep, form: FormDep, fact: str)
         "Erased, with the messages it was learnt from. Its history keeps a record that an erasure"
         " happened, without the text; this is its signed receipt.",
     )
-
-
-@router.get("/erasures/{receipt}")
-async def show_receipt(request: Request, session: SessionDep, receipt: str) -> Response:
-    found = await memory_of(request).receipt(session.user.id, known_id(receipt, "receipt"))
-    document = json.dumps(receipts.document(found), indent=2, ensure_ascii=False)
-    return page(request, "receipt.html", section="memories", receipt=found, document=document)
