@@ -27,6 +27,7 @@ import numpy as np
 from . import audit, receipts
 from .accounts import Accounts
 from .domain import (
+    Action,
     Agent,
     AuditReport,
     BackfillMark,
@@ -60,6 +61,7 @@ from .domain import (
     gate_notices,
     new_id,
     normalise,
+    parse_time,
     text_hash,
     utcnow,
 )
@@ -519,6 +521,31 @@ class Memory:
         await self._agent_alive(fact)
         now = self.clock()
         return await self._apply(scope, changes.restore(fact, now=now, actor=actor), now)
+
+    async def undo(self, scope: Scope, fact_id: str, version: int, *, actor: str = "user") -> Fact:
+        """Take back the fact's last change, if it is still the last (the fact is at `version`)
+        and one that has an opposite: a retraction (restored), an edit of its text or category,
+        or a change of its end (each set back as it was). Another change, since or instead,
+        changes nothing: Conflict when the fact moved on, InvalidInput for a change that cannot
+        be taken back this way."""
+        fact = await self._current(scope, fact_id, version)
+        last = (await self.store.events(scope.user_id, fact_id=fact_id))[-1]
+        before = last.before or {}
+        if last.action == Action.RETRACT and fact.status == Status.RETRACTED:
+            return await self.restore(scope, fact_id, actor=actor)
+        if last.action != Action.EDIT or not before or fact.purged:
+            raise InvalidInput(f"the last change of memory {fact_id} ({last.action}) is not one to undo")
+        was_end = parse_time(before.get("valid_to"))
+        return await self.update(
+            scope,
+            fact_id,
+            version=version,
+            text=before["text"] if before.get("text") != fact.text else None,
+            category=Category(before["category"]) if before.get("category") != str(fact.category) else None,
+            valid_to=was_end if was_end != fact.valid_to else ...,
+            actor=actor,
+            reason="undone",
+        )
 
     # -- the "Still true?" list ----------------------------------------------------
 

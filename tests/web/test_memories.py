@@ -60,7 +60,7 @@ def test_add_edit_history_retract_restore(signed_in: Page, api, shoot):
     row.get_by_role("link", name="Edit…").click()
     page.get_by_label("Text").fill("I live in Porto")
     page.get_by_role("button", name="Save correction").click()
-    expect(page.locator(".flash")).to_contain_text("Saved")
+    expect(page.locator(".flash")).to_contain_text("Corrected")
     (edited,) = facts(api)
     assert edited["id"] == added["id"] and edited["text"] == "I live in Porto" and edited["version"] == 2
     page.goto("/memories")

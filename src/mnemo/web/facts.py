@@ -98,7 +98,7 @@ async def edit(request: Request, session: SessionDep, form: FormDep, fact: str) 
         return await render_fact(request, session, fid, edit=typed, error=problem, status=422)
     memory = memory_of(request)
     try:
-        await memory.edit(session.scope, fid, typed["text"], version=version, category=category)
+        edited = await memory.edit(session.scope, fid, typed["text"], version=version, category=category)
     except Duplicate as exc:  # a conflict of its own: saving again would not help
         problem = (
             f"Another of your memories already says this ({exc.existing}): open it from the list to"
@@ -116,7 +116,7 @@ async def edit(request: Request, session: SessionDep, form: FormDep, fact: str) 
     except InvalidInput as exc:
         return await render_fact(request, session, fid, edit=typed, error=str(exc), status=422)
     back = local_path(form.get("next"), f"/memories/{fid}")
-    return redirect(back, "Saved. The earlier text is kept in its history.")
+    return redirect(back, "Corrected. The earlier text is kept in its history.", undo=edited)
 
 
 @router.post("/memories/{fact}/end")
@@ -134,23 +134,39 @@ async def end(request: Request, session: SessionDep, form: FormDep, fact: str) -
     if version is None:
         return await render_fact(request, session, fid, error="The form was incomplete.", status=422)
     try:
-        await memory_of(request).update(session.scope, fid, version=version, valid_to=until)
+        ended = await memory_of(request).update(session.scope, fid, version=version, valid_to=until)
     except Conflict:
         problem = "This memory changed since you opened it (it now reads as shown above): set its end again."
         return await render_fact(request, session, fid, error=problem, status=409)
     except InvalidInput as exc:
         return await render_fact(request, session, fid, error=str(exc), status=422)
     said = f"It holds until the end of {day}." if until else "It has no end now."
-    return redirect(f"/memories/{fid}", f"Saved. {said}")
+    return redirect(f"/memories/{fid}", f"Saved. {said}", undo=ended)
 
 
 @router.post("/memories/{fact}/retract")
 async def retract(request: Request, session: SessionDep, form: FormDep, fact: str) -> Response:
     fid = fact_id(fact)
     reason = text(form, "reason", 500) or None
-    await memory_of(request).retract(session.scope, fid, reason=reason)
+    gone = await memory_of(request).retract(session.scope, fid, reason=reason)
     back = local_path(form.get("next"), f"/memories/{fid}")
-    return redirect(back, "Retracted: it is no longer recalled. Restore brings it back.")
+    return redirect(back, "Retracted: it is no longer recalled.", undo=gone)
+
+
+@router.post("/memories/{fact}/undo")
+async def undo(request: Request, session: SessionDep, form: FormDep, fact: str) -> Response:
+    """Take back the memory's last change (a correction, an end, a retraction) if nothing
+    changed it since (Memory.undo)."""
+    fid = fact_id(fact)
+    version = number(text(form, "version", 20), low=1)
+    if version is None:
+        return redirect(f"/memories/{fid}", "Nothing was undone: the form was incomplete.", kind="error")
+    try:
+        await memory_of(request).undo(session.scope, fid, version)
+    except (Conflict, InvalidInput):
+        said = "Nothing was undone: the memory changed since (its history shows how)."
+        return redirect(f"/memories/{fid}", said, kind="error")
+    return redirect(f"/memories/{fid}", "Undone: the memory is as it was before.")
 
 
 @router.post("/memories/{fact}/restore")

@@ -16,7 +16,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse
 
-from ..domain import Fact, as_utc, utcnow
+from ..domain import Fact, as_utc, is_uuid, utcnow
 from ..http.headers import HEADERS
 from .history import rests_on, source_label
 
@@ -111,24 +111,34 @@ def _no_chat_model(request: Request) -> bool:
     return memory is not None and memory.chat is None
 
 
-def redirect(url: str, flash: str | None = None, *, kind: str = "ok") -> RedirectResponse:
-    """See Other (a POST's answer): the browser GETs `url`, which shows `flash`."""
+def redirect(
+    url: str, flash: str | None = None, *, kind: str = "ok", undo: Fact | None = None
+) -> RedirectResponse:
+    """See Other (a POST's answer): the browser GETs `url`, which shows `flash`; with `undo`
+    (the memory as the action left it), an Undo button beside it (Memory.undo)."""
     response = RedirectResponse(url, status_code=303, headers=HEADERS)
     if flash:
-        payload = json.dumps({"kind": kind, "text": flash[:500]}).encode()
+        said: dict[str, object] = {"kind": kind, "text": flash[:500]}
+        if undo is not None:
+            said["undo"] = {"id": undo.id, "version": undo.version}
+        payload = json.dumps(said).encode()
         value = base64.urlsafe_b64encode(payload).decode()
         response.set_cookie(FLASH_COOKIE, value, max_age=60, path="/", httponly=True, samesite="strict")
     return response
 
 
-def _read_flash(request: Request) -> list[dict[str, str]]:
+def _read_flash(request: Request) -> list[dict[str, Any]]:
     raw = request.cookies.get(FLASH_COOKIE)
     if not raw:
         return []
     try:
         data = json.loads(base64.urlsafe_b64decode(raw.encode()))
-        return [{"kind": str(data["kind"]), "text": str(data["text"])}]
-    except (ValueError, KeyError, TypeError):
+        flash: dict[str, Any] = {"kind": str(data["kind"]), "text": str(data["text"])}
+        undo = data.get("undo")
+        if isinstance(undo, dict) and is_uuid(str(undo.get("id"))) and isinstance(undo.get("version"), int):
+            flash["undo"] = {"id": str(undo["id"]), "version": int(undo["version"])}
+        return [flash]
+    except (ValueError, KeyError, TypeError, AttributeError):
         return []
 
 

@@ -1,0 +1,39 @@
+"""Undo takes back a memory's last change while it is still the last: a correction, an end, a
+retraction; anything else, or a memory changed since, is left as it is. Both backends."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from mnemo.domain import Action, Category, Conflict, InvalidInput, NotFound, Status
+
+
+async def test_a_correction_an_end_and_a_retraction_are_taken_back(memory, alice, clock):
+    fact = await memory.add(alice, "I live in Lisbon", category=Category.IDENTITY)
+    edited = await memory.update(alice, fact.id, version=1, text="I live in Porto", category=Category.OTHER)
+    back = await memory.undo(alice, fact.id, edited.version)
+    assert (back.text, back.category, back.version) == ("I live in Lisbon", Category.IDENTITY, 3)
+    ended = await memory.update(alice, fact.id, version=3, valid_to=clock.now + timedelta(days=2))
+    assert (await memory.undo(alice, fact.id, ended.version)).valid_to is None
+    gone = await memory.retract(alice, fact.id)
+    assert (await memory.undo(alice, fact.id, gone.version)).status == Status.ACTIVE
+    history = await memory.history(alice, fact.id)
+    assert [e.action for e in history] == [Action.CREATE, *[Action.EDIT] * 4, Action.RETRACT, Action.RESTORE]
+    assert [e.reason for e in history if e.reason == "undone"] == ["undone", "undone"]
+    assert (await memory.verify_audit(alice.user_id)).ok
+
+
+async def test_a_memory_changed_since_or_another_kind_of_change_is_left_alone(memory, alice, bob):
+    fact = await memory.add(alice, "I live in Lisbon")
+    edited = await memory.update(alice, fact.id, version=1, text="I live in Porto")
+    await memory.update(alice, fact.id, version=edited.version, category=Category.IDENTITY)
+    with pytest.raises(Conflict):
+        await memory.undo(alice, fact.id, edited.version)
+    pinned = await memory.pin(alice, fact.id)
+    with pytest.raises(InvalidInput, match="not one to undo"):
+        await memory.undo(alice, fact.id, pinned.version)
+    with pytest.raises(NotFound):
+        await memory.undo(bob, fact.id, pinned.version)
+    assert (await memory.get(alice, fact.id)).text == "I live in Porto"
