@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 import logging
 import random
+import re
 import sys
 from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
@@ -885,7 +886,7 @@ class Memory:
         in [since, until)."""
         ids = None
         if q is not None:
-            if not normalise(q):
+            if not WORD.search(normalise(q)):  # no word to look for: reading every message would find none
                 raise InvalidInput("q has no words to look for")
             ids = list(dict.fromkeys(c for c, _, _ in await self.store.messages_saying(user_id, [q])))
         return await self.store.conversation_summaries(
@@ -902,7 +903,8 @@ class Memory:
         jobs = await self.store.list_jobs(user_id, conversation_id=conversation_id, limit=TURNS_SHOWN)
         turns = tuple(StoredTurn.of(j) for j in jobs)
         everything = Scope(user_id, all_agents=True)
-        memories = await self.store.learnt_in(everything, conversation_id, TURNS_SHOWN)
+        began = found[0].created_at  # a kept memory of an erased conversation of the same id: not this one's
+        memories = await self.store.learnt_in(everything, conversation_id, began, TURNS_SHOWN)
         known = {f.id for f in memories}
         taught = dict.fromkeys(
             fid for t in turns for ids in t.facts.values() for fid in ids if fid not in known
@@ -966,6 +968,7 @@ class Memory:
 
 
 _ATTEMPTS = 100
+WORD = re.compile(r"\w")
 TURNS_SHOWN = 500  # a conversation's page shows this many of its turns, and of the memories they taught
 KEPT_WITHIN = timedelta(days=1)  # a memory said or kept this recently is kept already
 

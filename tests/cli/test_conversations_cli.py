@@ -37,6 +37,8 @@ def test_conversations_are_listed_found_and_shown(mnemo: Invoke) -> None:
     missing = mnemo("conversations", "show", "nope")
     assert missing.exit_code != 0 and "No conversation nope" in missing.stderr
     assert as_json(mnemo("conversations", "list", "--since", "2999-01-01", "--json")) == []
+    too_far = mnemo("conversations", "list", "--offset", "99999999999999999999")
+    assert too_far.exit_code == 2 and "--offset" in too_far.stderr
     # another person's are not theirs
     ok(mnemo("remember", "-u", "Remember that I live in Oslo", "-a", "Noted.", user="bob"))
     assert [c["opening"] for c in as_json(mnemo("conversations", "list", "--json", user="bob"))] == [

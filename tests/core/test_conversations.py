@@ -86,3 +86,39 @@ async def test_an_erased_message_gives_no_opening_and_an_erased_memory_no_text(m
     assert all("4412" not in m.content for m in again.messages)
     assert [f.text for f in again.memories if f.id == locker.id] == [""]
     assert await memory.conversation_list(alice.user_id, q="4412") == []
+
+
+async def test_a_search_matching_more_conversations_than_a_statement_names_pages_them(memory, alice, clock):
+    jobs = memory.settings.jobs.model_copy(update={"max_queued_per_user": 0})
+    memory.settings = memory.settings.model_copy(update={"jobs": jobs})
+    for i in range(520):  # past the 500 ids one statement names
+        clock.advance(seconds=1)
+        await _said(memory, alice, f"c{i:03}", f"tea number {i}")
+    await _said(memory, alice, "other", "coffee")
+    first = await memory.conversation_list(alice.user_id, q="tea", limit=10)
+    assert [c.id for c in first] == [f"c{i:03}" for i in range(519, 509, -1)]
+    last = await memory.conversation_list(alice.user_id, q="tea", limit=10, offset=515)
+    assert [c.id for c in last] == ["c004", "c003", "c002", "c001", "c000"]
+    assert last[0].opening == "tea number 4"
+
+
+async def test_messages_carry_when_they_were_said(memory, alice, clock):
+    await _said(memory, alice, "c1", "I like tea")
+    seen = await memory.conversation(alice.user_id, "c1")
+    assert all(m.at == clock.now for m in seen.messages)
+
+
+async def test_a_new_conversation_with_an_erased_ones_id_is_not_given_its_memories(memory, alice, clock):
+    await _said(memory, alice, "c1", "Remember that my favourite colour is teal")
+    await _learn(memory)
+    await memory.erase_conversation(alice.user_id, "c1", with_facts=False)  # the memory stays
+    clock.advance(hours=1)
+    await _said(memory, alice, "c1", "What is the weather like?")
+    assert (await memory.conversation(alice.user_id, "c1")).memories == ()
+
+
+async def test_a_search_with_no_word_is_refused(memory, alice):
+    await _said(memory, alice, "c1", "I like tea 😀")
+    for nothing in ("%", "😀", '"', "?!"):
+        with pytest.raises(InvalidInput, match="no words"):
+            await memory.conversation_list(alice.user_id, q=nothing)

@@ -54,7 +54,7 @@ def pages_to_check(api, llm, server) -> list[str]:
         "/review",
         "/review/stale",
         "/conversations",
-        "/conversations/chat-42",
+        "/conversation?id=chat-42",
         "/erasures",
         "/settings",
         "/audit",
@@ -131,7 +131,7 @@ def test_every_page_fits_a_phone(browser: Browser, server, api, llm, shoot):
             assert width <= 375, f"{path} is {width} px wide on a 375 px screen"
             name = path.strip("/").replace("/stale", "-stale").split("/")[0]
             name += "-fact" if path.startswith("/memories/") else ""
-            name += "-one" if path.startswith("/conversations/") else ""
+            name = name.replace("conversation?id=chat-42", "conversation")
             name += "-purge" if path.endswith("/purge") else ""
             shoot(page, f"16-phone-{name}")
     finally:

@@ -60,7 +60,7 @@ def test_a_learnt_turn_links_what_it_taught_and_the_chart_counts_today(signed_in
     expect(rows.nth(1)).to_contain_text("Default assistant")
     conversation = rows.nth(1).get_by_role("link", name="conversation")
     cello_conversation = ok(api.get(f"/v1/turns/{cello_turn}"))["conversation_id"]
-    expect(conversation).to_have_attribute("href", f"/conversations/{cello_conversation}")
+    expect(conversation).to_have_attribute("href", f"/conversation?id={cello_conversation}")
     expect(rows.nth(2).locator(".said-state")).to_have_text("Learnt.")
     expect(rows.nth(2).locator("dt")).to_have_text(["Learnt"])
     expect(rows.nth(2).get_by_role("link", name="I have a cat named Miso")).to_have_attribute(

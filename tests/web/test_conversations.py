@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow  # a browser against a real server
 def test_the_list_a_conversation_and_its_erase_link(signed_in: Page, api, llm, shoot):
     hold_candidates(api, llm)  # conversation chat-42: five memories held for review
     body = {"messages": [{"role": "user", "content": "What time is it in <Lima>?"}]}
-    ok(api.post("/v1/turns", json={**body, "conversation_id": "other/one"}), 202)
+    ok(api.post("/v1/turns", json={**body, "conversation_id": "../x/erase"}), 202)
     page = signed_in
     page.set_viewport_size({"width": 1280, "height": 900})
     page.get_by_role("link", name="Conversations").click()
@@ -53,10 +53,19 @@ def test_the_list_a_conversation_and_its_erase_link(signed_in: Page, api, llm, s
     page.get_by_role("link", name="Erase this conversation…").click()
     expect(page.get_by_role("heading", name="Erase this conversation for good?")).to_be_visible()
 
-    # an id with a slash reads back; another person's or an unknown one is not found
-    page.goto("/conversations/other%2Fone")
+    # an id with a slash, dots or "/erase" in it reads back; an unknown one, or one no id can
+    # be (a NUL), is not found; the last day there is is a day to filter by
+    page.goto("/conversations")
+    rows.nth(0).get_by_role("link").click()
     expect(page.locator("#messages")).to_contain_text("What time is it in <Lima>?")
-    assert page.goto("/conversations/nope").status == 404
+    page.get_by_role("link", name="Erase this conversation…").click()
+    expect(page.locator("code").first).to_have_text("../x/erase")
+    page.get_by_role("button", name="Erase the conversation").click()
+    expect(page.get_by_role("heading", name="Receipt of an erasure")).to_be_visible()
+    assert ok(api.get("/v1/conversations"))["items"][0]["id"] == "chat-42"
+    assert page.goto("/conversation?id=nope").status == 404
+    assert page.goto("/conversation?id=a%00b").status == 404
+    assert page.goto("/conversations?to=9999-12-31").status == 200
 
 
 def test_the_list_pages_with_its_filters_kept(server, api):

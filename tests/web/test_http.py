@@ -40,7 +40,7 @@ def test_without_signing_in_pages_send_you_to_sign_in_and_forms_change_nothing(s
             "/review",
             "/review/stale",
             "/conversations",
-            "/conversations/c1",
+            "/conversation?id=c1",
             "/settings",
         )
         pages += ("/audit", "/try", "/export.jsonl")

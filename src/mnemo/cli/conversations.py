@@ -13,7 +13,7 @@ from ..domain import ConversationSummary, ConversationView, conversation_id
 from ..schemas import ConversationPublic, ConversationSummaryPublic
 from ..store.base import UNSET
 from . import output
-from .options import Json, Limit
+from .options import Json, Limit, Offset
 from .runtime import Session, parse_when, run
 
 conversations = typer.Typer(help="Your conversations and what each one taught.", no_args_is_help=True)
@@ -30,7 +30,7 @@ def list_(
     since: When = None,
     until: When = None,
     limit: Limit = 50,
-    offset: Annotated[int, typer.Option("--offset", min=0)] = 0,
+    offset: Offset = 0,
     json: Json = False,
 ) -> None:
     """Your conversations, newest first: when each began, how many messages, how it opened

@@ -11,7 +11,7 @@ from rich.text import Text
 from ..batch.export import event_record
 from ..domain import Category, Status, StatusFilter, Turn, utcnow
 from . import output
-from .options import AsOf, FactId, Json, Limit
+from .options import AsOf, FactId, Json, Limit, Offset
 from .runtime import Session, parse_when, run
 
 app = typer.Typer()
@@ -93,7 +93,7 @@ def list_(
     ctx: typer.Context,
     status: Annotated[StatusFilter, typer.Option("--status", "-s")] = StatusFilter.ACTIVE,
     limit: Limit = 50,
-    offset: Annotated[int, typer.Option("--offset", min=0)] = 0,
+    offset: Offset = 0,
     as_of: AsOf = None,
     json: Json = False,
 ) -> None:

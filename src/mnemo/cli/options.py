@@ -20,4 +20,5 @@ AsOf = Annotated[
         help="Answer as memory stood then: ISO date or date-time, naive = UTC.",
     ),
 ]
-Limit = Annotated[int, typer.Option("--limit", "-n", min=1, help="At most this many.")]
+Limit = Annotated[int, typer.Option("--limit", "-n", min=1, max=1_000_000, help="At most this many.")]
+Offset = Annotated[int, typer.Option("--offset", min=0, max=1_000_000_000, help="Skip this many.")]

@@ -9,7 +9,7 @@ import typer
 from ..domain import FACT_KINDS, StoredTurn, TurnState, dropped_words, known_id
 from ..schemas import TurnPublic
 from . import output
-from .options import Json, Limit
+from .options import Json, Limit, Offset
 from .runtime import Session, run
 
 turns = typer.Typer(help="Your stored turns and what each one learnt.", no_args_is_help=True)
@@ -27,7 +27,7 @@ def list_(
         TurnState | None, typer.Option("--state", "-s", help="Only turns in this state.")
     ] = None,
     limit: Limit = 50,
-    offset: Annotated[int, typer.Option("--offset", min=0)] = 0,
+    offset: Offset = 0,
     json: Json = False,
 ) -> None:
     """Stored turns, newest first: state, reason, and how many facts of each kind they touched."""

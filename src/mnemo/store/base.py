@@ -256,8 +256,9 @@ class SearchStore(Protocol):
         `start` and before `end`, those said last first."""
 
     async def pinned(self, scope: Scope) -> list[Fact]: ...
-    async def learnt_in(self, scope: Scope, conversation_id: str, limit: int) -> list[Fact]:
-        """The scope's facts whose source is that conversation (any status), oldest first."""
+    async def learnt_in(self, scope: Scope, conversation_id: str, since: datetime, limit: int) -> list[Fact]:
+        """The scope's facts whose source is that conversation, made at or after `since` (any
+        status), oldest first."""
 
     async def unheard(self, scope: Scope, before: Mapping[Category, datetime], limit: int) -> list[Fact]:
         """Active facts with no end, of the categories in `before`, neither said (nor kept) nor

@@ -39,7 +39,6 @@ STATIC = Path(__file__).parent / "static"
 def install(app: FastAPI, try_it: Chat) -> None:
     """The pages at / (outside the API's schema); `try_it` answers the Try it page."""
     app.state.web_chat = try_it
-    # conversations after erasure: its /conversations/{id}/erase is not read as an id ending "/erase"
     pages = (
         auth,
         memories,

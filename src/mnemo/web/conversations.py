@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..domain import InvalidInput, StoredTurn
+from ..domain import InvalidInput, InvalidValue, NotFound, StoredTurn, conversation_id
 from ..store.base import UNSET
 from .forms import PAGE_SIZE, number, text
 from .render import page
@@ -47,7 +47,7 @@ async def conversations(request: Request, session: SessionDep) -> Response:
             q=q or None,
             agent=chosen,
             since=since,
-            until=until + timedelta(days=1) if until else None,
+            until=until + timedelta(days=1) if until and until.date() < date.max else None,
             limit=PAGE_SIZE + 1,
             offset=offset,
         )
@@ -80,8 +80,14 @@ async def conversations(request: Request, session: SessionDep) -> Response:
     )
 
 
-@router.get("/conversations/{conversation:path}")
-async def conversation(request: Request, session: SessionDep, conversation: str) -> Response:
+@router.get("/conversation")
+async def conversation(request: Request, session: SessionDep) -> Response:
+    """One conversation, named by `?id=` (an id of any characters: no path segment to misread)."""
+    asked = str(request.query_params.get("id", ""))  # as sent: a NUL is no character to drop
+    try:
+        conversation = conversation_id(asked)
+    except InvalidValue:
+        raise NotFound(f"no conversation {asked[:80]!r}") from None
     view = await memory_of(request).conversation(session.user.id, conversation)
     agents = await accounts_of(request).agents(session.user.id)
     # each turn's note goes under its last message still in the conversation

@@ -92,7 +92,20 @@ async def erase_memories(request: Request, session: SessionDep, form: FormDep) -
     return await receipt_page(request, receipt, _DONE)
 
 
-@router.get("/conversations/{conversation:path}/erase")
+@router.get("/conversation/erase")
+async def conversation_asked(request: Request, session: SessionDep) -> Response:
+    """What erasing the conversation named by `?id=` takes (an id of any characters: no path
+    segment to misread)."""
+    return await conversation(request, session, str(request.query_params.get("id", "")))
+
+
+@router.post("/conversation/erase")
+async def erase_conversation_asked(request: Request, session: SessionDep, form: FormDep) -> Response:
+    asked = form.get("id")
+    return await erase_conversation(request, session, form, asked if isinstance(asked, str) else "")
+
+
+@router.get("/conversations/{conversation:path}/erase")  # the older links' form
 async def conversation(request: Request, session: SessionDep, conversation: str) -> Response:
     memory = memory_of(request)
     plan = await memory.conversation_erasure_plan(session.user.id, _conversation_id(conversation))
@@ -100,7 +113,7 @@ async def conversation(request: Request, session: SessionDep, conversation: str)
     return page(request, "erase_conversation.html", section="memories", plan=plan, said=len(said))
 
 
-@router.post("/conversations/{conversation:path}/erase")
+@router.post("/conversations/{conversation:path}/erase")  # the older forms' form
 async def erase_conversation(
     request: Request, session: SessionDep, form: FormDep, conversation: str
 ) -> Response:

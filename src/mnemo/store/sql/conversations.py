@@ -9,9 +9,21 @@ from typing import Any
 from ...domain import ConversationSummary
 from ..base import UNSET
 from ..rows import when
+from .erasure import CHUNK, chunks
 from .tx import Tx, marks
 
 OPENING = 200  # characters of the first user message a summary carries
+
+
+def _of_agent(agent: Any) -> tuple[str, list[Any]]:
+    """The condition on `c.agent_id` (appended to another) and its parameters."""
+    if agent is UNSET:
+        return "", []
+    return (" AND c.agent_id IS NULL", []) if agent is None else (" AND c.agent_id = ?", [agent])
+
+
+def _within(at: datetime, since: datetime | None, until: datetime | None) -> bool:
+    return (since is None or at >= since) and (until is None or at < until)
 
 
 async def summaries(
@@ -29,14 +41,27 @@ async def summaries(
     `until`, each with its messages' count, its last message's time and its opening."""
     if ids is not None and not ids:
         return []
+    if ids is not None and len(ids) > CHUNK:  # the page's ids first, a chunk of them at a time
+        heads: list[tuple[Any, str]] = []
+        mine, theirs = _of_agent(agent)
+        for chunk in chunks(list(ids)):
+            found = await tx.all(
+                f"SELECT c.created_at, c.id FROM conversations c WHERE c.user_id = ?{mine}"
+                f" AND c.id IN ({marks(len(chunk))})",
+                [user_id, *theirs, *chunk],
+            )
+            heads += [(when(r[0]), r[1]) for r in found if _within(when(r[0]), since, until)]
+        heads.sort(reverse=True)
+        page = [i for _, i in heads[offset : offset + limit]]
+        return await summaries(tx, user_id, page, agent, since, until, limit, 0) if page else []
     where: list[str] = ["c.user_id = ?"]
     params: list[Any] = [user_id]
     if ids is not None:
         where.append(f"c.id IN ({marks(len(ids))})")
         params += ids
-    if agent is not UNSET:
-        where.append("c.agent_id IS NULL" if agent is None else "c.agent_id = ?")
-        params += [] if agent is None else [agent]
+    mine, theirs = _of_agent(agent)
+    where[0] += mine
+    params += theirs
     if since is not None:
         where.append("c.created_at >= ?")
         params.append(since)

@@ -229,12 +229,12 @@ async def unheard(tx: Tx, scope: Scope, before: Mapping[Category, datetime], lim
     return await facts(tx, scope, where, params, f"ORDER BY {heard}, f.rowid LIMIT {int(limit)}")
 
 
-async def learnt_in(tx: Tx, scope: Scope, conversation_id: str, limit: int) -> list[Fact]:
-    """The scope's facts whose source is that conversation (any status), oldest first."""
-    where = f"{tx.json_text('f.source', 'conversation_id')} = ?"
-    return await facts(
-        tx, scope, where, (conversation_id,), f"ORDER BY f.created_at, f.rowid LIMIT {int(limit)}"
-    )
+async def learnt_in(tx: Tx, scope: Scope, conversation_id: str, since: datetime, limit: int) -> list[Fact]:
+    """The scope's facts whose source is that conversation, made at or after `since` (when it
+    began: not those of an erased one whose id it took again), any status, oldest first."""
+    where = f"{tx.json_text('f.source', 'conversation_id')} = ? AND f.created_at >= ?"
+    tail = f"ORDER BY f.created_at, f.rowid LIMIT {int(limit)}"
+    return await facts(tx, scope, where, (conversation_id, since), tail)
 
 
 async def pinned(tx: Tx, scope: Scope) -> list[Fact]:

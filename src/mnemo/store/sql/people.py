@@ -379,8 +379,8 @@ async def rewrite_messages(
 
 async def conversation_messages(tx: Tx, user_id: str, conversation_id: str) -> list[Message]:
     rows = await tx.all(
-        "SELECT id, role, content, erased_at FROM messages WHERE user_id = ? AND conversation_id = ?"
-        " ORDER BY created_at, id",
+        "SELECT id, role, content, erased_at, created_at FROM messages WHERE user_id = ?"
+        " AND conversation_id = ? ORDER BY created_at, id",
         (user_id, conversation_id),
     )
-    return [Message(r[1], r[2], r[0], erased_at=parse_time(r[3])) for r in rows]
+    return [Message(r[1], r[2], r[0], at=parse_time(r[4]), erased_at=parse_time(r[3])) for r in rows]

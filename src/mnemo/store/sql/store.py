@@ -347,8 +347,8 @@ class SQLStore(ABC, Generic[X, Pending]):
     async def pinned(self, scope: Scope) -> list[Fact]:
         return await self._read(scope.user_id, facts.pinned, scope)
 
-    async def learnt_in(self, scope: Scope, conversation_id: str, limit: int) -> list[Fact]:
-        return await self._read(scope.user_id, facts.learnt_in, scope, conversation_id, limit)
+    async def learnt_in(self, scope: Scope, conversation_id: str, since: datetime, limit: int) -> list[Fact]:
+        return await self._read(scope.user_id, facts.learnt_in, scope, conversation_id, since, limit)
 
     async def unheard(self, scope: Scope, before: Mapping[Category, datetime], limit: int) -> list[Fact]:
         return await self._read(scope.user_id, facts.unheard, scope, before, limit)
