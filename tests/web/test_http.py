@@ -54,3 +54,19 @@ def test_without_signing_in_pages_send_you_to_sign_in_and_forms_change_nothing(s
         reply = client.get("/signin?next=//evil.example/x")
         assert 'name="next" value=""' in reply.text  # only places on this site
     assert ok(api.get("/v1/memories"))["items"] == []
+
+
+def test_a_browser_on_an_address_that_is_no_page_or_takes_a_form_gets_a_page(server, api):
+    fact = ok(api.post("/v1/memories", json={"text": "I live in Lisbon"}), 201)
+    html = {"Accept": "text/html,application/xhtml+xml"}
+    with httpx2.Client(base_url=server.base_url, follow_redirects=True) as browser:
+        assert browser.post("/signin", data={"key": server.token}).status_code == 200
+        reloaded = browser.get(f"/memories/{fact['id']}/retract", headers=html)  # a form's address
+        assert reloaded.status_code == 405 and "text/html" in reloaded.headers["content-type"]
+        assert "Use the page" in reloaded.text and reloaded.headers["allow"] == "POST"
+        nowhere = browser.get("/nowhere", headers=html)
+        assert nowhere.status_code == 404 and "Not found" in nowhere.text
+        # the API, and a client that does not ask for a page, answer as before
+        assert browser.get("/v1/nowhere", headers=html).json()["error"]["message"] == "Not Found"
+        assert browser.get(f"/memories/{fact['id']}/retract").json()["error"]["message"]
+    assert ok(api.get(f"/v1/memories/{fact['id']}"))["status"] == "active"

@@ -15,6 +15,7 @@ from rich.text import Text
 from ..batch.backfill import KINDS, Backfill, DeleteReport, NoModel, Report, Stop
 from ..build import Core
 from ..domain import as_utc
+from ..wording import plural
 from . import output
 from .interrupt import two_step_interrupt
 from .options import Json
@@ -209,10 +210,6 @@ def learn_command(
     return shown_command(ctx, *args, user=users[0] if users is not None and len(users) == 1 else None)
 
 
-def _plural(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
 def _show(report: Report, widen: str | None) -> None:
     table = Table(title="Backfill" + ("" if report.applied else " (dry run: nothing written)"))
     table.add_column("user", no_wrap=True)
@@ -236,7 +233,7 @@ def _show(report: Report, widen: str | None) -> None:
     conversations, messages, oldest = report.outside
     if oldest is not None and report.run.since is not None:
         output.say(
-            f"Left out: {_plural(conversations, 'conversation')} with {_plural(messages, 'user message')}"
+            f"Left out: {plural(conversations, 'conversation')} with {plural(messages, 'user message')}"
             f" said before the window (since {report.run.since:%Y-%m-%d %H:%M} UTC) and not learnt yet,"
             f" the oldest on {as_utc(oldest):%Y-%m-%d}. To learn from them too:",
             "yellow",

@@ -11,6 +11,7 @@ import typer
 
 from .. import receipts as signing
 from ..domain import Receipt
+from ..wording import plural
 from . import output
 from .admin import audit
 from .options import Json
@@ -61,9 +62,9 @@ def erase_conversation(
             plan = await s.memory.conversation_erasure_plan(s.user.id, conversation_id)
             learnt = len(plan.cited_by)
             offer = (
-                f"the {learnt} memories learnt from it go with it (--with-memories)"
+                f"the {plural(learnt, 'memory')} learnt from it go with it (--with-memories)"
                 if with_memories
-                else f"the {learnt} memories learnt from it stay (--with-memories erases them)"
+                else f"the {plural(learnt, 'memory')} learnt from it stay (--with-memories erases them)"
             )
             raise CliFailure(
                 f"Not erased. Erasing removes conversation {conversation_id!r} and all its messages for "
@@ -88,7 +89,8 @@ def erase_everything(ctx: typer.Context, yes: Yes = False, json: Json = False) -
             plan = await s.memory.everything_plan(s.user.id)
             raise CliFailure(
                 f"Not erased. Erasing everything of {s.user.name!r} removes the text of "
-                f"{len(plan.facts)} memories, {len(plan.conversations)} conversations with their messages "
+                f"{plural(len(plan.facts), 'memory')}, {plural(len(plan.conversations), 'conversation')}"
+                " with their messages "
                 "and queued turns, every agent (its name and persona) and every API key, for good. "
                 "It cannot be undone. "
                 "Run again with --yes to erase."

@@ -14,6 +14,7 @@ from ..build import Core, check_database_url
 from ..domain import Conflict
 from ..settings import Settings
 from ..store.private_files import private_directory
+from ..wording import plural
 from . import keys, output, usage
 from .options import Json
 from .runtime import BAD_INPUT, FAILED, CliFailure, Options, guarded, no_user, one_user, run_core
@@ -121,7 +122,7 @@ def worker_command(
 
     done = run_core(ctx, work, needs_db=False)
     if once:
-        output.say(f"Processed {done} job{'s' if done != 1 else ''}.")
+        output.say(f"Processed {plural(done or 0, 'job')}.")
     else:
         output.say("mnemo worker stopped.")
 

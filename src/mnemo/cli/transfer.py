@@ -18,6 +18,7 @@ from ..batch import export
 from ..batch.transfer import CONVERSATION_FORMATS, FACT_FORMATS, Format, ImportReport, import_file
 from ..build import Core
 from ..domain import Conflict
+from ..wording import plural
 from . import output
 from .backfill import learn_command
 from .options import Json
@@ -170,12 +171,14 @@ def _show(r: ImportReport, learn: str | None) -> None:
     verb = "Would import" if r.dry_run else "Imported"
     parts = []
     if r.format == "mnemo":
-        parts.append(f"{r.agents_added} of {r.agents} agents" if not r.dry_run else f"{r.agents} agents")
+        parts.append(
+            f"{r.agents_added} of {plural(r.agents, 'agent')}" if not r.dry_run else plural(r.agents, "agent")
+        )
     if r.facts or r.format in ("mnemo", *FACT_FORMATS):
-        parts.append(f"{r.facts_added} memories ({r.facts_present} already here)")
+        parts.append(f"{plural(r.facts_added, 'memory')} ({r.facts_present} already here)")
     if r.conversations or r.format not in FACT_FORMATS:
         parts.append(
-            f"{r.conversations_added} conversations with {r.messages_added} messages"
+            f"{plural(r.conversations_added, 'conversation')} with {plural(r.messages_added, 'message')}"
             f" ({r.conversations_present} already here)"
         )
     output.say(Text.assemble((f"{verb} for {r.user}: ", "green"), "; ".join(parts)))
@@ -186,15 +189,18 @@ def _show(r: ImportReport, learn: str | None) -> None:
         )
         typer.echo(f"  {learn}")  # unwrapped, to copy
     if r.blocked:
-        output.say(f"{r.blocked} memories were left out: they hold what your sensitive-data gate blocks.")
+        left = plural(r.blocked, "memory was", "memories were")
+        output.say(f"{left} left out: they hold what your sensitive-data gate blocks.")
     if r.held:
         output.say(
-            f"{r.held} memories read as instructions to an assistant: they wait for your review"
-            " (mnemo review) and are not recalled until you approve them."
+            f"{plural(r.held, 'memory reads', 'memories read')} as instructions to an assistant: they wait"
+            " for your review (mnemo review) and are not recalled until you approve them."
         )
     if r.conversations_empty:
-        output.say(f"{r.conversations_empty} conversations had no user or assistant text and were left out.")
+        empty = plural(r.conversations_empty, "conversation")
+        output.say(f"{empty} had no user or assistant text and were left out.")
     if r.re_embedded:
-        output.say(f"{r.re_embedded} memories were embedded again with this store's model.")
+        again = plural(r.re_embedded, "memory was", "memories were")
+        output.say(f"{again} embedded again with this store's model.")
     if r.audit_ok is False:
         output.error("The audit log does not verify after the import: mnemo audit verify")

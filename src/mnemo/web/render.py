@@ -18,6 +18,7 @@ from starlette.responses import HTMLResponse, RedirectResponse
 
 from ..domain import Fact, as_utc, is_uuid, utcnow
 from ..http.headers import HEADERS
+from ..wording import plural
 from .history import rests_on, source_label
 
 FLASH_COOKIE = "mnemo_flash"
@@ -61,10 +62,6 @@ def iso(value: datetime | None) -> str:
 
 def percent(value: float | None) -> str:
     return "—" if value is None else f"{round(value * 100)}%"
-
-
-def plural(count: int, one: str, many: str | None = None) -> str:
-    return f"{count} {one if count == 1 else (many or one + 's')}"
 
 
 environment = Environment(
