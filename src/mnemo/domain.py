@@ -433,6 +433,11 @@ class StorageFull(MnemoError):
     """The database has no room left (its disk is full): nothing of the request was stored."""
 
 
+class NotRemembered(MnemoError):
+    """The person asked that the turn's conversation not be remembered: nothing of the turn is
+    stored (it is answered all the same)."""
+
+
 class QueueFull(MnemoError):
     """The person already has as many turns waiting to be learnt from as one may
     (`jobs.max_queued_per_user`): nothing of this turn was stored; try again after
@@ -888,6 +893,7 @@ class ConversationSummary:
     messages: int
     last_at: datetime | None  # when its last message was said (None: it has none)
     opening: str | None  # the start of its first user message not erased, as stored (masked)
+    remember: bool = True  # the person's switch: off, its later turns are neither stored nor learnt
 
 
 @dataclass(frozen=True, slots=True)

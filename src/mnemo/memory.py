@@ -66,6 +66,9 @@ from .domain import (
     text_hash,
     utcnow,
 )
+from .domain import (
+    conversation_id as conversation_id_of,
+)
 from .erasure import Eraser, Plan
 from .forgetting import Forgotten
 from .observe import QUIET, Observer
@@ -892,6 +895,18 @@ class Memory:
         return await self.store.conversation_summaries(
             user_id, ids=ids, agent=agent, since=since, until=until, limit=limit, offset=offset
         )
+
+    async def remember_conversation(
+        self, scope: Scope, conversation_id: str, on: bool
+    ) -> ConversationSummary:
+        """The person's switch for one conversation: off, its later turns are answered (with
+        recall) but neither stored nor learnt from, and backfill leaves it alone; what it holds
+        already stays until they erase it. A conversation not stored yet is created (the
+        scope's agent's), so that its first turn already knows."""
+        cid = conversation_id_of(conversation_id)
+        check_name("the conversation id", cid, await self.accounts.gate(scope.user_id))
+        await self.store.set_remember(scope.user_id, cid, scope.agent_id, on, self.clock())
+        return (await self.store.conversation_summaries(scope.user_id, ids=[cid], limit=1))[0]
 
     async def conversation(self, user_id: str, conversation_id: str) -> ConversationView:
         """One of the person's conversations: its messages, its turns, and the memories learnt

@@ -37,6 +37,9 @@ def test_conversations_are_listed_found_and_shown(mnemo: Invoke) -> None:
     missing = mnemo("conversations", "show", "nope")
     assert missing.exit_code != 0 and "No conversation nope" in missing.stderr
     assert as_json(mnemo("conversations", "list", "--since", "2999-01-01", "--json")) == []
+    quiet = as_json(mnemo("conversations", "remember", "quiet", "off", "--json"))
+    assert (quiet["id"], quiet["remember"]) == ("quiet", False)
+    assert "is not remembered" in ok(mnemo("conversations", "remember", "quiet", "off")).stdout
     too_far = mnemo("conversations", "list", "--offset", "99999999999999999999")
     assert too_far.exit_code == 2 and "--offset" in too_far.stderr
     # another person's are not theirs

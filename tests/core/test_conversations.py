@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from mnemo.domain import InvalidInput, NotFound, Scope, Turn
+from mnemo.domain import InvalidInput, NotFound, NotRemembered, Scope, Turn
 from tests.helpers import worker_for
 
 
@@ -122,3 +122,33 @@ async def test_a_search_with_no_word_is_refused(memory, alice):
     for nothing in ("%", "😀", '"', "?!"):
         with pytest.raises(InvalidInput, match="no words"):
             await memory.conversation_list(alice.user_id, q=nothing)
+
+
+async def test_a_conversation_not_remembered_stores_nothing_of_its_later_turns(memory, alice, bob):
+    await _said(memory, alice, "c1", "Remember that I like tea")
+    off = await memory.remember_conversation(alice, "c1", False)
+    assert (off.id, off.remember, off.messages) == ("c1", False, 2)
+    with pytest.raises(NotRemembered):
+        await _said(memory, alice, "c1", "Remember that my locker code is 4412")
+    seen = await memory.conversation(alice.user_id, "c1")
+    assert [m.content for m in seen.messages] == ["Remember that I like tea", "Noted."]  # what it held stays
+    assert not any("4412" in str(j) for j in await memory.jobs(alice.user_id))
+    # before its first turn, and only for its person: bob's c1 is his own
+    await memory.remember_conversation(alice, "fresh", False)
+    with pytest.raises(NotRemembered):
+        await _said(memory, alice, "fresh", "I like coffee")
+    assert (await memory.conversation(alice.user_id, "fresh")).summary.messages == 0
+    await _said(memory, bob, "c1", "I like cocoa")
+    assert (await memory.conversation(bob.user_id, "c1")).summary.remember is True
+    # on again: stored and learnt from
+    assert (await memory.remember_conversation(alice, "c1", True)).remember is True
+    await _said(memory, alice, "c1", "Remember that I like rooibos")
+    assert (await memory.conversation(alice.user_id, "c1")).summary.messages == 4
+
+
+async def test_backfill_leaves_a_conversation_not_remembered_alone(memory, alice):
+    await _said(memory, alice, "c1", "Remember that I like tea")
+    await _said(memory, alice, "c2", "Remember that I like coffee")
+    await memory.remember_conversation(alice, "c2", False)
+    refs = await memory.store.conversations_since(alice.user_id, None)
+    assert [r.id for r in refs] == ["c1"]

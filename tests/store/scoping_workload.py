@@ -37,6 +37,7 @@ from mnemo.domain import (
     MemoryMode,
     Message,
     NotFound,
+    NotRemembered,
     RecallVia,
     ReviewPolicy,
     Scope,
@@ -197,6 +198,10 @@ async def workload(url: str, embedder: Any, llm: ScriptedOpenAI, data_dir: Path,
         assert (await memory.conversation(alice.id, "c2")).summary.messages == 2
         with pytest.raises(NotFound):
             await memory.conversation(bob.id, "c2")
+        await memory.remember_conversation(me, "quiet", False)  # before its first turn
+        with pytest.raises(NotRemembered):
+            await memory.submit(_turn(me, "I like tea", conversation_id="quiet"))
+        await memory.remember_conversation(me, "quiet", True)
         assert [j.status for j in await memory.jobs(alice.id)] == [JobStatus.SKIPPED, JobStatus.WAITING]
         failing = worker_for(smart, clock=clock, backoff=timedelta(seconds=10), max_attempts=2)
         parked = await smart.submit(_turn(Scope(bob.id), "I have a dog named Rex."))

@@ -13,6 +13,7 @@ from ..domain import ConversationSummary, ConversationView, conversation_id
 from ..schemas import ConversationPublic, ConversationSummaryPublic
 from ..store.base import UNSET
 from . import output
+from .admin import OnOff
 from .options import Json, Limit, Offset
 from .runtime import Session, parse_when, run
 
@@ -99,3 +100,29 @@ def show(
         lines.append("memories learnt from it or touched by its turns:")
         lines += [f"  {f.id}  {f.status}  {output.printable(f.text) or '(erased)'}" for f in view.memories]
     output.stdout().print("\n".join(lines), highlight=False, soft_wrap=True, markup=False)
+
+
+@conversations.command()
+def remember(
+    ctx: typer.Context,
+    conversation: Annotated[str, typer.Argument(metavar="ID", help="The conversation's id.")],
+    switch: Annotated[OnOff, typer.Argument(help="off: its later turns are neither stored nor learnt from.")],
+    json: Json = False,
+) -> None:
+    """Your switch for one conversation: off, its later turns are answered (with recall) but
+    neither stored nor learnt from; on again, they are. Works before its first turn too."""
+
+    async def work(s: Session) -> ConversationSummary:
+        return await s.memory.remember_conversation(s.scope, conversation, switch is OnOff.ON)
+
+    done = run(ctx, work, creates=True)
+    if json:
+        output.emit_json(ConversationSummaryPublic.of(done).model_dump(mode="json"))
+    elif done.remember:
+        output.say(
+            f"Conversation {output.printable(done.id)} is remembered: its turns are stored and learnt from."
+        )
+    else:
+        output.say(
+            f"Conversation {output.printable(done.id)} is not remembered: its turns are answered, not stored."
+        )

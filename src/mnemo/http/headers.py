@@ -20,3 +20,4 @@ HEADERS = {
 AGENT_HEADER = "x-mnemo-agent"  # an agent's id or name: act as that agent
 CONVERSATION_HEADER = "x-mnemo-conversation"  # the conversation a proxied turn belongs to
 AUTOMATION_HEADER = "x-mnemo-automation"  # true: an automated request, never learnt from
+REMEMBER_HEADER = "x-mnemo-remember"  # off (or on): the person's switch for the conversation

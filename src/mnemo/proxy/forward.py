@@ -16,7 +16,7 @@ from typing import Any
 import httpx2
 
 from ..accounts import Accounts
-from ..domain import ErasedMeanwhile, QueueFull, RecallVia, StorageFull, User
+from ..domain import ErasedMeanwhile, NotRemembered, QueueFull, RecallVia, StorageFull, User
 from ..memory import Memory
 from ..settings import Settings
 from .prepare import Prepared, prepare
@@ -61,6 +61,9 @@ class Stored:
         if self.turn_id:
             out["x-mnemo-turn"] = self.turn_id
         return out
+
+
+NOT_REMEMBERED = "the conversation is not remembered"
 
 
 class Proxy:
@@ -115,6 +118,8 @@ class Proxy:
             return Stored(False, "automation")
         if not prepared.memory_on:
             return Stored(False, "memory is off")
+        if prepared.remember is False:
+            return Stored(False, NOT_REMEMBERED)
         return None
 
     async def remember(self, prepared: Prepared, reply: str) -> Stored:
@@ -125,6 +130,12 @@ class Proxy:
         if turn is None:
             return Stored(False, "no new user message")
         try:
+            if prepared.remember is not None and prepared.named:  # the person's switch, kept
+                await self.memory.remember_conversation(
+                    turn.scope, prepared.conversation_id, prepared.remember
+                )
+            if prepared.remember is False:
+                return Stored(False, NOT_REMEMBERED)
             # None when memory is off or this is automation
             job = await self.memory.submit(turn, memory_on=prepared.memory_on, gate=prepared.gate)
         except ErasedMeanwhile:
@@ -133,6 +144,8 @@ class Proxy:
                 turn.scope.user_id,
             )
             return Stored(False, "the conversation was erased while the reply was coming")
+        except NotRemembered:
+            return Stored(False, NOT_REMEMBERED)
         except QueueFull:
             log.warning("a chat turn of user %s was not stored: too many turns wait", turn.scope.user_id)
             return Stored(False, "too many turns wait to be learnt from", failed=True)

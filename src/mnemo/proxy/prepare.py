@@ -25,7 +25,7 @@ from ..domain import (
     is_unicode,
     new_id,
 )
-from ..http.headers import AGENT_HEADER, AUTOMATION_HEADER, CONVERSATION_HEADER
+from ..http.headers import AGENT_HEADER, AUTOMATION_HEADER, CONVERSATION_HEADER, REMEMBER_HEADER
 from ..memory import Memory
 from ..recall.fuse import Hit
 from ..recall.render import SYSTEM_ROLES, inject, render
@@ -58,6 +58,10 @@ class Prepared:
     # when the request began: the person erasing its conversation (or everything) after it keeps
     # its turn from being stored when the reply ends (Turn.began)
     began: datetime | None = None
+    # X-Mnemo-Remember: off (False) or on (True) sets the person's switch for the conversation
+    # (named by X-Mnemo-Conversation; without one, off keeps only this turn); None: as it is
+    remember: bool | None = None
+    named: bool = False  # the conversation was named by X-Mnemo-Conversation (not a new id)
 
     @property
     def recalled(self) -> int:
@@ -135,6 +139,18 @@ def conversation_of(headers: Mapping[str, str]) -> str:
         raise ChatError(400, f"X-Mnemo-Conversation: {exc}", param=CONVERSATION_HEADER) from None
 
 
+def remember_of(headers: Mapping[str, str]) -> bool | None:
+    """X-Mnemo-Remember: "off" (or false, no, 0) or "on" (true, yes, 1); None when not sent."""
+    given = (headers.get(REMEMBER_HEADER) or "").strip().lower()
+    if not given:
+        return None
+    if given in ("off", "false", "no", "0"):
+        return False
+    if given in ("on", "true", "yes", "1"):
+        return True
+    raise ChatError(400, f"{REMEMBER_HEADER}: say on or off, not {given[:40]!r}", param=REMEMBER_HEADER)
+
+
 async def prepare(
     memory: Memory,
     accounts: Accounts,
@@ -176,6 +192,8 @@ async def prepare(
         user_text=query if query.strip() and messages[-1].get("role") == "user" else None,
         gate=user.gate,
         began=began,
+        remember=remember_of(headers),
+        named=bool((headers.get(CONVERSATION_HEADER) or "").strip()),
     )
 
 

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 from fastapi import APIRouter, FastAPI, Request, Response
 
 from ..auth import CurrentUser
-from ..http.headers import AGENT_HEADER, AUTOMATION_HEADER, CONVERSATION_HEADER
+from ..http.headers import AGENT_HEADER, AUTOMATION_HEADER, CONVERSATION_HEADER, REMEMBER_HEADER
 from ..http.responses import errors
 from .forward import Proxy
 from .prepare import MAX_DEPTH, check_body
@@ -150,7 +150,7 @@ def _mnemo_headers(request: Request) -> dict[str, str]:
     """mnemo's own request headers as text. HTTP carries bytes and Starlette reads them as
     Latin-1; clients send UTF-8 ("été"), so the bytes are read again as UTF-8."""
     out = {}
-    for name in (AGENT_HEADER, CONVERSATION_HEADER, AUTOMATION_HEADER):
+    for name in (AGENT_HEADER, CONVERSATION_HEADER, AUTOMATION_HEADER, REMEMBER_HEADER):
         value = request.headers.get(name)
         if value is not None:
             try:

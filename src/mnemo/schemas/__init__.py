@@ -9,7 +9,7 @@ from ..domain import StatusFilter
 from ..shapes import ArmPublic, Id, UtcTime
 from .agents import AgentCreate, AgentDeleted, AgentPublic, AgentUpdate
 from .base import Page, Request
-from .conversations import ConversationPublic, ConversationSummaryPublic, MessagePublic
+from .conversations import ConversationPublic, ConversationSummaryPublic, ConversationUpdate, MessagePublic
 from .facts import (
     AuditReportPublic,
     EventPublic,
@@ -52,6 +52,7 @@ __all__ = [
     "BudgetUpdate",
     "ConversationPublic",
     "ConversationSummaryPublic",
+    "ConversationUpdate",
     "DayTokens",
     "EventPublic",
     "FactCreate",

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictBool
 
 from ..domain import ConversationSummary, ConversationView, Message
+from ..shapes import Id
+from .base import Request
 from .facts import FactPublic
 from .jobs import TurnPublic
 
@@ -17,6 +19,10 @@ class ConversationSummaryPublic(BaseModel):
     created_at: datetime = Field(description="When it began (its first turn was stored).")
     messages: int = Field(description="How many messages it holds (erased ones included, without text).")
     last_at: datetime | None = Field(description="When its last message was said.")
+    remember: bool = Field(
+        True,
+        description="Your switch: false, its later turns are answered but neither stored nor learnt from.",
+    )
     opening: str | None = Field(
         description="The start of its first message of yours not erased, as stored (what the"
         " sensitive-data gate keeps out is masked there)."
@@ -31,7 +37,20 @@ class ConversationSummaryPublic(BaseModel):
             messages=c.messages,
             last_at=c.last_at,
             opening=c.opening,
+            remember=c.remember,
         )
+
+
+class ConversationUpdate(Request):
+    remember: StrictBool = Field(
+        description="false: its later turns (through the chat proxy, POST /v1/turns, Try it) are answered"
+        " with recall but neither stored nor learnt from, and backfill leaves it alone; what it holds"
+        " already stays until you erase it. A conversation not stored yet is created, so that its first"
+        " turn already knows."
+    )
+    agent_id: Id | None = Field(
+        None, description="A new conversation's assistant (default: the default one)."
+    )
 
 
 class MessagePublic(BaseModel):

@@ -138,6 +138,12 @@ class ConversationStore(Protocol):
     async def conversation_messages(self, user_id: str, conversation_id: str) -> list[Message]:
         """The user's messages of that conversation, oldest first; none for another user's."""
 
+    async def set_remember(
+        self, user_id: str, conversation_id: str, agent_id: str | None, on: bool, at: datetime
+    ) -> None:
+        """The person's switch for the conversation (created, with `agent_id`, if not stored yet):
+        off, enqueue_turn stores nothing of its turns (NotRemembered) and backfill skips it."""
+
     async def conversation_summaries(
         self,
         user_id: str,

@@ -17,9 +17,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from ..domain import User, as_unicode, is_unicode, is_uuid, new_id
-from ..http.headers import AGENT_HEADER, CONVERSATION_HEADER, HEADERS
+from ..http.headers import AGENT_HEADER, CONVERSATION_HEADER, HEADERS, REMEMBER_HEADER
 from ..recall.fuse import Hit
-from .forms import fact_id, text
+from .forms import fact_id, flag, text
 from .render import environment, page
 from .routing import web_router
 from .session import BadForm, FormDep, Session, SessionDep, accounts_of, memory_of
@@ -136,6 +136,7 @@ async def render_chat(
     history: list[dict[str, Any]] | None = None,
     conversation: str = "",
     agent: str = "",
+    forget: bool = False,
     message: str = "",
     error: str = "",
     status: int = 200,
@@ -151,6 +152,7 @@ async def render_chat(
         history_json=json.dumps(history or [], ensure_ascii=False),
         conversation=conversation or new_id(),
         agent=agent,
+        forget=forget,
         agents=await accounts.agents(session.user.id),
         message=message,
         error=error,
@@ -191,11 +193,13 @@ async def say(request: Request, session: SessionDep, form: FormDep) -> Response:
     history = _history(text(form, "history", 2_000_000))
     conversation = text(form, "conversation", 200) or new_id()
     agent = text(form, "agent", 100).lower()
+    forget = flag(form, "forget")  # don't remember this conversation: answered, not stored
     message = text(form, "message", MAX_MESSAGE + 1)
     keep: dict[str, Any] = {
         "history": history,
         "conversation": conversation,
         "agent": agent,
+        "forget": forget,
         "message": message,
     }
     if not message:
@@ -203,7 +207,7 @@ async def say(request: Request, session: SessionDep, form: FormDep) -> Response:
     if len(message) > MAX_MESSAGE:
         problem = f"That message is over {MAX_MESSAGE} characters."
         return await render_chat(request, session, **keep, error=problem, status=422)
-    headers = {CONVERSATION_HEADER: conversation}
+    headers = {CONVERSATION_HEADER: conversation, REMEMBER_HEADER: "off" if forget else "on"}
     if agent and is_uuid(agent):
         headers[AGENT_HEADER] = agent
     messages = [{"role": m["role"], "content": m["content"]} for m in history]
@@ -225,5 +229,11 @@ async def say(request: Request, session: SessionDep, form: FormDep) -> Response:
     if done.not_stored:
         problem = f"The reply came, but this turn was not stored to learn from: {done.not_stored}."
     return await render_chat(
-        request, session, history=history, conversation=conversation, agent=agent, error=problem
+        request,
+        session,
+        history=history,
+        conversation=conversation,
+        agent=agent,
+        forget=forget,
+        error=problem,
     )

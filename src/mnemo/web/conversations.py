@@ -12,9 +12,9 @@ from starlette.responses import Response
 from ..domain import InvalidInput, InvalidValue, NotFound, StoredTurn, conversation_id
 from ..store.base import UNSET
 from .forms import PAGE_SIZE, number, text
-from .render import page
+from .render import page, redirect
 from .routing import web_router
-from .session import SessionDep, accounts_of, memory_of
+from .session import FormDep, SessionDep, accounts_of, memory_of
 from .taught import dropped, kinds, said
 
 router = web_router()
@@ -78,6 +78,25 @@ async def conversations(request: Request, session: SessionDep) -> Response:
         agent_names={None: "Default assistant", **{a.id: a.name for a in agents}},
         problem=problem,
     )
+
+
+@router.post("/conversation/remember")
+async def switch(request: Request, session: SessionDep, form: FormDep) -> Response:
+    """The person's switch for one conversation, from its page."""
+    asked = form.get("id")
+    on = text(form, "remember", 10) == "on"
+    try:
+        conversation = conversation_id(asked if isinstance(asked, str) else "")
+    except InvalidValue:
+        raise NotFound("no such conversation") from None
+    await memory_of(request).conversation(session.user.id, conversation)  # NotFound: not theirs
+    await memory_of(request).remember_conversation(session.scope, conversation, on)
+    said = (
+        "Remembered again: its next turns are stored and learnt from."
+        if on
+        else ("Not remembered: its next turns are answered, but not stored or learnt from.")
+    )
+    return redirect("/conversation?" + urlencode({"id": conversation}), said)
 
 
 @router.get("/conversation")

@@ -9,11 +9,11 @@ from fastapi import APIRouter, Query
 
 from ...auth import CurrentUser
 from ...http.responses import errors
-from ...schemas import ConversationPublic, ConversationSummaryPublic, Page
+from ...schemas import ConversationPublic, ConversationSummaryPublic, ConversationUpdate, Page
 from ...shapes import ConversationId, UtcTime
 from ...store.base import UNSET
-from ..deps import MemoryDep
-from ..params import Limit, Offset
+from ..deps import AccountsDep, MemoryDep
+from ..params import Limit, Offset, assistant_scope
 
 router = APIRouter(prefix="/v1/conversations", tags=["conversations"], responses=errors(404))
 
@@ -52,6 +52,22 @@ async def list_conversations(
         user.id, q=q, agent=agent, since=since, until=until, limit=limit + 1, offset=offset
     )
     return Page[ConversationSummaryPublic].of([ConversationSummaryPublic.of(c) for c in found], limit, offset)
+
+
+@router.patch("/{conversation_id:path}")
+async def update_conversation(
+    memory: MemoryDep,
+    accounts: AccountsDep,
+    user: CurrentUser,
+    conversation_id: ConversationId,
+    body: ConversationUpdate,
+) -> ConversationSummaryPublic:
+    """Your switch for one conversation (`remember`): off, its later turns are answered with
+    recall but neither stored nor learnt from. Works before its first turn too."""
+    scope = await assistant_scope(accounts, user, body.agent_id)
+    return ConversationSummaryPublic.of(
+        await memory.remember_conversation(scope, conversation_id, body.remember)
+    )
 
 
 @router.get("/{conversation_id:path}")

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Response
 from fastapi import status as http
 
 from ...auth import CurrentUser
-from ...domain import JobStatus, Message, Turn, TurnState
+from ...domain import JobStatus, Message, NotRemembered, Turn, TurnState
 from ...http.responses import errors
 from ...schemas import JobPublic, Page, TurnCreate, TurnPublic, TurnResult
 from ..deps import AccountsDep, MemoryDep
@@ -20,13 +20,20 @@ router = APIRouter(prefix="/v1", tags=["turns"], responses=errors(404))
 @router.post(
     "/turns",
     status_code=http.HTTP_202_ACCEPTED,
-    responses={200: {"model": TurnResult, "description": "Not queued: memory is off, or it is automation."}},
+    responses={
+        200: {
+            "model": TurnResult,
+            "description": "Not queued: memory is off, it is automation, or its conversation is not"
+            " remembered.",
+        }
+    },
 )
 async def submit_turn(
     memory: MemoryDep, accounts: AccountsDep, user: CurrentUser, body: TurnCreate, response: Response
 ) -> TurnResult:
     """Hand mnemo a finished turn to learn from. It is stored and queued at once (202,
-    with the job to follow); 200 with `queued: false` when memory is off or it is automation."""
+    with the job to follow); 200 with `queued: false`, nothing stored, when memory is off, it is
+    automation, or you asked that its conversation not be remembered."""
     scope = await assistant_scope(accounts, user, body.agent_id)
     turn = Turn(
         scope,
@@ -34,7 +41,11 @@ async def submit_turn(
         conversation_id=body.conversation_id,
         automation=body.automation,
     )
-    job = await memory.submit(turn)
+    try:
+        job = await memory.submit(turn)
+    except NotRemembered:
+        response.status_code = http.HTTP_200_OK
+        return TurnResult(queued=False, reason="you asked that this conversation not be remembered")
     if job is None:
         response.status_code = http.HTTP_200_OK
         reason = "automation turns are never learnt from" if body.automation else "memory is off for you"

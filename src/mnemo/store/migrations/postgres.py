@@ -561,6 +561,14 @@ def _stale_review(cur: Cursor) -> None:
         )
 
 
+def _conversation_switch(cur: Cursor) -> None:
+    """A conversation the person asked not to be remembered: its later turns are answered
+    (with recall) but neither stored nor learnt from, and backfill leaves it alone."""
+    cur.execute("ALTER TABLE conversations ADD COLUMN remember boolean NOT NULL DEFAULT true")
+    # the switch is the one column of a conversation the application changes (its own rows only)
+    cur.execute(f"GRANT UPDATE (remember) ON conversations TO {APP_ROLE}")
+
+
 MIGRATIONS = [
     Migration(1, "initial", _initial),
     Migration(2, "server", _server),
@@ -585,4 +593,5 @@ MIGRATIONS = [
     Migration(21, "fair_claims", _fair_claims),
     Migration(22, "message_words", _message_words),
     Migration(23, "stale_review", _stale_review),
+    Migration(24, "conversation_switch", _conversation_switch),
 ]

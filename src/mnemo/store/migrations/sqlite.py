@@ -614,6 +614,12 @@ def _stale_review(cur: Cursor) -> None:
     )
 
 
+def _conversation_switch(cur: Cursor) -> None:
+    """A conversation the person asked not to be remembered: its later turns are answered
+    (with recall) but neither stored nor learnt from, and backfill leaves it alone."""
+    _script(cur, "ALTER TABLE conversations ADD COLUMN remember INTEGER NOT NULL DEFAULT 1;")
+
+
 MIGRATIONS = [
     Migration(1, "initial", _initial),
     Migration(2, "server", _server),
@@ -638,4 +644,5 @@ MIGRATIONS = [
     Migration(21, "fair_claims", _fair_claims),
     Migration(22, "message_words", _message_words),
     Migration(23, "stale_review", _stale_review),
+    Migration(24, "conversation_switch", _conversation_switch),
 ]

@@ -14,7 +14,7 @@ async def conversations_since(tx: Tx, user_id: str, since: datetime | None) -> l
     rows = await tx.all(
         "SELECT m.conversation_id, c.agent_id, MIN(m.created_at) AS first"
         " FROM messages m JOIN conversations c ON c.user_id = m.user_id AND c.id = m.conversation_id"
-        " WHERE m.user_id = ? AND m.created_at >= ?"
+        f" WHERE m.user_id = ? AND m.created_at >= ? AND c.remember = {tx.true}"
         " GROUP BY m.conversation_id, c.agent_id ORDER BY first, m.conversation_id",
         (user_id, since or EARLIEST),
     )

@@ -70,7 +70,7 @@ async def summaries(
         params.append(until)
     own = "m.user_id = ? AND m.conversation_id = c.id"
     rows = await tx.all(
-        "SELECT c.id, c.agent_id, c.created_at,"
+        "SELECT c.id, c.agent_id, c.created_at, c.remember,"
         f" (SELECT count(*) FROM messages m WHERE {own}),"
         f" (SELECT max(m.created_at) FROM messages m WHERE {own}),"
         f" (SELECT substr(m.content, 1, {OPENING}) FROM messages m WHERE {own} AND m.role = 'user'"
@@ -80,6 +80,28 @@ async def summaries(
         [user_id, user_id, user_id, *params, int(limit), int(offset)],
     )
     return [
-        ConversationSummary(r[0], r[1], when(r[2]), int(r[3]), when(r[4]) if r[4] else None, r[5] or None)
+        ConversationSummary(
+            r[0], r[1], when(r[2]), int(r[4]), when(r[5]) if r[5] else None, r[6] or None, bool(r[3])
+        )
         for r in rows
     ]
+
+
+async def set_remember(
+    tx: Tx, user_id: str, conversation_id: str, agent_id: str | None, on: bool, at: datetime
+) -> None:
+    """The person's switch for the conversation; a conversation not stored yet is created
+    (with `agent_id`, begun `at`), so that its first turn already knows."""
+    await tx.execute(
+        "INSERT INTO conversations (id, user_id, agent_id, created_at, remember) VALUES (?, ?, ?, ?, ?)"
+        " ON CONFLICT (user_id, id) DO UPDATE SET remember = excluded.remember",
+        (conversation_id, user_id, agent_id, at, on),
+    )
+
+
+async def remembered(tx: Tx, user_id: str, conversation_id: str) -> bool:
+    """Whether the conversation's turns may be stored (one not stored yet: yes)."""
+    row = await tx.one(
+        "SELECT remember FROM conversations WHERE user_id = ? AND id = ?", (user_id, conversation_id)
+    )
+    return row is None or bool(row[0])

@@ -23,12 +23,14 @@ from ...domain import (
     JobStatus,
     Message,
     NotFound,
+    NotRemembered,
     QueueFull,
     Scope,
     new_id,
     parse_time,
 )
 from ..rows import JOB_COLUMNS, job_from, when
+from . import conversations
 from .people import save_messages
 from .tx import Tx
 
@@ -72,6 +74,10 @@ async def enqueue_turn(
                 f"{waiting} of your turns are waiting to be learnt from (the most this server"
                 f" queues for one person is {max_queued}); nothing was stored: try again later"
             )
+    if not await conversations.remembered(tx, scope.user_id, conversation_id):
+        raise NotRemembered(
+            f"conversation {conversation_id!r} is not remembered: nothing of the turn was stored"
+        )
     saved = await save_messages(tx, scope, conversation_id, messages, at)
     job_id = job_id or new_id()
     last = await tx.one("SELECT MAX(user_claimed_at) FROM jobs WHERE user_id = ?", (scope.user_id,))

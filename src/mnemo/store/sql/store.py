@@ -231,6 +231,11 @@ class SQLStore(ABC, Generic[X, Pending]):
     async def conversation_messages(self, user_id: str, conversation_id: str) -> list[Message]:
         return await self._read(user_id, people.conversation_messages, user_id, conversation_id)
 
+    async def set_remember(
+        self, user_id: str, conversation_id: str, agent_id: str | None, on: bool, at: datetime
+    ) -> None:
+        await self._write(user_id, conversations.set_remember, user_id, conversation_id, agent_id, on, at)
+
     async def conversation_summaries(
         self,
         user_id: str,
