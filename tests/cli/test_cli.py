@@ -115,6 +115,34 @@ def test_an_end_is_set_with_add_shown_when_past_and_cleared_with_end(mnemo: Invo
     assert "Ends 2999-01-01" in ok(mnemo("end", trip["id"], "2999-01-01")).stdout
 
 
+def test_an_id_may_be_given_by_a_start_of_it_that_is_unique(mnemo: Invoke) -> None:
+    tea = add(mnemo, "I drink green tea every morning")
+    oslo = add(mnemo, "I live in Oslo")
+    # ids made the same minute share their first characters: a start of both is refused
+    shared = next(i for i in range(36) if tea["id"][i] != oslo["id"][i])
+    assert shared >= 8
+    both = mnemo("show", tea["id"][:8])
+    assert both.exit_code != 0 and "starts several memories' ids" in both.stderr
+    own = tea["id"][: shared + 1]
+    assert as_json(mnemo("show", own, "--json"))["id"] == tea["id"]
+    assert as_json(mnemo("forget", own.upper(), "--json"))["status"] == "retracted"
+    assert as_json(mnemo("restore", own, "--json"))["status"] == "active"
+    assert "No memory with id" in mnemo("show", "ffffffff-ff").stderr
+    assert "No memory with id" in mnemo("show", "0123%").stderr
+
+
+def test_the_audit_log_is_listed_newest_first(mnemo: Invoke) -> None:
+    tea = add(mnemo, "I drink green tea every morning")
+    ok(mnemo("settings", "recalls", "on", user="bob"))  # bob is there, with nothing done
+    assert "The audit log is empty." in ok(mnemo("audit", "list", user="bob")).stdout
+    ok(mnemo("forget", tea["id"], "--reason", "switched to coffee"))
+    listed = as_json(mnemo("audit", "list", "--json"))
+    assert [(e["action"], e["fact_id"]) for e in listed] == [("retract", tea["id"]), ("create", tea["id"])]
+    assert listed[0]["reason"] == "switched to coffee"
+    human = ok(mnemo("audit", "list", "--limit", "1")).stdout
+    assert "retract" in human and "switched to coffee" in human and "create" not in human
+
+
 def test_restating_a_memory_reinforces_it(mnemo: Invoke) -> None:
     first = add(mnemo, "I like aisle seats")
     again = ok(mnemo("add", "i like aisle seats."))

@@ -258,6 +258,7 @@ async def workload(url: str, embedder: Any, llm: ScriptedOpenAI, data_dir: Path,
         await memory.accounts.set_review_stale(bob.id, False)
         assert await later.stale(Scope(bob.id)) == []
         await memory.accounts.set_review_stale(bob.id, True)
+        assert kayak.id in await store.fact_ids_starting(everything, kayak.id[:13], 5)  # the CLI's short ids
         assert len(await memory.history(me, kayak.id)) >= 5
         assert await memory.events(alice.id)
         assert (await memory.verify_audit(alice.id)).ok

@@ -9,10 +9,11 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from ..batch.export import event_record
 from ..build import shown_url
-from ..domain import MemoryMode, ReviewPolicy
+from ..domain import Event, MemoryMode, ReviewPolicy
 from . import output
-from .options import Json
+from .options import Json, Limit
 from .runtime import Session, database_file, run
 
 agents = typer.Typer(help="The user's assistants (agents) and what they may read.", no_args_is_help=True)
@@ -246,6 +247,38 @@ def settings_server_mode(
 
 
 # -- audit ------------------------------------------------------------------------------
+
+
+@audit.command("list")
+def audit_list(
+    ctx: typer.Context,
+    limit: Limit = 50,
+    json: Json = False,
+) -> None:
+    """The user's audit log, newest first: when, what, by whom, on which memory, and why."""
+
+    async def work(s: Session) -> list[Event]:
+        return (await s.memory.events(s.user.id))[::-1][:limit]
+
+    events = run(ctx, work, resolve_agent=False)
+    if json:
+        output.emit_json([event_record(e) for e in events])
+        return
+    if not events:
+        output.say("The audit log is empty.")
+        return
+    table = Table(box=None, padding=(0, 2, 0, 0))
+    for column in ("when", "action", "actor", "memory", "reason"):
+        table.add_column(column, no_wrap=column != "reason", overflow="fold")
+    for e in events:
+        table.add_row(
+            output.minute(e.at),
+            str(e.action),
+            Text(output.printable(e.actor)),
+            Text(e.fact_id, style="cyan"),
+            Text(output.printable(e.reason or "")),
+        )
+    output.stdout().print(table)
 
 
 @audit.command("verify")

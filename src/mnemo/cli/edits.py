@@ -24,11 +24,14 @@ def _apply(
     fact_id: str,
     json: bool,
     verb: str,
-    change: Callable[[Session], Awaitable[Fact]],
+    change: Callable[[Session, str], Awaitable[Fact]],
     receipt: list[Receipt] | None = None,  # an erasure's, once `change` ran
     lingering: list[str] | None = None,  # why its text stays in a file a while
 ) -> None:
-    fact = run(ctx, change, fact_id=fact_id)
+    async def work(s: Session) -> Fact:
+        return await change(s, await s.fact_id(fact_id))
+
+    fact = run(ctx, work, fact_id=fact_id)
     if json:
         note = lingering[0] if lingering else None
         erased = {"receipt_id": receipt[0].id, "lingering": note} if receipt else {}
@@ -62,7 +65,7 @@ def edit(
         fact_id,
         json,
         "Edited",
-        lambda s: s.memory.edit(s.view, fact_id, text, version=version, reason=reason),
+        lambda s, fid: s.memory.edit(s.view, fid, text, version=version, reason=reason),
     )
 
 
@@ -81,49 +84,49 @@ def end(
     """Set, move or clear when a memory stops being true: past it, it is not recalled as true now
     (it stays, and is found for the time it held)."""
     verb = f"Ends {until.isoformat()}" if until else "No end"
-    _apply(ctx, fact_id, json, verb, lambda s: s.memory.update(s.view, fact_id, valid_to=until))
+    _apply(ctx, fact_id, json, verb, lambda s, fid: s.memory.update(s.view, fid, valid_to=until))
 
 
 @app.command()
 def keep(ctx: typer.Context, fact_id: FactId, json: Json = False) -> None:
     """A memory on the stale list is still true: its clock starts again (mnemo review --stale)."""
-    _apply(ctx, fact_id, json, "Kept", lambda s: s.memory.keep(s.view, fact_id))
+    _apply(ctx, fact_id, json, "Kept", lambda s, fid: s.memory.keep(s.view, fid))
 
 
 @app.command()
 def forget(ctx: typer.Context, fact_id: FactId, reason: Reason = None, json: Json = False) -> None:
     """Retract a memory: no longer recalled, kept in the history (undo: mnemo restore)."""
-    _apply(ctx, fact_id, json, "Forgotten", lambda s: s.memory.retract(s.view, fact_id, reason=reason))
+    _apply(ctx, fact_id, json, "Forgotten", lambda s, fid: s.memory.retract(s.view, fid, reason=reason))
 
 
 @app.command()
 def restore(ctx: typer.Context, fact_id: FactId, json: Json = False) -> None:
     """Bring back a retracted, superseded or rejected memory."""
-    _apply(ctx, fact_id, json, "Restored", lambda s: s.memory.restore(s.view, fact_id))
+    _apply(ctx, fact_id, json, "Restored", lambda s, fid: s.memory.restore(s.view, fid))
 
 
 @app.command()
 def pin(ctx: typer.Context, fact_id: FactId, json: Json = False) -> None:
     """Always recall this memory."""
-    _apply(ctx, fact_id, json, "Pinned", lambda s: s.memory.pin(s.view, fact_id, True))
+    _apply(ctx, fact_id, json, "Pinned", lambda s, fid: s.memory.pin(s.view, fid, True))
 
 
 @app.command()
 def unpin(ctx: typer.Context, fact_id: FactId, json: Json = False) -> None:
     """Recall this memory only when it is relevant."""
-    _apply(ctx, fact_id, json, "Unpinned", lambda s: s.memory.pin(s.view, fact_id, False))
+    _apply(ctx, fact_id, json, "Unpinned", lambda s, fid: s.memory.pin(s.view, fid, False))
 
 
 @app.command()
 def approve(ctx: typer.Context, fact_id: FactId, json: Json = False) -> None:
     """Accept a candidate memory (see mnemo review)."""
-    _apply(ctx, fact_id, json, "Approved", lambda s: s.memory.approve(s.view, fact_id))
+    _apply(ctx, fact_id, json, "Approved", lambda s, fid: s.memory.approve(s.view, fid))
 
 
 @app.command()
 def reject(ctx: typer.Context, fact_id: FactId, reason: Reason = None, json: Json = False) -> None:
     """Turn down a candidate memory (see mnemo review)."""
-    _apply(ctx, fact_id, json, "Rejected", lambda s: s.memory.reject(s.view, fact_id, reason=reason))
+    _apply(ctx, fact_id, json, "Rejected", lambda s, fid: s.memory.reject(s.view, fid, reason=reason))
 
 
 MessageIds = Annotated[
@@ -156,7 +159,7 @@ def purge(
     lingering: list[str] = []
     added, keep = message or [], set(keep_message or [])
 
-    async def work(s: Session) -> Fact:
+    async def work(s: Session, fact_id: str) -> Fact:
         if not yes:
             fact = await s.memory.get(s.view, fact_id)
             shown = "its text, already erased" if fact.purged else f'"{fact.text}"'

@@ -181,6 +181,7 @@ def receipts_show(
     ctx: typer.Context,
     receipt_id: Annotated[str, typer.Argument(metavar="ID", help="The receipt's id.")],
     out: Annotated[Path | None, typer.Option("--out", help="Write it to this file (to check later).")] = None,
+    json: Annotated[bool, typer.Option("--json", help="As JSON (what it always prints).")] = True,
 ) -> None:
     """One receipt as JSON: its body and signature (mnemo audit verify-receipt checks it)."""
 

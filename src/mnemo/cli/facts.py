@@ -119,7 +119,7 @@ def show(ctx: typer.Context, fact_id: FactId, json: Json = False) -> None:
     """One memory, every field."""
 
     async def work(s: Session):
-        return await s.memory.get(s.view, fact_id), s.agent_names
+        return await s.memory.get(s.view, await s.fact_id(fact_id)), s.agent_names
 
     fact, agent_names = run(ctx, work, fact_id=fact_id)
     if json:
@@ -133,7 +133,8 @@ def history(ctx: typer.Context, fact_id: FactId, json: Json = False) -> None:
     """Everything that happened to a memory, oldest first."""
 
     async def work(s: Session):
-        return await s.memory.history(s.view, fact_id), await s.memory.get(s.view, fact_id)
+        full = await s.fact_id(fact_id)
+        return await s.memory.history(s.view, full), await s.memory.get(s.view, full)
 
     events, fact = run(ctx, work, fact_id=fact_id)
     if json:

@@ -31,6 +31,7 @@ from ..domain import (
     NotFound,
     Scope,
     User,
+    is_uuid,
     parse_time,
     utcnow,
 )
@@ -64,6 +65,9 @@ class Options:
     agent: str | None = None
 
 
+ID_PREFIX = 8  # the fewest characters of an id that name it, when they start one id only
+
+
 @dataclass
 class Session:
     settings: Settings
@@ -88,6 +92,19 @@ class Session:
     @property
     def agent_names(self) -> dict[str, str]:
         return {a.id: a.name for a in self.agents}
+
+    async def fact_id(self, given: str) -> str:
+        """A memory's id as typed: the whole id, or a unique start of it of at least
+        ID_PREFIX characters (CliFailure when it starts several; NotFound when none)."""
+        given = given.strip().lower()
+        if is_uuid(given) or len(given) < ID_PREFIX:
+            return given  # whole, or too short to be a prefix: the store says whether it is one
+        found = await self.memory.store.fact_ids_starting(self.view, given, 2)
+        if len(found) > 1:
+            raise CliFailure(
+                f"{given!r} starts several memories' ids ({', '.join(found)}, …): type more of it"
+            )
+        return found[0] if found else given
 
 
 def _capitalised(text: str) -> str:

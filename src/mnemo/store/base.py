@@ -262,6 +262,10 @@ class SearchStore(Protocol):
         `start` and before `end`, those said last first."""
 
     async def pinned(self, scope: Scope) -> list[Fact]: ...
+    async def fact_ids_starting(self, scope: Scope, prefix: str, limit: int) -> list[str]:
+        """The ids of the scope's facts that start with `prefix`, in order, at most `limit` (the
+        command line's short ids)."""
+
     async def learnt_in(self, scope: Scope, conversation_id: str, since: datetime, limit: int) -> list[Fact]:
         """The scope's facts whose source is that conversation, made at or after `since` (any
         status), oldest first."""

@@ -237,6 +237,19 @@ async def learnt_in(tx: Tx, scope: Scope, conversation_id: str, since: datetime,
     return await facts(tx, scope, where, (conversation_id, since), tail)
 
 
+async def ids_starting(tx: Tx, scope: Scope, prefix: str, limit: int) -> list[str]:
+    """The ids of the scope's facts that start with `prefix` (hex digits and dashes only: an id's
+    characters), in order, at most `limit`."""
+    if not prefix or any(c not in "0123456789abcdef-" for c in prefix):
+        return []
+    rule, params = await visible(tx, scope)
+    rows = await tx.all(
+        f"SELECT f.id FROM facts f WHERE {rule} AND f.id LIKE ? ORDER BY f.id LIMIT {int(limit)}",
+        (*params, prefix + "%"),  # no wildcard in it: an id's characters only
+    )
+    return [str(r[0]) for r in rows]
+
+
 async def pinned(tx: Tx, scope: Scope) -> list[Fact]:
     """Oldest first. Sorted here, not by the statement: asked to order by created_at, SQLite
     would rather walk facts_said through every active fact than sort the few pinned ones

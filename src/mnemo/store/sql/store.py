@@ -352,6 +352,9 @@ class SQLStore(ABC, Generic[X, Pending]):
     async def pinned(self, scope: Scope) -> list[Fact]:
         return await self._read(scope.user_id, facts.pinned, scope)
 
+    async def fact_ids_starting(self, scope: Scope, prefix: str, limit: int) -> list[str]:
+        return await self._read(scope.user_id, facts.ids_starting, scope, prefix, limit)
+
     async def learnt_in(self, scope: Scope, conversation_id: str, since: datetime, limit: int) -> list[Fact]:
         return await self._read(scope.user_id, facts.learnt_in, scope, conversation_id, since, limit)
 
