@@ -49,6 +49,8 @@ def row(page: Page, text: str):
 def test_approve_reject_edit_then_approve_and_bulk(signed_in: Page, api, llm, shoot):
     hold_candidates(api, llm)
     page = signed_in
+    page.reload()
+    expect(page.locator("#waiting-count")).to_have_text("5 waiting")  # the Review tab's count
     page.get_by_role("link", name="Review").click()
     expect(page.locator("li.candidate")).to_have_count(5)
     miso = row(page, "I have a cat named Miso")

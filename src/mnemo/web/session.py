@@ -25,7 +25,7 @@ from starlette.responses import Response
 
 from ..accounts import Accounts
 from ..auth import KeyRefused, identify
-from ..domain import Scope, User
+from ..domain import Scope, Status, User
 from ..memory import Memory
 
 COOKIE = "mnemo_session"
@@ -50,6 +50,7 @@ class Session:
     user: User
     key: str  # the API key the person signed in with; never rendered
     csrf: str
+    waiting: int = 0  # candidates waiting for review: the count on the Review tab
 
     @property
     def scope(self) -> Scope:
@@ -78,7 +79,10 @@ async def resume(request: Request) -> Session | None:
     caller = await identify(request, key)  # a cookie is one more way to present a key: same counts
     if caller.user is None:
         raise KeyRefused(None)  # the admin key is nobody's: the page is a person's
-    session = Session(caller.user, key, await csrf_token(accounts_of(request), key))
+    waiting = await memory_of(request).count(
+        Scope(caller.user.id, all_agents=True), statuses=(Status.CANDIDATE,)
+    )
+    session = Session(caller.user, key, await csrf_token(accounts_of(request), key), waiting)
     request.state.session = session
     return session
 
