@@ -21,6 +21,13 @@
     }
   });
 
+  // What folds on a phone is open on a wide screen (<details data-open-wide>).
+  if (window.matchMedia && window.matchMedia("(min-width: 40.01rem)").matches) {
+    Array.prototype.forEach.call(document.querySelectorAll("details[data-open-wide]"), function (d) {
+      d.open = true;
+    });
+  }
+
   // A new API key: select it all on focus, ready to copy.
   Array.prototype.forEach.call(document.querySelectorAll("[data-select-on-focus]"), function (input) {
     input.addEventListener("focus", function () { input.select(); });
