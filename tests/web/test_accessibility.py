@@ -56,6 +56,7 @@ def pages_to_check(api, llm, server) -> list[str]:
         "/conversations",
         "/conversation?id=chat-42",
         "/erasures",
+        "/admin/signin",
         "/settings",
         "/audit",
         "/try",

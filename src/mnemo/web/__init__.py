@@ -24,6 +24,7 @@ from starlette.staticfiles import StaticFiles
 from . import (
     account,
     activity,
+    admin,
     audit,
     auth,
     chat,
@@ -46,6 +47,7 @@ def install(app: FastAPI, try_it: Chat) -> None:
     app.state.web_chat = try_it
     pages = (
         auth,
+        admin,
         memories,
         facts,
         review,
