@@ -881,6 +881,7 @@ class Conversation:
     created_at: datetime
     messages: tuple[Message, ...] = ()
     marks: tuple[BackfillMark, ...] = ()  # the turns backfill has learnt from (export, import)
+    remember: bool = True  # the person's switch (ConversationSummary.remember)
 
 
 @dataclass(frozen=True, slots=True)

@@ -535,11 +535,17 @@ class Memory:
         fact = await self._current(scope, fact_id, version)
         last = (await self.store.events(scope.user_id, fact_id=fact_id))[-1]
         before = last.before or {}
-        if last.action == Action.RETRACT and fact.status == Status.RETRACTED:
-            return await self.restore(scope, fact_id, actor=actor)
-        if last.action != Action.EDIT or not before or fact.purged:
-            raise InvalidInput(f"the last change of memory {fact_id} ({last.action}) is not one to undo")
         was_end = parse_time(before.get("valid_to"))
+        if last.action == Action.RETRACT and fact.status == Status.RETRACTED:
+            await self._agent_alive(fact)
+            now = self.clock()
+            back = [changes.restore(fact, now=now, actor=actor, reason=UNDONE)]
+            if was_end is not None:  # a retraction took nothing but the belief: its end stays
+                back.append(changes.end(back[-1].fact, was_end, now=now, actor=actor, reason=UNDONE))
+            await self._commit(scope, back, now)
+            return back[-1].fact
+        if last.action != Action.EDIT or not before or fact.purged or last.reason == UNDONE:
+            raise InvalidInput(f"the last change of memory {fact_id} ({last.action}) is not one to undo")
         return await self.update(
             scope,
             fact_id,
@@ -548,7 +554,7 @@ class Memory:
             category=Category(before["category"]) if before.get("category") != str(fact.category) else None,
             valid_to=was_end if was_end != fact.valid_to else ...,
             actor=actor,
-            reason="undone",
+            reason=UNDONE,
         )
 
     # -- the "Still true?" list ----------------------------------------------------
@@ -985,6 +991,7 @@ class Memory:
 _ATTEMPTS = 100
 WORD = re.compile(r"\w")
 TURNS_SHOWN = 500  # a conversation's page shows this many of its turns, and of the memories they taught
+UNDONE = "undone"  # the reason of a change that took another back (not itself undone)
 KEPT_WITHIN = timedelta(days=1)  # a memory said or kept this recently is kept already
 
 

@@ -152,3 +152,16 @@ async def test_backfill_leaves_a_conversation_not_remembered_alone(memory, alice
     await memory.remember_conversation(alice, "c2", False)
     refs = await memory.store.conversations_since(alice.user_id, None)
     assert [r.id for r in refs] == ["c1"]
+
+
+async def test_erasing_a_conversation_not_remembered_keeps_its_switch(memory, alice):
+    await _said(memory, alice, "c1", "I like tea")
+    await memory.remember_conversation(alice, "c1", False)
+    await memory.erase_conversation(alice.user_id, "c1", with_facts=False)
+    seen = await memory.conversation(alice.user_id, "c1")
+    assert (seen.summary.remember, seen.summary.messages) == (False, 0)
+    with pytest.raises(NotRemembered):
+        await _said(memory, alice, "c1", "My PIN is 4412")
+    # erasing everything forgets switches too
+    await memory.erase_everything(alice.user_id)
+    assert await memory.conversation_list(alice.user_id) == []

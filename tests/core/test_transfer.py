@@ -82,6 +82,7 @@ async def test_an_export_comes_back_losslessly_into_an_empty_store(memory, other
     await memory.accounts.set_gate(seeded["alice"], {"card": "allow", "phone": "hold"})
     await memory.accounts.set_review_stale(seeded["alice"], False)
     await memory.accounts.set_record_recalls(seeded["alice"], False)
+    await memory.remember_conversation(Scope(seeded["alice"]), "chef-talk", False)
     first = await _export(memory, "alice", tmp_path / "alice.jsonl")
     assert first[0]["type"] == "header" and first[0]["format"] == export.FORMAT
     assert first[0]["user"]["sensitive_gate"] == {"card": "allow", "phone": "hold"}
@@ -107,6 +108,8 @@ async def test_an_export_comes_back_losslessly_into_an_empty_store(memory, other
     )
     assert (report.conversations_added, report.messages_added, report.audit_ok) == (2, 3, True)
     assert (await other.accounts.gate(seeded["alice"])).choices() == {"card": "allow", "phone": "hold"}
+    chef_talk = await other.conversation(seeded["alice"], "chef-talk")
+    assert chef_talk.summary.remember is False  # the conversation's switch comes along
     imported = await other.store.get_user(seeded["alice"])
     assert (imported.review_stale, imported.record_recalls) == (False, False)  # the switches come along
 

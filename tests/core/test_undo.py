@@ -21,7 +21,7 @@ async def test_a_correction_an_end_and_a_retraction_are_taken_back(memory, alice
     assert (await memory.undo(alice, fact.id, gone.version)).status == Status.ACTIVE
     history = await memory.history(alice, fact.id)
     assert [e.action for e in history] == [Action.CREATE, *[Action.EDIT] * 4, Action.RETRACT, Action.RESTORE]
-    assert [e.reason for e in history if e.reason == "undone"] == ["undone", "undone"]
+    assert [e.reason for e in history if e.reason == "undone"] == ["undone"] * 3  # the restore too
     assert (await memory.verify_audit(alice.user_id)).ok
 
 
@@ -37,3 +37,16 @@ async def test_a_memory_changed_since_or_another_kind_of_change_is_left_alone(me
     with pytest.raises(NotFound):
         await memory.undo(bob, fact.id, pinned.version)
     assert (await memory.get(alice, fact.id)).text == "I live in Porto"
+
+
+async def test_undoing_a_retraction_keeps_the_end_and_an_undo_is_not_undone(memory, alice, clock):
+    fact = await memory.add(alice, "I am in Lisbon this week", valid_to=clock.now + timedelta(days=3))
+    gone = await memory.retract(alice, fact.id)
+    back = await memory.undo(alice, fact.id, gone.version)
+    assert (back.status, back.valid_to) == (Status.ACTIVE, fact.valid_to)
+    edited = await memory.update(alice, fact.id, version=back.version, text="I am in Porto this week")
+    undone = await memory.undo(alice, fact.id, edited.version)
+    assert undone.text == "I am in Lisbon this week"
+    with pytest.raises(InvalidInput, match="not one to undo"):  # an undo is not itself undone
+        await memory.undo(alice, fact.id, undone.version)
+    assert (await memory.verify_audit(alice.user_id)).ok

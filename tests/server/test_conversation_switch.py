@@ -75,7 +75,7 @@ def test_the_proxy_reads_the_header_answers_with_recall_and_stores_nothing(ai, v
     assert len(scripted_llm.chat_requests()) == asked
 
 
-def test_the_page_switches_it_and_try_it_offers_it(server, client):
+def test_the_page_switches_it_and_try_it_offers_it(server, client, scripted_llm):
     ok(
         client.post(
             "/v1/turns", json={"conversation_id": "c1", "messages": [{"role": "user", "content": "Hi"}]}
@@ -99,3 +99,14 @@ def test_the_page_switches_it_and_try_it_offers_it(server, client):
             == 404
         )
         assert 'name="forget"' in page.get("/try").text
+        # Try it shows a conversation switched off as such, and does not turn it back on
+        ok(client.patch("/v1/conversations/c1", json={"remember": False}))
+        scripted_llm.default_reply = "Noted."  # the upstream answers whatever it is sent
+        form = {"csrf": csrf, "conversation": "c1", "message": "My PIN is 4412", "history": "[]"}
+        said = page.post("/try", data=form)
+        assert (
+            said.status_code == 200
+            and 'id="chat-forget" name="forget" type="checkbox" value="on" checked' in said.text
+        )
+        assert ok(client.get("/v1/conversations/c1"))["conversation"]["remember"] is False
+        assert all("4412" not in m["content"] for m in ok(client.get("/v1/conversations/c1"))["messages"])

@@ -22,3 +22,10 @@ from mnemo.wording import plural
 )
 def test_a_count_and_its_words(count, one, many, said):
     assert plural(count, one, many) == said
+
+
+def test_the_servers_log_takes_what_an_administrator_did():
+    from mnemo.http.access_log import log_config
+
+    admin = log_config()["loggers"]["mnemo.admin"]
+    assert admin["level"] == "INFO" and admin["handlers"] == ["default"]

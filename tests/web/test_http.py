@@ -70,3 +70,17 @@ def test_a_browser_on_an_address_that_is_no_page_or_takes_a_form_gets_a_page(ser
         assert browser.get("/v1/nowhere", headers=html).json()["error"]["message"] == "Not Found"
         assert browser.get(f"/memories/{fact['id']}/retract").json()["error"]["message"]
     assert ok(api.get(f"/v1/memories/{fact['id']}"))["status"] == "active"
+
+
+def test_a_flash_cookie_no_page_made_is_no_flash(server):
+    import base64
+
+    deep = base64.urlsafe_b64encode(b"[" * 1400).decode()
+    planted = base64.urlsafe_b64encode(
+        b'{"kind": "ok", "text": "x", "undo": {"id": "nope", "version": 1}}'
+    ).decode()
+    with httpx2.Client(base_url=server.base_url, follow_redirects=True) as browser:
+        for value in (deep, "%%%", "a" * 5000, planted):
+            browser.cookies.set("mnemo_flash", value)
+            shown = browser.get("/signin")
+            assert shown.status_code == 200 and "/undo" not in shown.text

@@ -51,6 +51,9 @@ def test_receipts_are_listed_downloaded_verified_and_linked(signed_in: Page, api
     page.get_by_label("The receipt's JSON").fill('{"body": {}, "body": {}}')
     page.get_by_role("button", name="Check it").click()
     expect(page.locator("#checked")).to_contain_text("twice")
+    page.get_by_label("The receipt's JSON").fill("[" * 5000)
+    page.get_by_role("button", name="Check it").click()
+    expect(page.locator("#checked")).to_contain_text("not a receipt's JSON")
 
     # the erased memory's page links the receipt of the erasure that took its text
     page.goto(f"/memories/{first['id']}")

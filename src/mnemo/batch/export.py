@@ -94,6 +94,7 @@ def conversation_record(c: Conversation) -> dict[str, Any]:
         "id": c.id,
         "agent_id": c.agent_id,
         "created_at": c.created_at.isoformat(),
+        "remember": c.remember,
         "messages": [
             {"id": m.id, "role": m.role, "content": m.content, "at": m.at.isoformat() if m.at else None}
             for m in c.messages

@@ -63,4 +63,6 @@ def log_config() -> dict[str, Any]:
     config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
     config.setdefault("filters", {})["without_query_values"] = {"()": WithoutQueryValues}
     config["loggers"]["uvicorn.access"]["filters"] = ["without_query_values"]
+    # what an administrator did (web/admin.py): to the server's log like uvicorn's own lines
+    config["loggers"]["mnemo.admin"] = {"handlers": ["default"], "level": "INFO", "propagate": False}
     return config

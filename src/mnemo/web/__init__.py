@@ -88,8 +88,11 @@ PAGE_ERRORS = {
         "This address takes a form sent from its page: go back, and use the button there.",
     ),
 }
-NOT_PAGES = ("/v1/", "/mcp", "/healthz", "/readyz", "/metrics", "/docs", "/openapi.json", "/static/")
+NOT_PAGES = ("/v1/", "/mcp/", "/static/")  # and these addresses themselves
+NOT_PAGE = {"/mcp", "/healthz", "/readyz", "/metrics", "/docs", "/openapi.json"}
 
 
 def _a_browser_on_a_page(request: Request) -> bool:
-    return "text/html" in request.headers.get("accept", "") and not request.url.path.startswith(NOT_PAGES)
+    path = request.url.path
+    accepts = request.headers.get("accept", "")
+    return "text/html" in accepts and path not in NOT_PAGE and not path.startswith(NOT_PAGES)

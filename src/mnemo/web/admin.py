@@ -15,7 +15,7 @@ from starlette.responses import Response
 
 from ..auth import KeyRefused, identify
 from ..domain import MemoryMode, known_id
-from .forms import number, text
+from .forms import text
 from .render import page, redirect
 from .routing import web_router
 from .session import SECRET_NAME, Refused, accounts_of, cross_site, memory_of, read_form
@@ -175,7 +175,7 @@ async def budget(request: Request, user: str) -> Response:
     _, form = await _form(request)
     user_id = await _user_id(request, user)
     given = text(form, "tokens", 20)
-    tokens = number(given, low=0, high=10**12) if given else None
+    tokens = int(given) if given.isascii() and given.isdigit() and len(given) <= 12 else None
     if given and tokens is None:
         return redirect(f"/admin/users/{user_id}", "A budget is a whole number of tokens.", kind="error")
     await accounts_of(request).set_token_budget(user_id, tokens)

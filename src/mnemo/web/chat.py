@@ -142,6 +142,12 @@ async def render_chat(
     status: int = 200,
 ) -> Response:
     accounts = accounts_of(request)
+    conversation = conversation or new_id()
+    if not forget:  # the box shows the conversation's switch as stored (off on its page, say)
+        known = await memory_of(request).store.conversation_summaries(
+            session.user.id, ids=[conversation], limit=1
+        )
+        forget = bool(known) and not known[0].remember
     return page(
         request,
         "chat.html",
@@ -150,7 +156,7 @@ async def render_chat(
         history=history or [],
         notes=await _notes(request, session, history or []),
         history_json=json.dumps(history or [], ensure_ascii=False),
-        conversation=conversation or new_id(),
+        conversation=conversation,
         agent=agent,
         forget=forget,
         agents=await accounts.agents(session.user.id),
@@ -194,6 +200,7 @@ async def say(request: Request, session: SessionDep, form: FormDep) -> Response:
     conversation = text(form, "conversation", 200) or new_id()
     agent = text(form, "agent", 100).lower()
     forget = flag(form, "forget")  # don't remember this conversation: answered, not stored
+    forgot = flag(form, "forgot")  # the box as the page showed it: unticked now, remembered again
     message = text(form, "message", MAX_MESSAGE + 1)
     keep: dict[str, Any] = {
         "history": history,
@@ -207,7 +214,9 @@ async def say(request: Request, session: SessionDep, form: FormDep) -> Response:
     if len(message) > MAX_MESSAGE:
         problem = f"That message is over {MAX_MESSAGE} characters."
         return await render_chat(request, session, **keep, error=problem, status=422)
-    headers = {CONVERSATION_HEADER: conversation, REMEMBER_HEADER: "off" if forget else "on"}
+    headers = {CONVERSATION_HEADER: conversation}
+    if forget or forgot:  # the person ticked or unticked the box: their switch, as they set it
+        headers[REMEMBER_HEADER] = "off" if forget else "on"
     if agent and is_uuid(agent):
         headers[AGENT_HEADER] = agent
     messages = [{"role": m["role"], "content": m["content"]} for m in history]

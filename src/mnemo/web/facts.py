@@ -163,8 +163,11 @@ async def undo(request: Request, session: SessionDep, form: FormDep, fact: str) 
         return redirect(f"/memories/{fid}", "Nothing was undone: the form was incomplete.", kind="error")
     try:
         await memory_of(request).undo(session.scope, fid, version)
-    except (Conflict, InvalidInput):
+    except Conflict:
         said = "Nothing was undone: the memory changed since (its history shows how)."
+        return redirect(f"/memories/{fid}", said, kind="error")
+    except InvalidInput:
+        said = "Nothing was undone: its last change is not one that Undo takes back."
         return redirect(f"/memories/{fid}", said, kind="error")
     return redirect(f"/memories/{fid}", "Undone: the memory is as it was before.")
 

@@ -83,7 +83,7 @@ async def verify_kept(request: Request, session: SessionDep, form: FormDep) -> R
         return await _list(request, session, checked={"valid": False, "problems": [problem]}, status=422)
     try:
         document = receipts.parsed(pasted.encode())
-    except (ValueError, receipts.DuplicateKey) as exc:
+    except (ValueError, RecursionError, receipts.DuplicateKey) as exc:
         checked = {"valid": False, "problems": [f"not a receipt's JSON: {exc}"]}
         return await _list(request, session, checked=checked, status=422)
     return await _list(request, session, checked=await _check(request, session, document))

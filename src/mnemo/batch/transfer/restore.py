@@ -284,7 +284,9 @@ def _conversation(r: dict[str, Any], user_id: str) -> Conversation:
         )
         for m in r.get("backfill", ())  # files written before format 2 had none
     )
-    return Conversation(_text(r, "id"), user_id, _maybe_text(r, "agent_id"), created, messages, marks)
+    return Conversation(
+        _text(r, "id"), user_id, _maybe_text(r, "agent_id"), created, messages, marks, _switch(r, "remember")
+    )
 
 
 def _check_end(export: Export, end: dict[str, Any] | None) -> None:

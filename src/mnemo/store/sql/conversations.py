@@ -9,8 +9,7 @@ from typing import Any
 from ...domain import ConversationSummary
 from ..base import UNSET
 from ..rows import when
-from .erasure import CHUNK, chunks
-from .tx import Tx, marks
+from .tx import CHUNK, Tx, chunks, marks
 
 OPENING = 200  # characters of the first user message a summary carries
 

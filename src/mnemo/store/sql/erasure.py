@@ -10,13 +10,8 @@ from typing import Any
 from ... import audit
 from ...domain import Conflict, ErasedMeanwhile, Erasure, LearntFrom, Receipt, Source, says
 from ..rows import dump, load, when
-from .tx import Row, Tx, marks
-
-CHUNK = 500  # ids per IN list
-
-
-def chunks(ids: Sequence[str]) -> list[Sequence[str]]:
-    return [ids[i : i + CHUNK] for i in range(0, len(ids), CHUNK)]
+from . import conversations
+from .tx import Row, Tx, chunks, marks
 
 
 async def messages_with_words(
@@ -123,9 +118,12 @@ async def erase(tx: Tx, user_id: str, erasure: Erasure, at: datetime) -> dict[st
         counts["messages"] += await tx.execute(
             "DELETE FROM messages WHERE user_id = ? AND conversation_id = ?", (user_id, cid)
         )
+        quiet = not await conversations.remembered(tx, user_id, cid)
         counts["conversations"] += await tx.execute(
             "DELETE FROM conversations WHERE user_id = ? AND id = ?", (user_id, cid)
         )
+        if quiet and not erasure.keys:  # not remembered: its id keeps the person's switch, and no more
+            await conversations.set_remember(tx, user_id, cid, None, False, at)
     counts["jobs_scrubbed"] = await scrub_jobs(tx, user_id, erasure)
     if erasure.keys:  # everything
         counts["keys"] = await tx.execute(

@@ -8,8 +8,7 @@ from typing import Any
 
 from ... import audit
 from ..rows import dump, load
-from .erasure import chunks
-from .tx import Statements, Tx, marks
+from .tx import Statements, Tx, chunks, marks
 
 
 async def redact_events(tx: Tx, user_id: str, fact_ids: Sequence[str]) -> None:

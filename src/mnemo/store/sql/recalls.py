@@ -17,8 +17,7 @@ from typing import Any
 
 from ...domain import RecallRecord, RecallSummary, RecallVia
 from ..rows import when
-from .erasure import chunks
-from .tx import Tx, marks
+from .tx import Tx, chunks, marks
 
 COLUMNS = "fact_id, agent_id, at, via"
 RECALLED_TO_THE = timedelta(days=1)  # facts.last_recalled_at is written at most once a day

@@ -14,6 +14,7 @@ from typing import Any
 from ... import audit
 from ...domain import Conflict, Conversation, Event, Fact, InvalidInput, Message, parse_time
 from ..rows import when
+from . import conversations
 from .backfill import advance_mark
 from .facts import head, taken_fact
 from .people import add_conversation, add_message
@@ -23,7 +24,7 @@ from .tx import Tx, marks
 async def list_conversations(
     tx: Tx, user_id: str, after: tuple[datetime, str] | None, limit: int
 ) -> list[Conversation]:
-    sql = "SELECT id, agent_id, created_at FROM conversations WHERE user_id = ?"
+    sql = "SELECT id, agent_id, created_at, remember FROM conversations WHERE user_id = ?"
     params: list[Any] = [user_id]
     if after is not None:
         sql += " AND (created_at, id) > (?, ?)"
@@ -42,12 +43,15 @@ async def list_conversations(
             Message(role, content, mid, parse_time(at), parse_time(erased_at))
         )
     return [
-        Conversation(cid, user_id, agent, when(at), tuple(messages.get(cid, ()))) for cid, agent, at in heads
+        Conversation(cid, user_id, agent, when(at), tuple(messages.get(cid, ())), remember=bool(on))
+        for cid, agent, at, on in heads
     ]
 
 
 async def import_conversation(tx: Tx, c: Conversation) -> int:
     await add_conversation(tx, c.user_id, c.id, c.agent_id, c.created_at)
+    if not c.remember:  # the person's switch comes along (one already off here stays off)
+        await conversations.set_remember(tx, c.user_id, c.id, c.agent_id, False, c.created_at)
     added = 0
     for m in c.messages:
         added += await add_message(tx, c.user_id, c.id, m, m.at or c.created_at)

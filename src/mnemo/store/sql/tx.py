@@ -98,6 +98,13 @@ class Tx(Statements, Protocol):
         """Ids of the users with a row in `table` ("facts" or "conversations")."""
 
 
+CHUNK = 500  # ids per IN list
+
+
+def chunks(ids: Sequence[str]) -> list[Sequence[str]]:
+    return [ids[i : i + CHUNK] for i in range(0, len(ids), CHUNK)]
+
+
 def marks(n: int) -> str:
     """`n` placeholders for an IN list."""
     return ", ".join("?" * n)
