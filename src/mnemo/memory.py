@@ -914,6 +914,15 @@ class Memory:
         await self.store.set_remember(scope.user_id, cid, scope.agent_id, on, self.clock())
         return (await self.store.conversation_summaries(scope.user_id, ids=[cid], limit=1))[0]
 
+    async def remembers(self, user_id: str, conversation_id: str) -> bool:
+        """Whether the person's turns of that conversation are stored (one not stored yet: yes)."""
+        found = await self.store.conversation_summaries(user_id, ids=[conversation_id], limit=1)
+        return not found or found[0].remember
+
+    async def ids_starting(self, scope: Scope, prefix: str, limit: int = 2) -> builtins.list[str]:
+        """The ids of the scope's memories that start with `prefix`, in order (short ids)."""
+        return await self.store.fact_ids_starting(scope, prefix, limit)
+
     async def conversation(self, user_id: str, conversation_id: str) -> ConversationView:
         """One of the person's conversations: its messages, its turns, and the memories learnt
         from it or touched by its turns (as they are now, erased ones without their text).

@@ -30,7 +30,7 @@ async def test_the_upgrade_reads_when_facts_were_last_recalled_from_the_log(make
     clock.advance(days=20)
     upgraded = await Memory(make_store(clock=clock), embedder, clock=clock).open()
     try:
-        assert (await upgraded.store.schema_versions())[-1] == 23
+        assert 23 in await upgraded.store.schema_versions()
         assert texts(await upgraded.stale(alice)) == ["I plan to visit Kyoto"]
         rows = await raw_sql(
             upgraded.store, "SELECT last_recalled_at FROM facts WHERE last_recalled_at IS NOT NULL"

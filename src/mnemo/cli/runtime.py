@@ -99,7 +99,7 @@ class Session:
         given = given.strip().lower()
         if is_uuid(given) or len(given) < ID_PREFIX:
             return given  # whole, or too short to be a prefix: the store says whether it is one
-        found = await self.memory.store.fact_ids_starting(self.view, given, 2)
+        found = await self.memory.ids_starting(self.view, given)
         if len(found) > 1:
             raise CliFailure(
                 f"{given!r} starts several memories' ids ({', '.join(found)}, …): type more of it"

@@ -116,7 +116,7 @@ async def dashboard(request: Request) -> Response:
         usage=usage,
         mode=await accounts.server_mode(),
         modes=MODES,
-        queue=await memory.store.job_counts(),
+        queue=await request.app.state.health.jobs(),
         chat_model=memory.chat.model_name if memory.chat else None,
         embedder=memory.embedder.model_name,
     )

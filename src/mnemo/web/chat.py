@@ -144,10 +144,7 @@ async def render_chat(
     accounts = accounts_of(request)
     conversation = conversation or new_id()
     if not forget:  # the box shows the conversation's switch as stored (off on its page, say)
-        known = await memory_of(request).store.conversation_summaries(
-            session.user.id, ids=[conversation], limit=1
-        )
-        forget = bool(known) and not known[0].remember
+        forget = not await memory_of(request).remembers(session.user.id, conversation)
     return page(
         request,
         "chat.html",
