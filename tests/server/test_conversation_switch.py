@@ -58,10 +58,20 @@ def test_the_proxy_reads_the_header_answers_with_recall_and_stores_nothing(ai, v
     assert view.jobs() == []
     kept = ok(client.get("/v1/conversations/private-1"))
     assert kept["conversation"]["remember"] is False and kept["messages"] == []
-    # the switch stays: a later turn without the header is not stored either
+    # the switch stays: a later turn without the header is not stored either, streamed or not
     scripted_llm.reply("Still green.")
     raw, _ = say(ai, "And the cover?", extra_headers={"X-Mnemo-Conversation": "private-1"})
     assert raw.headers["x-mnemo-stored"] == "false" and view.jobs() == []
+    scripted_llm.reply("Green again.")
+    with ai.chat.completions.with_streaming_response.create(
+        model="scripted-model",
+        messages=[{"role": "user", "content": "And the back?"}],
+        stream=True,
+        extra_headers={"X-Mnemo-Conversation": "private-1"},
+    ) as streamed:
+        assert streamed.headers["x-mnemo-stored"] == "false" and "x-mnemo-turn" not in streamed.headers
+        assert "data: [DONE]" in "".join(streamed.iter_text())  # the reply came, streamed
+    assert view.jobs() == []
     # on again
     scripted_llm.reply("Noted.")
     scripted_llm.reply_json(extraction())

@@ -118,7 +118,7 @@ class Proxy:
             return Stored(False, "automation")
         if not prepared.memory_on:
             return Stored(False, "memory is off")
-        if prepared.remember is False:
+        if prepared.remember is False or prepared.switched_off:
             return Stored(False, NOT_REMEMBERED)
         return None
 
@@ -134,7 +134,7 @@ class Proxy:
                 await self.memory.remember_conversation(
                     turn.scope, prepared.conversation_id, prepared.remember
                 )
-            if prepared.remember is False:
+            if prepared.remember is False or prepared.switched_off:
                 return Stored(False, NOT_REMEMBERED)
             # None when memory is off or this is automation
             job = await self.memory.submit(turn, memory_on=prepared.memory_on, gate=prepared.gate)

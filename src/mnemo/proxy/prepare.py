@@ -62,6 +62,7 @@ class Prepared:
     # (named by X-Mnemo-Conversation; without one, off keeps only this turn); None: as it is
     remember: bool | None = None
     named: bool = False  # the conversation was named by X-Mnemo-Conversation (not a new id)
+    switched_off: bool = False  # the person's switch for it, as stored, is off (and no header says on)
 
     @property
     def recalled(self) -> int:
@@ -182,6 +183,8 @@ async def prepare(
         except Exception:  # memory failing must not take the conversation down with it
             log.exception("recall failed; forwarding without a memory block")
     placement = settings.recall.placement
+    remember = remember_of(headers)
+    named = bool((headers.get(CONVERSATION_HEADER) or "").strip())
     return Prepared(
         body={**body, "model": model, "messages": inject(messages, render(hits, placement), placement)},
         scope=scope,
@@ -192,8 +195,9 @@ async def prepare(
         user_text=query if query.strip() and messages[-1].get("role") == "user" else None,
         gate=user.gate,
         began=began,
-        remember=remember_of(headers),
-        named=bool((headers.get(CONVERSATION_HEADER) or "").strip()),
+        remember=remember,
+        named=named,
+        switched_off=remember is None and named and not await memory.remembers(user.id, conversation),
     )
 
 
