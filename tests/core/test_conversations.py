@@ -18,9 +18,7 @@ async def _said(memory, scope, conversation_id, *said: str):
 
 
 async def _learn(memory):
-    worker = worker_for(memory)
-    while await worker.run_once() is not None:
-        pass
+    await worker_for(memory).drain()
 
 
 async def test_conversations_are_listed_newest_first_with_their_opening(memory, alice, bob, clock):
