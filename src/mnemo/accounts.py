@@ -9,6 +9,7 @@ Memory's (`Memory.delete_agent`).
 
 from __future__ import annotations
 
+import logging
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,6 +41,11 @@ from .settings import Settings
 from .store.base import Store
 
 SERVER_MODE_KEY = "memory_mode"
+log = logging.getLogger(__name__)
+
+
+class AccountDisabled(Exception):
+    """A right key of an account the administrator disabled."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,16 @@ class Member:
     user: User
     live_keys: int  # keys not revoked
     memory_on: bool  # the server's mode, then the person's switch
+    turns: dict[str, int]  # how many of their turns are in each state of the queue
+
+    @property
+    def queued(self) -> int:
+        """Turns waiting to be learnt from: queued, in hand or over budget."""
+        return sum(self.turns.get(s, 0) for s in ("pending", "claimed", "over_budget"))
+
+    @property
+    def failed(self) -> int:
+        return self.turns.get("failed", 0)
 
 
 USAGE_DAYS = 30  # how many UTC days a usage report covers, today included
@@ -121,13 +137,30 @@ class Accounts:
         return user
 
     async def members(self) -> list[Member]:
-        """Everyone, in name order, with how many live keys they have and whether memory is on."""
-        mode = await self.server_mode()
-        found = []
-        for user in await self._store.list_users():
-            live = sum(1 for k in await self._store.list_api_keys(user.id) if k.revoked_at is None)
-            found.append(Member(user, live, memory_enabled(mode, user.memory_enabled)))
-        return found
+        """Everyone, in name order, with how many live keys they have, whether memory is on and
+        their turns in the queue."""
+        return [await self.member(user, await self.server_mode()) for user in await self._store.list_users()]
+
+    async def member(self, user: User, mode: MemoryMode | None) -> Member:
+        """The person as the administrator sees them, under the server's memory `mode`."""
+        live = sum(1 for k in await self._store.list_api_keys(user.id) if k.revoked_at is None)
+        turns = await self._store.user_job_counts(user.id)
+        return Member(user, live, memory_enabled(mode, user.memory_enabled), turns)
+
+    async def rename_user(self, user_id: str, name: str) -> User:
+        """The person's new name (what `--user` and MNEMO_USER name); Conflict if someone has it."""
+        name = plain_name("the user's name", name.strip())
+        if not name:
+            raise InvalidInput("a user needs a name")
+        return await self._store.update_user(user_id, name=name)
+
+    async def set_disabled(self, user_id: str, disabled: bool) -> User:
+        """Disable the account (every key of it refused, 403, until it is enabled again; what it
+        has stored stays, and turns already accepted are still learnt from) or enable it."""
+        user = await self.existing_user_by_id(user_id)
+        if disabled == (user.disabled_at is not None):
+            return user  # as it is: disabled keeps its first time
+        return await self._store.update_user(user_id, disabled_at=self.clock() if disabled else None)
 
     async def create_user(self, name: str) -> tuple[User, ApiKey, str]:
         """A new user and its first API key (the token is shown once); Conflict if the name is taken."""
@@ -199,7 +232,9 @@ class Accounts:
         return await self._store.revoke_api_key(user_id, key_id)
 
     async def authenticate(self, token: str) -> User | None:
-        """The user a token belongs to, if it is well formed, known, unrevoked and matches."""
+        """The user a token belongs to, if it is well formed, known, unrevoked and matches;
+        AccountDisabled for a right key of a disabled account. The key's last use is noted
+        to the hour (at most one write an hour per key)."""
         parsed = keys.parse(token)
         if parsed is None:
             return None
@@ -207,8 +242,16 @@ class Accounts:
         if found is None:
             return None
         key, user = found
-        if key.revoked_at is not None or not keys.matches(key, parsed[1]):
+        if user is None or key.revoked_at is not None or not keys.matches(key, parsed[1]):
             return None
+        if user.disabled_at is not None:
+            raise AccountDisabled(user.id)
+        hour = self.clock().replace(minute=0, second=0, microsecond=0)
+        if key.last_used_at is None or key.last_used_at < hour:
+            try:
+                await self._store.touch_api_key(user.id, key.id, hour)
+            except Exception:  # the note is for the administrator: a full disk must not refuse the call
+                log.warning("could not note when API key %s was last used", key.id, exc_info=True)
         return user
 
     # -- settings and switches ----------------------------------------------------

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -80,7 +81,15 @@ def create_app(settings: Settings, core: Core | None = None) -> FastAPI:
         token = await bootstrap(built.accounts, settings)
         if token:
             # printed, not logged: this is the only time the key exists in clear
-            print(f"mnemo: created user {settings.user!r}. Its API key (shown once):\n  {token}", flush=True)
+            if settings.log_format == "json":
+                print(
+                    json.dumps({"created_user": settings.user, "api_key": token}, ensure_ascii=False),
+                    flush=True,
+                )
+            else:
+                print(
+                    f"mnemo: created user {settings.user!r}. Its API key (shown once):\n  {token}", flush=True
+                )
         app.state.memory = built.memory
         app.state.accounts = built.accounts
         app.state.authenticator = Authenticator.from_settings(built.accounts, settings, metrics)

@@ -44,7 +44,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.requests import HTTPConnection
 
 from . import keys
-from .accounts import Accounts
+from .accounts import AccountDisabled, Accounts
 from .domain import User
 from .http.client_address import address_of
 from .observe import QUIET, Observer
@@ -60,11 +60,16 @@ class Caller:
 
 
 class KeyRefused(Exception):
-    """A wrong key: unknown, revoked, or not a key at all."""
+    """A wrong key (unknown, revoked, or not a key at all), or a right one of a disabled account."""
 
-    def __init__(self, wait: int | None) -> None:
-        super().__init__("unknown or revoked API key")
+    def __init__(self, wait: int | None, *, disabled: bool = False) -> None:
+        super().__init__(
+            "this account is disabled: ask the server's administrator"
+            if disabled
+            else "unknown or revoked API key"
+        )
         self.wait = wait  # seconds, when it came while its address or key id was over the limit
+        self.disabled = disabled  # the key is right, and its account disabled (counted as no failure)
 
 
 class Authenticator:
@@ -89,7 +94,11 @@ class Authenticator:
         """The caller `token` belongs to; KeyRefused (counted against `address`) if nobody."""
         if self.admin_key and keys.same_secret(token, self.admin_key):
             return Caller(None, admin=True)
-        user = await self.accounts.authenticate(token)
+        try:
+            user = await self.accounts.authenticate(token)
+        except AccountDisabled:
+            self.observer.auth_failed("disabled")
+            raise KeyRefused(None, disabled=True) from None
         if user is not None:
             return Caller(user)
         parsed = keys.parse(token)
@@ -134,6 +143,8 @@ async def get_caller(
     try:
         return await identify(request, _bearer(request))
     except KeyRefused as refused:
+        if refused.disabled:
+            raise HTTPException(status.HTTP_403_FORBIDDEN, str(refused)) from None
         if refused.wait is None:
             raise HTTPException(
                 status.HTTP_401_UNAUTHORIZED, str(refused), headers={"WWW-Authenticate": "Bearer"}

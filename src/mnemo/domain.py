@@ -55,6 +55,7 @@ class Action(StrEnum):
     RETRACT = "retract"
     RESTORE = "restore"
     APPROVE = "approve"
+    UNAPPROVE = "unapprove"  # an approval taken back: the candidate waits for review again
     REJECT = "reject"
     REINFORCE = "reinforce"
     PIN = "pin"
@@ -684,6 +685,7 @@ class ApiKey:
     secret_hash: str
     created_at: datetime
     revoked_at: datetime | None = None
+    last_used_at: datetime | None = None  # to the hour (Accounts.authenticate): when it last worked
 
 
 class JobStatus(StrEnum):
@@ -860,6 +862,7 @@ class User:
     record_recalls: bool = True  # the person's switch: which assistant recalled what, and when
     gate: GatePolicy = GatePolicy()  # the sensitive-data gate's action for each category
     review_stale: bool = True  # the person's switch: the "Still true?" list (mnemo.stale)
+    disabled_at: datetime | None = None  # the administrator disabled the account then: keys refused
 
 
 @dataclass(frozen=True, slots=True)

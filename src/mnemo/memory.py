@@ -529,13 +529,16 @@ class Memory:
     async def undo(self, scope: Scope, fact_id: str, version: int, *, actor: str = "user") -> Fact:
         """Take back the fact's last change, if it is still the last (the fact is at `version`)
         and one that has an opposite: a retraction (restored), an edit of its text or category,
-        or a change of its end (each set back as it was). Another change, since or instead,
-        changes nothing: Conflict when the fact moved on, InvalidInput for a change that cannot
-        be taken back this way."""
+        a change of its end (each set back as it was), or an approval (the fact waits for review
+        again, and a fact it replaced is restored). Another change, since or instead, changes
+        nothing: Conflict when the fact moved on, InvalidInput for a change that cannot be taken
+        back this way."""
         fact = await self._current(scope, fact_id, version)
         last = (await self.store.events(scope.user_id, fact_id=fact_id))[-1]
         before = last.before or {}
         was_end = parse_time(before.get("valid_to"))
+        if last.action == Action.APPROVE and fact.status == Status.ACTIVE:
+            return await self._unapprove(scope, fact, actor)
         if last.action == Action.RETRACT and fact.status == Status.RETRACTED:
             await self._agent_alive(fact)
             now = self.clock()
@@ -556,6 +559,19 @@ class Memory:
             actor=actor,
             reason=UNDONE,
         )
+
+    async def _unapprove(self, scope: Scope, fact: Fact, actor: str) -> Fact:
+        """The approval of `fact` taken back; a fact it replaced on approval is active again."""
+        await self._agent_alive(fact)
+        now = self.clock()
+        back = [changes.unapprove(fact, actor=actor, reason=UNDONE)]
+        if fact.supersedes:
+            with contextlib.suppress(NotFound):
+                old = await self.store.get_fact(scope, fact.supersedes)
+                if old.status == Status.SUPERSEDED and old.superseded_by == fact.id:
+                    back.append(changes.restore(old, now=now, actor=actor, reason=UNDONE))
+        await self._commit(scope, back, now)
+        return back[0].fact
 
     # -- the "Still true?" list ----------------------------------------------------
 
@@ -919,9 +935,14 @@ class Memory:
         found = await self.store.conversation_summaries(user_id, ids=[conversation_id], limit=1)
         return not found or found[0].remember
 
-    async def ids_starting(self, scope: Scope, prefix: str, limit: int = 2) -> builtins.list[str]:
-        """The ids of the scope's memories that start with `prefix`, in order (short ids)."""
-        return await self.store.fact_ids_starting(scope, prefix, limit)
+    async def ids_starting(
+        self, scope: Scope, prefix: str, limit: int = 2, kind: str = "memory"
+    ) -> builtins.list[str]:
+        """The ids of the scope's memories (or the person's turns or receipts, by `kind`) that
+        start with `prefix`, in order (short ids)."""
+        if kind == "memory":
+            return await self.store.fact_ids_starting(scope, prefix, limit)
+        return await self.store.owned_ids_starting(kind, scope.user_id, prefix, limit)
 
     async def conversation(self, user_id: str, conversation_id: str) -> ConversationView:
         """One of the person's conversations: its messages, its turns, and the memories learnt

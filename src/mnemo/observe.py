@@ -25,7 +25,8 @@ class Observer(Protocol):
         """Why a job did not succeed, by category (domain.FailReason): never its message."""
 
     def auth_failed(self, reason: str) -> None:
-        """A request with a wrong key (refused), one over the limit (limited), or none (missing)."""
+        """A request with a wrong key (refused), one over the limit (limited), none (missing), or a
+        right key of a disabled account (disabled)."""
 
 
 class Quiet:

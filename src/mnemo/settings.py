@@ -244,6 +244,9 @@ class Settings(BaseSettings):
     read_timeout_seconds: float = Field(default=30.0, gt=0)
     body_timeout_seconds: float = Field(default=120.0, gt=0)
     worker: bool = True  # run the extraction worker inside the server
+    # How the server, a worker and `mnemo mcp` write their log: lines of text, or one JSON
+    # object a line (`--json` on those commands) for a log collector
+    log_format: Literal["text", "json"] = "text"
     # Days the recall log (which assistant was given which fact, when) is kept; 0 keeps none.
     recall_log_days: int = Field(default=30, ge=0, le=36_500)
 

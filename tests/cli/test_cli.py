@@ -122,7 +122,7 @@ def test_an_id_may_be_given_by_a_start_of_it_that_is_unique(mnemo: Invoke) -> No
     shared = next(i for i in range(36) if tea["id"][i] != oslo["id"][i])
     assert shared >= 8
     both = mnemo("show", tea["id"][:8])
-    assert both.exit_code != 0 and "starts several memories' ids" in both.stderr
+    assert both.exit_code != 0 and "starts several memory ids" in both.stderr
     own = tea["id"][: shared + 1]
     assert as_json(mnemo("show", own, "--json"))["id"] == tea["id"]
     assert as_json(mnemo("forget", own.upper(), "--json"))["status"] == "retracted"
@@ -252,7 +252,7 @@ def test_purge_shows_each_message_it_would_erase_and_offers_what_stays(
     purged = as_json(
         mnemo("purge", fact["id"], "--yes", "--json", "--keep-message", ids["short"], user="ana")
     )
-    receipt = as_json(mnemo("receipts", "show", purged["receipt_id"], user="ana"))
+    receipt = as_json(mnemo("receipts", "show", purged["receipt_id"][:-6], user="ana"))  # a start will do
     assert receipt["body"]["erased"]["messages"] == [] and receipt["body"]["erased"]["facts"] == [fact["id"]]
     assert as_json(mnemo("show", copy["id"], "--json", user="ana"))["text"] == "I hate coriander"
 

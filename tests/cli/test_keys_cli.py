@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from mnemo.accounts import AccountDisabled
 from mnemo.cli.main import app
 from mnemo.memory import Memory
 from tests.helpers import in_store
@@ -175,3 +177,32 @@ def test_the_global_user_is_honoured_or_refused_by_every_command(mnemo):
     assert [m["name"] for m in mnemo.json("users", "list")] == ["alice", "bob"]  # carol was not made
     unknown = mnemo("--user", "carol", "users", "list")
     assert unknown.returncode == 1 and "carol" in unknown.stderr
+
+
+def test_an_operator_renames_disables_and_enables_a_person(mnemo, tmp_path, embedder, database_url):
+    alice = mnemo.json("users", "create", "alice")
+    mnemo.json("users", "create", "bob")
+    renamed = mnemo.json("users", "rename", "alice", "Alïce Ødegård")
+    assert (renamed["id"], renamed["name"]) == (alice["user"]["id"], "Alïce Ødegård")
+    assert who(tmp_path, embedder, database_url, alice["token"]) == "Alïce Ødegård"  # the key still works
+    taken = mnemo("users", "rename", "Alïce Ødegård", "bob")
+    assert taken.returncode == 1 and "A user named 'bob' already exists" in taken.stderr
+    for args in (("users", "rename", "nobody", "x"), ("users", "disable", "nobody")):
+        done = mnemo(*args)
+        assert done.returncode == 1 and "No user named" in done.stderr, args
+    assert mnemo("users", "rename", "bob", " ").returncode != 0
+    assert sorted(u["name"] for u in mnemo.json("users", "list")) == ["Alïce Ødegård", "bob"]
+
+    off = mnemo.json("users", "disable", "Alïce Ødegård")
+    assert off["disabled_at"]
+    with pytest.raises(AccountDisabled):
+        who(tmp_path, embedder, database_url, alice["token"])
+    shown = mnemo("users", "list").stdout  # 80 columns: each person as labelled lines, ids whole
+    assert re.search(rf"^id +{alice['user']['id']} *$", shown, re.M), shown
+    assert re.search(r"^account +disabled *$", shown, re.M) and re.search(
+        r"^account +enabled *$", shown, re.M
+    )
+    shown = mnemo("users", "enable", "Alïce Ødegård")
+    assert shown.returncode == 0 and "keys work again" in shown.stdout
+    assert who(tmp_path, embedder, database_url, alice["token"]) == "Alïce Ødegård"
+    assert [u["disabled_at"] for u in mnemo.json("users", "list")] == [None, None]

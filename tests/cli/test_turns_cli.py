@@ -59,6 +59,13 @@ def test_turns_list_and_show(tmp_path: Path, embedder, database_url: str | None)
     assert shown == listed[1]
     text = answer("turns", "show", waiting.upper())
     assert "state     waiting_for_model" in text and f"created   {home}" in text
+    # a unique start of the id will do; a start of two turns' ids (made the same minute) will not
+    shared = next(i for i in range(36) if waiting[i] != queued[i])
+    assert json.loads(answer("turns", "show", waiting[: max(shared + 1, 8)], "--json"))["id"] == waiting
+    if shared >= 8:
+        both = mnemo("turns", "show", waiting[:shared])
+        assert both.exit_code == 1 and "starts several turn ids" in both.stderr
+    assert "No turn" in mnemo("turns", "show", theirs[:-3]).stderr  # another person's: none of mine
 
     bad = mnemo("turns", "list", "--state", "done")
     assert bad.exit_code == 2 and "'done' is not one of" in bad.stderr

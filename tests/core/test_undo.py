@@ -50,3 +50,33 @@ async def test_undoing_a_retraction_keeps_the_end_and_an_undo_is_not_undone(memo
     with pytest.raises(InvalidInput, match="not one to undo"):  # an undo is not itself undone
         await memory.undo(alice, fact.id, undone.version)
     assert (await memory.verify_audit(alice.user_id)).ok
+
+
+async def test_an_approval_is_taken_back_and_what_it_replaced_comes_back(llm_memory, scripted_llm, alice):
+    from mnemo.domain import Turn
+    from tests.helpers import decisions, extraction
+
+    old = await llm_memory.add(alice, "My name is Alice Moreau", pinned=True)
+    scripted_llm.reply_json(extraction("My name is Alice Dubois"))
+    scripted_llm.reply_json(decisions((1, "supersede", 1)))
+    await llm_memory.remember(
+        Turn.of(alice, ("user", "My name is now Alice Dubois."), ("assistant", "Noted."))
+    )
+    [candidate] = await llm_memory.list(alice, statuses=[Status.CANDIDATE])
+    approved = await llm_memory.approve(alice, candidate.id)
+    assert (await llm_memory.get(alice, old.id)).status == Status.SUPERSEDED
+
+    back = await llm_memory.undo(alice, candidate.id, approved.version)
+    assert back.status == Status.CANDIDATE and back.supersedes == old.id
+    restored = await llm_memory.get(alice, old.id)
+    assert (restored.status, restored.superseded_by, restored.pinned) == (Status.ACTIVE, None, True)
+    assert [f.id for f in await llm_memory.list(alice, statuses=[Status.CANDIDATE])] == [candidate.id]
+    assert "Dubois" not in str([f.text for f in await llm_memory.recall("my name", alice)])
+    history = await llm_memory.history(alice, candidate.id)
+    assert (history[-1].action, history[-1].reason) == (Action.UNAPPROVE, "undone")
+    with pytest.raises(InvalidInput, match="not one to undo"):  # an undo is not undone
+        await llm_memory.undo(alice, candidate.id, back.version)
+    # approved again, it replaces the old fact again
+    await llm_memory.approve(alice, candidate.id)
+    assert (await llm_memory.get(alice, old.id)).status == Status.SUPERSEDED
+    assert (await llm_memory.verify_audit(alice.user_id)).ok

@@ -21,7 +21,18 @@ def test_the_admin_lists_users_and_gives_one_who_lost_their_key_a_new_one(server
         ("local", 1, True),  # made on the first start
     ]
     assert all(
-        u["created_at"] and set(u) == {"id", "name", "created_at", "live_keys", "memory_enabled"}
+        u["created_at"]
+        and set(u)
+        == {
+            "id",
+            "name",
+            "created_at",
+            "live_keys",
+            "memory_enabled",
+            "disabled_at",
+            "queued_turns",
+            "failed_turns",
+        }
         for u in users
     )
 

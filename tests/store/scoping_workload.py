@@ -110,7 +110,13 @@ async def workload(url: str, embedder: Any, llm: ScriptedOpenAI, data_dir: Path,
         assert (await memory.accounts.find_user("alice")).id == alice.id
         assert await memory.accounts.find_user("nobody") is None
         bob, _, bob_token = await memory.accounts.create_user("bob")
-        assert (await memory.accounts.authenticate(bob_token)).id == bob.id
+        assert (await memory.accounts.authenticate(bob_token)).id == bob.id  # notes its last use
+        assert (await memory.accounts.api_keys(bob.id))[0].last_used_at is not None
+        assert (await memory.accounts.rename_user(bob.id, "robert")).name == "robert"
+        await memory.accounts.rename_user(bob.id, "bob")
+        assert (await memory.accounts.set_disabled(bob.id, True)).disabled_at is not None
+        await memory.accounts.set_disabled(bob.id, False)
+        assert (await memory.accounts.member(bob, None)).turns == {}
         key, token = await memory.accounts.create_api_key(alice.id, "laptop")
         assert [k.id for k in await memory.accounts.api_keys(alice.id)] == [key.id]
         await memory.accounts.revoke_api_key(alice.id, key.id)
@@ -203,6 +209,10 @@ async def workload(url: str, embedder: Any, llm: ScriptedOpenAI, data_dir: Path,
             await memory.submit(_turn(me, "I like tea", conversation_id="quiet"))
         await memory.remember_conversation(me, "quiet", True)
         assert [j.status for j in await memory.jobs(alice.id)] == [JobStatus.SKIPPED, JobStatus.WAITING]
+        turns = (await memory.accounts.member(alice, None)).turns
+        assert turns == {"skipped": 1, "waiting": 1}
+        jobs_now = await memory.jobs(alice.id)
+        assert await memory.ids_starting(me, jobs_now[0].id[:-4], kind="turn") == [jobs_now[0].id]
         failing = worker_for(smart, clock=clock, backoff=timedelta(seconds=10), max_attempts=2)
         parked = await smart.submit(_turn(Scope(bob.id), "I have a dog named Rex."))
         llm.fail(503, "overloaded", times=2)
@@ -307,6 +317,7 @@ async def workload(url: str, embedder: Any, llm: ScriptedOpenAI, data_dir: Path,
         await memory.erase_conversation(alice.id, "c2", with_facts=True)
         assert receipt.id in [r.id for r in await memory.receipts(alice.id)]
         assert (await memory.receipt(alice.id, receipt.id)).id == receipt.id
+        assert await memory.ids_starting(me, receipt.id[:-4], kind="receipt") == [receipt.id]
         assert kayak.id not in {r.fact_id async for _, r in memory.recall_log(alice.id)}
         await memory.add(me, "I own a blue kayak")  # written again by the person: learnt again
         assert (await memory.verify_audit(alice.id)).ok

@@ -53,3 +53,23 @@ def test_undo_takes_back_a_correction_an_end_and_a_retraction(signed_in: Page, a
     expect(flash).to_contain_text("Nothing was undone")
     after = ok(api.get(f"/v1/memories/{fact['id']}"))
     assert (after["text"], after["category"]) == ("I live in Faro", "other")
+
+
+def test_undo_takes_back_an_approval_and_the_memory_waits_for_review_again(signed_in: Page, api, llm):
+    from tests.web.test_review import PROPOSED, hold_candidates, row
+
+    hold_candidates(api, llm)
+    page = signed_in
+    page.goto("/review")
+    text = PROPOSED[0][0]
+    row(page, text).get_by_role("button", name="Approve").click()
+    flash = page.locator(".flash")
+    expect(flash).to_contain_text("Approved")
+    assert next(f["status"] for f in ok(api.get("/v1/memories"))["items"] if f["text"] == text) == "active"
+    flash.get_by_role("button", name="Undo").click()
+    expect(flash).to_contain_text("Undone: it waits for your review again.")
+    expect(row(page, text)).to_have_count(1)  # back on the Review page, waiting
+    held = ok(api.get("/v1/review"))["items"]
+    assert text in [f["text"] for f in held]
+    history = ok(api.get(f"/v1/memories/{next(f['id'] for f in held if f['text'] == text)}/history"))
+    assert [(e["action"], e["reason"]) for e in history][-2:] == [("approve", None), ("unapprove", "undone")]

@@ -61,7 +61,7 @@ def agents_list(ctx: typer.Context, json: Json = False) -> None:
     elif not found:
         output.say("No agents; memories belong to the default assistant (mnemo agents create NAME).")
     else:
-        output.stdout().print(output.agents_table(found))
+        output.show(output.agents_table(found))
 
 
 # -- settings -------------------------------------------------------------------------
@@ -130,7 +130,7 @@ def _show_state(state: dict[str, Any], json: bool) -> None:
     ]
     for name, value in rows:
         table.add_row(name, Text(str(value)))
-    output.stdout().print(table)
+    output.show(table)
 
 
 @settings.command("show")
@@ -278,7 +278,7 @@ def audit_list(
             Text(e.fact_id, style="cyan"),
             Text(output.printable(e.reason or "")),
         )
-    output.stdout().print(table)
+    output.show(table)
 
 
 @audit.command("verify")

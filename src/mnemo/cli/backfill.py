@@ -224,7 +224,7 @@ def _show(report: Report, widen: str | None) -> None:
             *(str(v) for v in (u.conversations, u.learnt, u.done_before, u.turns)),
             *(str(u.counts[k]) for k in KINDS),
         )
-    output.stdout().print(table)
+    output.show(table)
     for u in report.users:
         for text in u.samples:
             output.say(Text.assemble((f"{u.user}: ", "dim"), text))
@@ -290,7 +290,7 @@ def _show_delete(report: DeleteReport) -> None:
     rows: list[dict[str, Any]] = report.users
     for u in rows:
         table.add_row(Text(u["user"]), str(u["retracted"]), str(u["rejected"]), str(u["kept_edited"]))
-    output.stdout().print(table)
+    output.show(table)
     for u in rows:
         for text in u["samples"]:
             output.say(Text.assemble((f"{u['user']}: ", "dim"), text))

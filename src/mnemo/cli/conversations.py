@@ -62,7 +62,7 @@ def list_(
             Text(output.printable(c.opening or "")),
             Text(output.printable(c.id), style="cyan"),
         )
-    output.stdout().print(table)
+    output.show(table)
 
 
 @conversations.command()

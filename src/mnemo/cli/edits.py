@@ -29,7 +29,7 @@ def _apply(
     lingering: list[str] | None = None,  # why its text stays in a file a while
 ) -> None:
     async def work(s: Session) -> Fact:
-        return await change(s, await s.fact_id(fact_id))
+        return await change(s, await s.full_id(fact_id))
 
     fact = run(ctx, work, fact_id=fact_id)
     if json:

@@ -179,14 +179,19 @@ def receipts_list(ctx: typer.Context, json: Json = False) -> None:
 @receipts.command("show")
 def receipts_show(
     ctx: typer.Context,
-    receipt_id: Annotated[str, typer.Argument(metavar="ID", help="The receipt's id.")],
+    receipt_id: Annotated[
+        str,
+        typer.Argument(
+            metavar="ID", help="The receipt's id, or a unique start of it (8 characters or more)."
+        ),
+    ],
     out: Annotated[Path | None, typer.Option("--out", help="Write it to this file (to check later).")] = None,
     json: Annotated[bool, typer.Option("--json", help="As JSON (what it always prints).")] = True,
 ) -> None:
     """One receipt as JSON: its body and signature (mnemo audit verify-receipt checks it)."""
 
     async def work(s: Session) -> Receipt:
-        return await s.memory.receipt(s.user.id, receipt_id)
+        return await s.memory.receipt(s.user.id, await s.full_id(receipt_id, "receipt"))
 
     document = signing.document(run(ctx, work, resolve_agent=False))
     if out is None:

@@ -85,7 +85,7 @@ def search(
     elif not hits:
         output.say("Nothing recalled.")
     else:
-        output.stdout().print(output.hits_table(hits))
+        output.show(output.hits_table(hits))
 
 
 @app.command("list")
@@ -111,7 +111,7 @@ def list_(
     elif not facts:
         output.say(f"No memories ({status}).")
     else:
-        output.stdout().print(output.facts_table(facts, agent_names))
+        output.show(output.facts_table(facts, agent_names))
 
 
 @app.command()
@@ -119,7 +119,7 @@ def show(ctx: typer.Context, fact_id: FactId, json: Json = False) -> None:
     """One memory, every field."""
 
     async def work(s: Session):
-        return await s.memory.get(s.view, await s.fact_id(fact_id)), s.agent_names
+        return await s.memory.get(s.view, await s.full_id(fact_id)), s.agent_names
 
     fact, agent_names = run(ctx, work, fact_id=fact_id)
     if json:
@@ -133,7 +133,7 @@ def history(ctx: typer.Context, fact_id: FactId, json: Json = False) -> None:
     """Everything that happened to a memory, oldest first."""
 
     async def work(s: Session):
-        full = await s.fact_id(fact_id)
+        full = await s.full_id(fact_id)
         return await s.memory.history(s.view, full), await s.memory.get(s.view, full)
 
     events, fact = run(ctx, work, fact_id=fact_id)
@@ -141,7 +141,7 @@ def history(ctx: typer.Context, fact_id: FactId, json: Json = False) -> None:
         output.emit_json([event_record(e) for e in events])
     else:
         ended = fact.valid_to if fact.ended(utcnow()) else None
-        output.stdout().print(output.history_table(events, ended_at=ended))
+        output.show(output.history_table(events, ended_at=ended))
 
 
 @app.command()
@@ -176,7 +176,7 @@ def review(
         output.say("Nothing has gone unheard for long." if stale else "Nothing to review.")
     else:
         title = "Still true? Unheard for long" if stale else "Waiting for review"
-        output.stdout().print(output.facts_table(facts, agent_names, title=title))
+        output.show(output.facts_table(facts, agent_names, title=title))
 
 
 @app.command()

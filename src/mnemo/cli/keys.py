@@ -7,7 +7,6 @@ a listing shows their ids, labels and dates, never a secret.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any
 
 import typer
@@ -15,6 +14,7 @@ import typer
 from ..accounts import Member
 from ..build import Core
 from ..domain import ApiKey
+from ..schemas import KeyPublic, MemberPublic
 from . import output
 from .options import Json
 from .runtime import global_user, one_user, run_core
@@ -28,27 +28,13 @@ UserName = Annotated[
 
 
 def member_json(member: Member) -> dict[str, Any]:
-    user = member.user
-    return {
-        "id": user.id,
-        "name": user.name,
-        "created_at": _iso(user.created_at),
-        "live_keys": member.live_keys,
-        "memory_enabled": member.memory_on,
-    }
+    """As the API's /v1/admin/users answers."""
+    return MemberPublic.of(member).model_dump(mode="json")
 
 
 def key_json(key: ApiKey) -> dict[str, Any]:
-    return {
-        "id": key.id,
-        "name": key.name,
-        "created_at": _iso(key.created_at),
-        "revoked_at": _iso(key.revoked_at),
-    }
-
-
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value else None
+    """As the API answers (never a secret)."""
+    return KeyPublic.of(key).model_dump(mode="json")
 
 
 def list_users(ctx: typer.Context, json: bool) -> None:
@@ -66,7 +52,7 @@ def list_users(ctx: typer.Context, json: bool) -> None:
     elif not found:
         output.say("No users yet (mnemo users create NAME).")
     else:
-        output.stdout().print(output.members_table(found))
+        output.show(output.members_table(found))
 
 
 @keys.command("create")
@@ -104,7 +90,7 @@ def keys_list(ctx: typer.Context, user: UserName = None, json: Json = False) -> 
     if json:
         output.emit_json([key_json(k) for k in found])
         return
-    output.stdout().print(output.keys_table(found))
+    output.show(output.keys_table(found))
 
 
 @keys.command("revoke")

@@ -10,7 +10,12 @@ import typer
 from .runtime import parse_when
 
 Json = Annotated[bool, typer.Option("--json", help="Print one JSON document instead of a table.")]
-FactId = Annotated[str, typer.Argument(metavar="ID", help="The memory's id (see mnemo list).")]
+FactId = Annotated[
+    str,
+    typer.Argument(
+        metavar="ID", help="The memory's id (see mnemo list), or a unique start of it (8 characters or more)."
+    ),
+]
 AsOf = Annotated[
     datetime | None,
     typer.Option(

@@ -13,6 +13,7 @@ from typing import Any
 import typer
 from rich import box
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -29,6 +30,36 @@ WIDE = 110
 def stdout() -> Console:
     # built per call: the stream is looked up when printing (CliRunner swaps it)
     return Console(highlight=False, soft_wrap=False)
+
+
+def show(renderable: Any) -> None:
+    """Print a table as it is where it fits; on a terminal too narrow for it (its columns kept
+    whole need more than the width), each row as a block of labelled lines instead, so that
+    no id or time is cut short or split across lines."""
+    console = stdout()
+    if isinstance(renderable, Table):
+        unbounded = console.options.update(max_width=100_000)  # measured, a table is cut to fit
+        needed = Measurement.get(console, unbounded, renderable).minimum
+        if needed > console.width:
+            renderable = records(renderable)
+    console.print(renderable)
+
+
+def records(table: Table) -> Table:
+    """Each row of `table` as labelled lines (its column headers), a blank line between rows."""
+    grid = Table.grid(padding=(0, 2))
+    grid.title = table.title
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column(overflow="fold")
+    columns = [(str(c.header), list(c.cells)) for c in table.columns]
+    for row in range(table.row_count):
+        if row:
+            grid.add_row("", "")
+        for header, cells in columns:
+            value = cells[row] if row < len(cells) else ""
+            if header and str(value).strip():
+                grid.add_row(header, value)
+    return grid
 
 
 def error(message: str) -> None:
@@ -93,6 +124,11 @@ def say(message: str | Text, style: str | None = None) -> None:
 
 def emit_json(data: Any) -> None:
     typer.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+def emit_line(data: Any) -> None:
+    """One JSON object on one line: what a long-running command says as it goes (JSON Lines)."""
+    typer.echo(json.dumps(data, ensure_ascii=False, default=str))
 
 
 # -- JSON shapes ---------------------------------------------------------------------
@@ -321,11 +357,21 @@ def members_table(members: Sequence[Member]) -> Table:
     """Everyone: the keys counted are the live (unrevoked) ones."""
     table = _table()
     table.add_column("name", min_width=8)
-    for column in ("id", "created", "keys", "memory"):
+    for column in ("id", "created", "keys", "memory", "queued", "failed", "account"):
         table.add_column(column, no_wrap=True)
     for m in members:
         on = "on" if m.memory_on else "off"
-        table.add_row(Text(m.user.name), m.user.id, _day(m.user.created_at), str(m.live_keys), on)
+        account = "disabled" if m.user.disabled_at else "enabled"
+        row = (
+            m.user.id,
+            _day(m.user.created_at),
+            str(m.live_keys),
+            on,
+            str(m.queued),
+            str(m.failed),
+            account,
+        )
+        table.add_row(Text(m.user.name), *row)
     return table
 
 
@@ -335,9 +381,13 @@ def keys_table(keys: Sequence[ApiKey]) -> Table:
     table.add_column("id", style="cyan", no_wrap=True)
     table.add_column("name")
     table.add_column("created", no_wrap=True)
+    table.add_column("last used", no_wrap=True)
     table.add_column("revoked", no_wrap=True)
     for k in keys:
-        table.add_row(k.id, Text(printable(k.name)), _minute(k.created_at), _minute(k.revoked_at) or "no")
+        used = _minute(k.last_used_at) or "never"
+        table.add_row(
+            k.id, Text(printable(k.name)), _minute(k.created_at), used, _minute(k.revoked_at) or "no"
+        )
     return table
 
 

@@ -108,7 +108,7 @@ def _show(report: Report) -> None:
     for u in report.users:
         models = ", ".join(f"{m}: {n}" for m, n in u.models.items()) or "none"
         table.add_row(Text(u.user), str(u.embedded), str(u.changed), str(u.pruned), Text(models))
-    output.stdout().print(table)
+    output.show(table)
     if report.stopped is not None:
         output.error(f"Stopped ({report.stopped}). Run `mnemo reindex` again to carry on.")
     elif any(u.changed for u in report.users):

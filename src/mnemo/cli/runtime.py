@@ -93,17 +93,16 @@ class Session:
     def agent_names(self) -> dict[str, str]:
         return {a.id: a.name for a in self.agents}
 
-    async def fact_id(self, given: str) -> str:
-        """A memory's id as typed: the whole id, or a unique start of it of at least
-        ID_PREFIX characters (CliFailure when it starts several; NotFound when none)."""
+    async def full_id(self, given: str, kind: str = "memory") -> str:
+        """A memory's id as typed (or a turn's or a receipt's, by `kind`): the whole id, or a
+        unique start of it of at least ID_PREFIX characters (CliFailure when it starts several;
+        NotFound when none)."""
         given = given.strip().lower()
         if is_uuid(given) or len(given) < ID_PREFIX:
             return given  # whole, or too short to be a prefix: the store says whether it is one
-        found = await self.memory.ids_starting(self.view, given)
+        found = await self.memory.ids_starting(self.view, given, kind=kind)
         if len(found) > 1:
-            raise CliFailure(
-                f"{given!r} starts several memories' ids ({', '.join(found)}, …): type more of it"
-            )
+            raise CliFailure(f"{given!r} starts several {kind} ids ({', '.join(found)}, …): type more of it")
         return found[0] if found else given
 
 

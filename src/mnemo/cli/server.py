@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import signal
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from .. import logs
 from ..build import Core, check_database_url
 from ..domain import Conflict
 from ..settings import Settings
@@ -43,6 +45,10 @@ def serve(
             help="Learn from turns in this process (default), or leave it to `mnemo worker`.",
         ),
     ] = None,
+    json: Annotated[
+        bool,
+        typer.Option("--json", help="Log one JSON object a line (MNEMO_LOG_FORMAT=json); the first key too."),
+    ] = False,
 ) -> None:
     """Serve the HTTP API (OpenAPI at /docs). On the first start it creates a user and prints its key."""
     options = ctx.find_object(Options) or Options()
@@ -58,6 +64,7 @@ def serve(
         except ValueError as exc:
             raise CliFailure(str(exc), BAD_INPUT) from exc
         private_directory(settings.data_dir)
+        logs.to_stderr("mnemo", json=settings.log_format == "json", level=logging.INFO)
         uvicorn.run(
             create_app(settings),
             host=settings.host,
@@ -74,6 +81,7 @@ def serve(
         port=port,
         data_dir=data_dir.expanduser() if data_dir else None,
         worker=worker,
+        log_format="json" if json else None,
     )
 
 
@@ -83,6 +91,12 @@ def worker_command(
     once: Annotated[
         bool, typer.Option("--once", help="Process the jobs that are due now, then exit.")
     ] = False,
+    json: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="Say what it did, and log, as JSON (one object a line; MNEMO_LOG_FORMAT=json)."
+        ),
+    ] = False,
 ) -> None:
     """Learn from queued turns in a process of its own, until Ctrl-C or SIGTERM.
 
@@ -91,12 +105,19 @@ def worker_command(
     """
     no_user(ctx, "a worker learns from every user's queued turns")
 
+    as_json = [json]
+
     async def work(core: Core) -> int | None:
+        as_json[0] = json or core.settings.log_format == "json"
+        logs.to_stderr("mnemo worker", json=as_json[0], level=logging.INFO)
         worker = core.worker()
         if once:
             await worker.requeue_waiting()
             return await worker.drain()
-        output.say(f"mnemo worker {worker.name}: learning from queued turns (Ctrl-C to stop).")
+        if as_json[0]:
+            output.emit_line({"worker": worker.name, "state": "started"})
+        else:
+            output.say(f"mnemo worker {worker.name}: learning from queued turns (Ctrl-C to stop).")
         stop = asyncio.Event()
         task = asyncio.create_task(worker.run(stop))
         loop = asyncio.get_running_loop()
@@ -121,7 +142,11 @@ def worker_command(
         return None
 
     done = run_core(ctx, work, needs_db=False)
-    if once:
+    if as_json[0] and once:
+        output.emit_json({"processed": done or 0})
+    elif as_json[0]:
+        output.emit_line({"state": "stopped"})
+    elif once:
         output.say(f"Processed {plural(done or 0, 'job')}.")
     else:
         output.say("mnemo worker stopped.")
@@ -155,6 +180,73 @@ def users_list(ctx: typer.Context, json: Json = False) -> None:
     """Everyone (or the global --user alone): name, id, when made, how many live keys, whether
     memory is on."""
     keys.list_users(ctx, json)
+
+
+@users.command("rename")
+def users_rename(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The user's name now.")],
+    new_name: Annotated[
+        str, typer.Argument(metavar="NEW_NAME", help="Their new name, unique on this server.")
+    ],
+    json: Json = False,
+) -> None:
+    """Rename a user: --user and MNEMO_USER then name them by the new name (keys keep working)."""
+    one_user(ctx, name, "NAME")
+
+    async def work(core: Core):
+        user = await core.accounts.existing_user(name)
+        try:
+            renamed = await core.accounts.rename_user(user.id, new_name)
+        except Conflict as exc:
+            raise CliFailure(f"A user named {new_name.strip()!r} already exists.", FAILED) from exc
+        return await core.accounts.member(renamed, await core.accounts.server_mode())
+
+    member = run_core(ctx, work)
+    if json:
+        output.emit_json(keys.member_json(member))
+    else:
+        output.say(f"Renamed {name} to {member.user.name} ({member.user.id}).", "green")
+
+
+def _disable(ctx: typer.Context, name: str, disabled: bool, json: bool) -> None:
+    one_user(ctx, name, "NAME")
+
+    async def work(core: Core):
+        user = await core.accounts.existing_user(name)
+        changed = await core.accounts.set_disabled(user.id, disabled)
+        return await core.accounts.member(changed, await core.accounts.server_mode())
+
+    member = run_core(ctx, work)
+    if json:
+        output.emit_json(keys.member_json(member))
+    elif disabled:
+        output.say(
+            f"Disabled {name}: every key of theirs is refused until mnemo users enable {name}.", "green"
+        )
+    else:
+        output.say(f"Enabled {name}: their keys work again.", "green")
+
+
+@users.command("disable")
+def users_disable(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The user's name.")],
+    json: Json = False,
+) -> None:
+    """Refuse every key of the user (403) until enabled again; what they stored stays, and
+    turns already accepted are still learnt from."""
+    _disable(ctx, name, True, json)
+
+
+@users.command("enable")
+def users_enable(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The user's name.")],
+    json: Json = False,
+) -> None:
+    """Let a disabled user's keys work again."""
+    _disable(ctx, name, False, json)
 
 
 @users.command("usage")

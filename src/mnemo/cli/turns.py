@@ -42,20 +42,25 @@ def list_(
     if not found:
         output.say(f"No turns{f' ({state})' if state else ''}.")
         return
-    output.stdout().print(output.turns_table(found))
+    output.show(output.turns_table(found))
 
 
 @turns.command()
 def show(
     ctx: typer.Context,
-    turn_id: Annotated[str, typer.Argument(metavar="ID", help="The turn's id (X-Mnemo-Turn).")],
+    turn_id: Annotated[
+        str,
+        typer.Argument(
+            metavar="ID", help="The turn's id (X-Mnemo-Turn), or a unique start of it (8 characters or more)."
+        ),
+    ],
     json: Json = False,
 ) -> None:
     """One turn: its state, why, the ids of the facts it touched, by kind, and what of the
     model's reply was dropped, and why."""
 
     async def work(s: Session) -> StoredTurn:
-        return await s.memory.turn(s.user.id, known_id(turn_id.strip(), "turn"))
+        return await s.memory.turn(s.user.id, known_id(await s.full_id(turn_id, "turn"), "turn"))
 
     turn = run(ctx, work)
     if json:

@@ -31,7 +31,7 @@ def usage_list(ctx: typer.Context, json: bool) -> None:
     elif not found:
         output.say("No users yet (mnemo users create NAME).")
     else:
-        output.stdout().print(_table(found))
+        output.show(_table(found))
 
 
 def usage_budget(ctx: typer.Context, name: str, tokens: int | None, default: bool, json: bool) -> None:

@@ -21,6 +21,8 @@ from typing import Any
 
 import uvicorn.config
 
+from .. import logs
+
 HIDDEN = "…"
 _ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
 _SHOWN: set[str] = set()  # the literal segments of the routes of every app this process serves
@@ -58,9 +60,12 @@ class WithoutQueryValues(logging.Filter):
         return True
 
 
-def log_config() -> dict[str, Any]:
-    """uvicorn's own logging configuration, with the filter on its access logger."""
+def log_config(json: bool = False) -> dict[str, Any]:
+    """uvicorn's own logging configuration, with the filter on its access logger; `json`: each
+    line one JSON object (mnemo.logs)."""
     config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    if json:
+        config["formatters"] = {"default": logs.JSON_FORMATTER, "access": logs.JSON_FORMATTER}
     config.setdefault("filters", {})["without_query_values"] = {"()": WithoutQueryValues}
     config["loggers"]["uvicorn.access"]["filters"] = ["without_query_values"]
     # what an administrator did (web/admin.py): to the server's log like uvicorn's own lines

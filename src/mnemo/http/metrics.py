@@ -64,7 +64,8 @@ class Metrics:
         )
         self._auth_failures = Counter(
             "mnemo_auth_failures",
-            "Requests refused for their key: wrong (refused), over the limit (limited), none (missing).",
+            "Requests refused for their key: wrong (refused), over the limit (limited), none (missing),"
+            " of a disabled account (disabled).",
             ["reason"],
             registry=registry,
         )

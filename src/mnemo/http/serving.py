@@ -14,4 +14,8 @@ from .timeouts import deadline_options
 def uvicorn_options(settings: Settings) -> dict[str, Any]:
     """The deadline on slow headers (timeouts.py), which proxies may name the client's
     address (client_address.py), and an access log without query values (access_log.py)."""
-    return {**deadline_options(settings), **forwarded_header_options(settings), "log_config": log_config()}
+    return {
+        **deadline_options(settings),
+        **forwarded_header_options(settings),
+        "log_config": log_config(settings.log_format == "json"),
+    }

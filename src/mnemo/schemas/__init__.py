@@ -37,6 +37,7 @@ from .people import (
     UserCreate,
     UserCreated,
     UserPublic,
+    UserUpdate,
 )
 from .usage import BudgetUpdate, DayTokens, MemberUsage, UsagePublic
 
@@ -86,5 +87,6 @@ __all__ = [
     "UserCreate",
     "UserCreated",
     "UserPublic",
+    "UserUpdate",
     "UtcTime",
 ]

@@ -39,6 +39,15 @@ class MemberPublic(BaseModel):
     created_at: datetime | None
     live_keys: int = Field(description="Keys not revoked.")
     memory_enabled: bool = Field(description="Whether memory is on for them now (server mode and switch).")
+    disabled_at: datetime | None = Field(
+        description="When the administrator disabled the account (null: enabled)."
+    )
+    queued_turns: int = Field(
+        description="Their turns waiting to be learnt from: queued, in hand or over budget."
+    )
+    failed_turns: int = Field(
+        description="Their turns whose learning failed for good (retry them with their key)."
+    )
 
     @classmethod
     def of(cls, member: Member) -> MemberPublic:
@@ -49,7 +58,19 @@ class MemberPublic(BaseModel):
             created_at=user.created_at,
             live_keys=member.live_keys,
             memory_enabled=member.memory_on,
+            disabled_at=user.disabled_at,
+            queued_turns=member.queued,
+            failed_turns=member.failed,
         )
+
+
+class UserUpdate(Request):
+    """What the administrator changes about a person (fields left out stay as they are)."""
+
+    name: Name | None = None
+    disabled: StrictBool | None = Field(
+        None, description="true: every key of the account is refused (403) until it is false again."
+    )
 
 
 class MePublic(BaseModel):
@@ -130,10 +151,19 @@ class KeyPublic(BaseModel):
     name: str
     created_at: datetime
     revoked_at: datetime | None
+    last_used_at: datetime | None = Field(
+        description="The start of the hour it last worked in (null: not used since mnemo began noting it)."
+    )
 
     @classmethod
     def of(cls, key: ApiKey) -> KeyPublic:
-        return cls(id=key.id, name=key.name, created_at=key.created_at, revoked_at=key.revoked_at)
+        return cls(
+            id=key.id,
+            name=key.name,
+            created_at=key.created_at,
+            revoked_at=key.revoked_at,
+            last_used_at=key.last_used_at,
+        )
 
 
 class KeyCreated(KeyPublic):

@@ -80,12 +80,15 @@ class AccountStore(Protocol):
         record_recalls: bool | object = UNSET,
         gate_changes: dict[str, str] | None = None,
         review_stale: bool | object = UNSET,
+        name: str | object = UNSET,
+        disabled_at: datetime | object | None = UNSET,
     ) -> User:
-        """Change the user's switches; `record_recalls` off deletes their recall log (and when
-        each fact was last recalled) with it; `review_stale`: the "Still true?" list;
-        `gate_changes`: category → action for the sensitive-data gate, merged into what the
-        user chose before in the same transaction (InvalidInput, changing nothing, for an
-        unknown category or action)."""
+        """Change the user's switches (and, for the administrator, their name and whether the
+        account is disabled: Conflict for a name someone else has); `record_recalls` off
+        deletes their recall log (and when each fact was last recalled) with it;
+        `review_stale`: the "Still true?" list; `gate_changes`: category → action for the
+        sensitive-data gate, merged into what the user chose before in the same transaction
+        (InvalidInput, changing nothing, for an unknown category or action)."""
 
     async def any_user(self) -> bool: ...
     async def list_users(self) -> list[User]:
@@ -111,6 +114,9 @@ class AccountStore(Protocol):
 
     async def list_api_keys(self, user_id: str) -> list[ApiKey]: ...
     async def revoke_api_key(self, user_id: str, key_id: str) -> ApiKey: ...
+    async def touch_api_key(self, user_id: str, key_id: str, hour: datetime) -> None:
+        """The key worked within `hour`: its last use moves there, if it was before."""
+
     async def get_setting(self, key: str) -> str | None: ...
     async def set_setting(self, key: str, value: str | None) -> None: ...
     async def first_setting(self, key: str, value: str) -> str:
@@ -266,6 +272,9 @@ class SearchStore(Protocol):
         """The ids of the scope's facts that start with `prefix`, in order, at most `limit` (the
         command line's short ids)."""
 
+    async def owned_ids_starting(self, kind: str, user_id: str, prefix: str, limit: int) -> list[str]:
+        """The same for the person's turns (`kind` "turn") or receipts ("receipt")."""
+
     async def learnt_in(self, scope: Scope, conversation_id: str, since: datetime, limit: int) -> list[Fact]:
         """The scope's facts whose source is that conversation, made at or after `since` (any
         status), oldest first."""
@@ -381,6 +390,9 @@ class JobQueue(Protocol):
 
     async def queued_turns(self, user_id: str) -> int:
         """How many of the person's turns wait to be learnt from (queued, in hand, over budget)."""
+
+    async def user_job_counts(self, user_id: str) -> dict[str, int]:
+        """How many of the person's turns are in each state (states without any left out)."""
 
     async def claim_job(self, worker: str, now: datetime, lease: timedelta) -> Job | None: ...
     async def release_job(self, claim: Claim) -> None: ...

@@ -88,14 +88,16 @@ def user_from(row: DbRow) -> User:
         record_recalls=bool(row[5]),
         gate=GatePolicy().changed(load(row[6]) or {}),
         review_stale=bool(row[7]),
+        disabled_at=parse_time(row[8]),
     )
 
 
 USER_COLUMNS = (
-    "id, name, created_at, memory_enabled, review_policy, record_recalls, sensitive_gate, review_stale"
+    "id, name, created_at, memory_enabled, review_policy, record_recalls, sensitive_gate, review_stale,"
+    " disabled_at"
 )
 AGENT_COLUMNS = "id, user_id, name, private, reads_default, persona, upstream_model"
-KEY_COLUMNS = "id, user_id, name, secret_hash, created_at, revoked_at"
+KEY_COLUMNS = "id, user_id, name, secret_hash, created_at, revoked_at, last_used_at"
 
 
 def agent_from(r: DbRow) -> Agent:
@@ -103,7 +105,7 @@ def agent_from(r: DbRow) -> Agent:
 
 
 def key_from(r: DbRow) -> ApiKey:
-    return ApiKey(r[0], r[1], r[2], r[3], when(r[4]), parse_time(r[5]))
+    return ApiKey(r[0], r[1], r[2], r[3], when(r[4]), parse_time(r[5]), parse_time(r[6]))
 
 
 _FACT_NAMES = (

@@ -1,7 +1,8 @@
 """The operator's page at /admin, signed in with the admin key (a cookie of its own, for /admin
-only): the server's memory mode, everyone with their keys, budgets and usage, the queue; and,
-for one person, their keys (create, revoke) and budget. Each action goes to the server's log,
-without texts; the page shows no memory, message or key secret but a new key's, once."""
+only): the server's memory mode, everyone with their keys, budgets and usage, and their turns
+in the queue; and, for one person, their keys (create, revoke, last used), budget, name and
+whether the account is disabled. Each action goes to the server's log, without texts (no name
+either); the page shows no memory, message or key secret but a new key's, once."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ..auth import KeyRefused, identify
-from ..domain import MemoryMode, known_id
+from ..domain import Conflict, InvalidInput, MemoryMode, known_id
 from .forms import text
 from .render import page, redirect
 from .routing import web_router
@@ -81,7 +82,13 @@ async def signin(request: Request) -> Response:
     key = text(await read_form(request), "key", 500)
     try:
         caller = await identify(request, key) if key else None
-    except KeyRefused:
+    except KeyRefused as refused:
+        if refused.wait is not None:
+            wait = str(refused.wait)
+            said = f"Too many wrong keys were tried from your address. Try again in {wait} seconds."
+            limited = page(request, "admin_signin.html", error=said, status=429)
+            limited.headers["Retry-After"] = wait
+            return limited
         caller = None
     if caller is None or not caller.admin:
         return page(request, "admin_signin.html", error="That is not this server's admin key.", status=401)
@@ -138,10 +145,17 @@ async def _person(request: Request, token: str, user_id: str, *, made: str | Non
         "admin_user.html",
         token,
         user=found,
+        member=await accounts.member(found, await accounts.server_mode()),
         keys=await accounts.api_keys(found.id),
         usage=await accounts.usage(found.id),
         made=made,
     )
+
+
+@router.get("/admin/users")
+async def people(request: Request) -> Response:
+    """Where a new person's key was shown, opened again: the list (the key is not shown twice)."""
+    return redirect(HOME)
 
 
 @router.post("/admin/users")
@@ -185,6 +199,37 @@ async def budget(request: Request, user: str) -> Response:
         tokens if tokens is not None else "the default",
     )
     return redirect(f"/admin/users/{user_id}", "Budget saved.")
+
+
+@router.post("/admin/users/{user}/rename")
+async def rename(request: Request, user: str) -> Response:
+    _, form = await _form(request)
+    user_id = await _user_id(request, user)
+    try:
+        await accounts_of(request).rename_user(user_id, text(form, "name", 200))
+    except (InvalidInput, Conflict) as exc:
+        return redirect(f"/admin/users/{user_id}", str(exc), kind="error")
+    log.info("admin: renamed user %s", user_id)
+    return redirect(f"/admin/users/{user_id}", "Renamed.")
+
+
+@router.post("/admin/users/{user}/disable")
+async def disable(request: Request, user: str) -> Response:
+    return await _set_disabled(request, user, True)
+
+
+@router.post("/admin/users/{user}/enable")
+async def enable(request: Request, user: str) -> Response:
+    return await _set_disabled(request, user, False)
+
+
+async def _set_disabled(request: Request, user: str, disabled: bool) -> Response:
+    await _form(request)
+    user_id = await _user_id(request, user)
+    await accounts_of(request).set_disabled(user_id, disabled)
+    log.info("admin: %s user %s", "disabled" if disabled else "enabled", user_id)
+    said = "Disabled: every key of the account is refused." if disabled else "Enabled: their keys work again."
+    return redirect(f"/admin/users/{user_id}", said)
 
 
 @router.post("/admin/mode")

@@ -27,7 +27,10 @@ async def signin_form(request: Request) -> Response:
         if await resume(request):
             return redirect(local_path(request.query_params.get("next"), HOME))
     except KeyRefused as refused:  # the cookie's key no longer works: say so, and drop it
-        response = _form(request, "", ended=True) if refused.wait is None else _limited(request, refused)
+        if refused.wait is not None:
+            response = _limited(request, refused)
+        else:
+            response = _form(request, "", ended="disabled" if refused.disabled else "refused")
         sign_out(response, request)
         return response
     return _form(request, "")
@@ -45,6 +48,9 @@ async def signin(request: Request) -> Response:
     try:
         caller = await identify(request, key)
     except KeyRefused as refused:
+        if refused.disabled:
+            message = "This account is disabled. Ask the server's administrator to enable it again."
+            return _form(request, message, status=403, next=target)
         if refused.wait is None:
             return _form(request, "That key is unknown or was revoked.", status=401, next=target)
         return _limited(request, refused, target)
@@ -68,9 +74,7 @@ async def signout(request: Request, _: FormDep) -> Response:
     return response
 
 
-def _form(
-    request: Request, error: str, *, status: int = 200, ended: bool = False, next: str = ""
-) -> Response:
+def _form(request: Request, error: str, *, status: int = 200, ended: str = "", next: str = "") -> Response:
     target = next or local_path(request.query_params.get("next"), "")
     return page(request, "signin.html", status=status, error=error, ended=ended, next=target)
 

@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..domain import MAX_TEXT, Category, Conflict, Duplicate, InvalidInput, RecallSummary
+from ..domain import MAX_TEXT, Category, Conflict, Duplicate, InvalidInput, RecallSummary, Status
 from .erasure import Choices, agent_names, receipt_page
 from .forms import choice, fact_id, flag, number, text
 from .history import story
@@ -155,20 +155,22 @@ async def retract(request: Request, session: SessionDep, form: FormDep, fact: st
 
 @router.post("/memories/{fact}/undo")
 async def undo(request: Request, session: SessionDep, form: FormDep, fact: str) -> Response:
-    """Take back the memory's last change (a correction, an end, a retraction) if nothing
-    changed it since (Memory.undo)."""
+    """Take back the memory's last change (a correction, an end, a retraction, an approval) if
+    nothing changed it since (Memory.undo)."""
     fid = fact_id(fact)
     version = number(text(form, "version", 20), low=1)
     if version is None:
         return redirect(f"/memories/{fid}", "Nothing was undone: the form was incomplete.", kind="error")
     try:
-        await memory_of(request).undo(session.scope, fid, version)
+        back = await memory_of(request).undo(session.scope, fid, version)
     except Conflict:
         said = "Nothing was undone: the memory changed since (its history shows how)."
         return redirect(f"/memories/{fid}", said, kind="error")
     except InvalidInput:
         said = "Nothing was undone: its last change is not one that Undo takes back."
         return redirect(f"/memories/{fid}", said, kind="error")
+    if back.status == Status.CANDIDATE:
+        return redirect("/review", "Undone: it waits for your review again.")
     return redirect(f"/memories/{fid}", "Undone: the memory is as it was before.")
 
 

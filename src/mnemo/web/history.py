@@ -18,6 +18,7 @@ _ACTIONS = {
     Action.RETRACT: "Retracted",
     Action.RESTORE: "Restored",
     Action.APPROVE: "Approved",
+    Action.UNAPPROVE: "Approval taken back",
     Action.REJECT: "Rejected",
     Action.REINFORCE: "Stated again",
     Action.PIN: "Pinned",

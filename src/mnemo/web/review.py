@@ -117,7 +117,8 @@ async def decide(request: Request, session: SessionDep, form: FormDep, fact: str
         return redirect("/review", f"Approved, as edited: “{done.text}”.")
     if action == "approve":
         done = await memory.approve(session.scope, fid)
-        return redirect("/review", f"Approved “{done.text}”.")
+        # taken back with Undo, unless it went into a memory that already said the same
+        return redirect("/review", f"Approved “{done.text}”.", undo=done if done.id == fid else None)
     return redirect("/review", "Choose approve or reject.", kind="error")
 
 

@@ -152,6 +152,12 @@ def approve(fact: Fact, *, now: datetime, actor: str, reason: str | None = None)
     return Change(after, Action.APPROVE, actor, before=fact, reason=reason)
 
 
+def unapprove(fact: Fact, *, actor: str, reason: str | None = None) -> Change:
+    """An approval taken back: the fact waits for review again, as it did before."""
+    _require(fact, Status.ACTIVE, doing="take back the approval of")
+    return Change(_bump(fact, status=Status.CANDIDATE), Action.UNAPPROVE, actor, before=fact, reason=reason)
+
+
 def reject(fact: Fact, *, now: datetime, actor: str, reason: str | None = None) -> Change:
     _require(fact, Status.CANDIDATE, doing="reject")
     after = _bump(fact, status=Status.REJECTED, retired_at=now)

@@ -569,6 +569,14 @@ def _conversation_switch(cur: Cursor) -> None:
     cur.execute(f"GRANT UPDATE (remember) ON conversations TO {APP_ROLE}")
 
 
+def _operator(cur: Cursor) -> None:
+    """What the administrator sees and steers: a disabled account (its keys refused until it is
+    enabled again), and when each key last worked (to the hour)."""
+    # one command a call: Citus refuses several in one
+    cur.execute("ALTER TABLE users ADD COLUMN disabled_at timestamptz")
+    cur.execute("ALTER TABLE api_keys ADD COLUMN last_used_at timestamptz")
+
+
 MIGRATIONS = [
     Migration(1, "initial", _initial),
     Migration(2, "server", _server),
@@ -594,4 +602,5 @@ MIGRATIONS = [
     Migration(22, "message_words", _message_words),
     Migration(23, "stale_review", _stale_review),
     Migration(24, "conversation_switch", _conversation_switch),
+    Migration(25, "operator", _operator),
 ]

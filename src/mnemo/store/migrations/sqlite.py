@@ -620,6 +620,18 @@ def _conversation_switch(cur: Cursor) -> None:
     _script(cur, "ALTER TABLE conversations ADD COLUMN remember INTEGER NOT NULL DEFAULT 1;")
 
 
+def _operator(cur: Cursor) -> None:
+    """What the administrator sees and steers: a disabled account (its keys refused until it is
+    enabled again), and when each key last worked (to the hour)."""
+    _script(
+        cur,
+        """
+        ALTER TABLE users ADD COLUMN disabled_at TEXT;
+        ALTER TABLE api_keys ADD COLUMN last_used_at TEXT;
+        """,
+    )
+
+
 MIGRATIONS = [
     Migration(1, "initial", _initial),
     Migration(2, "server", _server),
@@ -645,4 +657,5 @@ MIGRATIONS = [
     Migration(22, "message_words", _message_words),
     Migration(23, "stale_review", _stale_review),
     Migration(24, "conversation_switch", _conversation_switch),
+    Migration(25, "operator", _operator),
 ]

@@ -237,15 +237,34 @@ async def learnt_in(tx: Tx, scope: Scope, conversation_id: str, since: datetime,
     return await facts(tx, scope, where, (conversation_id, since), tail)
 
 
+def _id_start(prefix: str) -> bool:
+    """Whether `prefix` can start an id mnemo made: hex digits and dashes only (no wildcard)."""
+    return bool(prefix) and all(c in "0123456789abcdef-" for c in prefix)
+
+
 async def ids_starting(tx: Tx, scope: Scope, prefix: str, limit: int) -> list[str]:
     """The ids of the scope's facts that start with `prefix` (hex digits and dashes only: an id's
     characters), in order, at most `limit`."""
-    if not prefix or any(c not in "0123456789abcdef-" for c in prefix):
+    if not _id_start(prefix):
         return []
     rule, params = await visible(tx, scope)
     rows = await tx.all(
         f"SELECT f.id FROM facts f WHERE {rule} AND f.id LIKE ? ORDER BY f.id LIMIT {int(limit)}",
         (*params, prefix + "%"),  # no wildcard in it: an id's characters only
+    )
+    return [str(r[0]) for r in rows]
+
+
+OWNED_IDS = {"turn": "jobs", "receipt": "receipts"}  # what else a person names by a short id
+
+
+async def owned_ids_starting(tx: Tx, kind: str, user_id: str, prefix: str, limit: int) -> list[str]:
+    """The ids of the person's turns or receipts (`kind`) that start with `prefix`, in order."""
+    if not _id_start(prefix):
+        return []
+    rows = await tx.all(
+        f"SELECT id FROM {OWNED_IDS[kind]} WHERE user_id = ? AND id LIKE ? ORDER BY id LIMIT {int(limit)}",
+        (user_id, prefix + "%"),
     )
     return [str(r[0]) for r in rows]
 

@@ -52,6 +52,12 @@ async def queued_turns(tx: Tx, user_id: str) -> int:
     return int(row[0]) if row else 0
 
 
+async def user_job_counts(tx: Tx, user_id: str) -> dict[str, int]:
+    """How many of the person's turns are in each state (the administrator's page)."""
+    rows = await tx.all("SELECT status, COUNT(*) FROM jobs WHERE user_id = ? GROUP BY status", (user_id,))
+    return {str(r[0]): int(r[1]) for r in rows}
+
+
 async def enqueue_turn(
     tx: Tx,
     scope: Scope,

@@ -73,7 +73,16 @@ async def update_user(
     record_recalls: Any = UNSET,
     gate_changes: dict[str, str] | None = None,
     review_stale: Any = UNSET,
+    name: Any = UNSET,
+    disabled_at: Any = UNSET,
 ) -> User:
+    if name is not UNSET:
+        holder = await tx.user_named(name)
+        if holder is not None and holder != user_id:
+            raise Conflict(f"a user named {name!r} already exists")
+        await tx.execute("UPDATE users SET name = ? WHERE id = ?", (name, user_id))
+    if disabled_at is not UNSET:
+        await tx.execute("UPDATE users SET disabled_at = ? WHERE id = ?", (disabled_at, user_id))
     if memory_enabled is not UNSET:
         await tx.execute(
             "UPDATE users SET memory_enabled = ? WHERE id = ?",
@@ -284,6 +293,15 @@ async def revoke_api_key(tx: Tx, user_id: str, key_id: str, now: datetime) -> Ap
     if row is None:
         raise NotFound(f"no API key {key_id}")
     return key_from(row)
+
+
+async def touch_api_key(tx: Tx, user_id: str, key_id: str, hour: datetime) -> None:
+    """Note that the key worked within `hour` (a whole hour): written once an hour at most."""
+    await tx.execute(
+        "UPDATE api_keys SET last_used_at = ? WHERE user_id = ? AND id = ?"
+        " AND (last_used_at IS NULL OR last_used_at < ?)",
+        (hour, user_id, key_id, hour),
+    )
 
 
 async def get_setting(tx: Tx, key: str) -> str | None:

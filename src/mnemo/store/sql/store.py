@@ -135,6 +135,8 @@ class SQLStore(ABC, Generic[X, Pending]):
         record_recalls: Any = UNSET,
         gate_changes: dict[str, str] | None = None,
         review_stale: Any = UNSET,
+        name: Any = UNSET,
+        disabled_at: Any = UNSET,
     ) -> User:
         return await self._write(
             user_id,
@@ -145,6 +147,8 @@ class SQLStore(ABC, Generic[X, Pending]):
             record_recalls,
             gate_changes,
             review_stale,
+            name,
+            disabled_at,
         )
 
     async def any_user(self) -> bool:
@@ -193,6 +197,9 @@ class SQLStore(ABC, Generic[X, Pending]):
 
     async def revoke_api_key(self, user_id: str, key_id: str) -> ApiKey:
         return await self._write(user_id, people.revoke_api_key, user_id, key_id, self._clock())
+
+    async def touch_api_key(self, user_id: str, key_id: str, hour: datetime) -> None:
+        await self._write(user_id, people.touch_api_key, user_id, key_id, hour)
 
     async def get_setting(self, key: str) -> str | None:
         return await self._read(None, people.get_setting, key)
@@ -354,6 +361,9 @@ class SQLStore(ABC, Generic[X, Pending]):
 
     async def fact_ids_starting(self, scope: Scope, prefix: str, limit: int) -> list[str]:
         return await self._read(scope.user_id, facts.ids_starting, scope, prefix, limit)
+
+    async def owned_ids_starting(self, kind: str, user_id: str, prefix: str, limit: int) -> list[str]:
+        return await self._read(user_id, facts.owned_ids_starting, kind, user_id, prefix, limit)
 
     async def learnt_in(self, scope: Scope, conversation_id: str, since: datetime, limit: int) -> list[Fact]:
         return await self._read(scope.user_id, facts.learnt_in, scope, conversation_id, since, limit)
@@ -598,6 +608,9 @@ class SQLStore(ABC, Generic[X, Pending]):
 
     async def queued_turns(self, user_id: str) -> int:
         return await self._read(user_id, jobs.queued_turns, user_id)
+
+    async def user_job_counts(self, user_id: str) -> dict[str, int]:
+        return await self._read(user_id, jobs.user_job_counts, user_id)
 
     @abstractmethod
     async def claim_job(self, worker: str, now: datetime, lease: timedelta) -> Job | None:
