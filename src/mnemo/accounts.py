@@ -20,7 +20,6 @@ from .domain import (
     MAX_TOKEN_BUDGET,
     Agent,
     ApiKey,
-    Conflict,
     DayUsage,
     GatePolicy,
     InvalidInput,
@@ -59,8 +58,8 @@ class Member:
 
     @property
     def queued(self) -> int:
-        """Turns waiting to be learnt from: queued, in hand or over budget."""
-        return sum(self.turns.get(s, 0) for s in ("pending", "claimed", "over_budget"))
+        """Turns waiting to be learnt from: queued, in hand, over budget or waiting for a model."""
+        return sum(self.turns.get(s, 0) for s in ("pending", "claimed", "over_budget", "waiting"))
 
     @property
     def failed(self) -> int:
@@ -149,10 +148,7 @@ class Accounts:
 
     async def rename_user(self, user_id: str, name: str) -> User:
         """The person's new name (what `--user` and MNEMO_USER name); Conflict if someone has it."""
-        name = plain_name("the user's name", name.strip())
-        if not name:
-            raise InvalidInput("a user needs a name")
-        return await self._store.update_user(user_id, name=name)
+        return await self._store.update_user(user_id, name=plain_name("the user's name", name.strip()))
 
     async def set_disabled(self, user_id: str, disabled: bool) -> User:
         """Disable the account (every key of it refused, 403, until it is enabled again; what it
@@ -164,12 +160,7 @@ class Accounts:
 
     async def create_user(self, name: str) -> tuple[User, ApiKey, str]:
         """A new user and its first API key (the token is shown once); Conflict if the name is taken."""
-        name = plain_name("the user's name", name.strip())
-        if not name:
-            raise InvalidInput("a user needs a name")
-        if await self._store.find_user(name) is not None:
-            raise Conflict(f"a user named {name!r} already exists")
-        user = await self._store.ensure_user(name)
+        user = await self._store.create_user(plain_name("the user's name", name.strip()))
         key, token = await self.create_api_key(user.id, "first key")
         return user, key, token
 
@@ -192,8 +183,6 @@ class Accounts:
         persona: str | None = None,
         upstream_model: str | None = None,
     ) -> Agent:
-        if not name.strip():
-            raise InvalidInput("an agent needs a name")
         gate = await self.gate(user_id)
         return await self._store.create_agent(
             user_id,

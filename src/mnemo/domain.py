@@ -339,12 +339,24 @@ _BIDI_CONTROLS = dict.fromkeys(map(ord, "\u202a\u202b\u202c\u202d\u202e\u2066\u2
 _CONTROLS = {c: " " for c in [*range(0x20), *range(0x7F, 0xA0)]}
 
 
+MAX_NAME = 100  # characters of a name: a person's, an agent's, a key's (as the API's Name)
+
+
 def plain_name(what: str, name: str) -> str:
-    """`name` (a person's, an agent's, a key's), or InvalidInput when it holds a control
-    character: a name is printed in tables and terminals, where one would drive them."""
-    control = next((c for c in name if ord(c) in _CONTROLS), None)
-    if control is not None:
-        raise InvalidInput(f"{what} holds a control character (U+{ord(control):04X})")
+    """`name` (a person's, an agent's, a key's), or InvalidInput when it is blank or longer than
+    MAX_NAME characters, or holds a control character, an invisible formatting one (a direction
+    override, a zero-width space, a byte-order mark) or a line separator: a name is printed in
+    tables, pages and terminals, where one would drive them or hide what the name says."""
+    hidden = next(
+        (c for c in name if ord(c) in _CONTROLS or unicodedata.category(c) in ("Cf", "Zl", "Zp")), None
+    )
+    if hidden is not None:
+        kind = "a control character" if ord(hidden) in _CONTROLS else "an invisible character"
+        raise InvalidInput(f"{what} holds {kind} (U+{ord(hidden):04X})")
+    if not name.strip():
+        raise InvalidInput(f"{what} is empty")
+    if len(name) > MAX_NAME:
+        raise InvalidInput(f"{what} is longer than {MAX_NAME} characters")
     return name
 
 

@@ -12,19 +12,21 @@ import logging
 import sys
 from typing import Any
 
-JSON_FORMATTER: dict[str, Any] = {
-    "()": "pythonjsonlogger.json.JsonFormatter",
-    "fmt": "%(asctime)s %(levelname)s %(name)s %(message)s",
-    "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
-    "datefmt": "%Y-%m-%dT%H:%M:%S%z",
-}
+JSON_FORMATTER: dict[str, Any] = {"()": "mnemo.logs.json_formatter"}  # for logging.config
 
 
 def json_formatter() -> logging.Formatter:
+    from pythonjsonlogger.core import RESERVED_ATTRS
     from pythonjsonlogger.json import JsonFormatter
 
-    options = {k: v for k, v in JSON_FORMATTER.items() if k != "()"}
-    return JsonFormatter(**options)
+    return JsonFormatter(
+        "%(asctime)s %(levelname)s %(name)s %(message)s",
+        rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
+        datefmt="%Y-%m-%dT%H:%M:%S%z",
+        # uvicorn's records carry their message again with terminal colours: left out
+        reserved_attrs=[*RESERVED_ATTRS, "color_message"],
+        json_ensure_ascii=False,
+    )
 
 
 def to_stderr(prefix: str, *, json: bool, level: int = logging.WARNING) -> None:

@@ -538,7 +538,7 @@ class Memory:
         before = last.before or {}
         was_end = parse_time(before.get("valid_to"))
         if last.action == Action.APPROVE and fact.status == Status.ACTIVE:
-            return await self._unapprove(scope, fact, actor)
+            return await self._unapprove(scope, fact, parse_time(before.get("recorded_at")), actor)
         if last.action == Action.RETRACT and fact.status == Status.RETRACTED:
             await self._agent_alive(fact)
             now = self.clock()
@@ -560,16 +560,20 @@ class Memory:
             reason=UNDONE,
         )
 
-    async def _unapprove(self, scope: Scope, fact: Fact, actor: str) -> Fact:
-        """The approval of `fact` taken back; a fact it replaced on approval is active again."""
+    async def _unapprove(self, scope: Scope, fact: Fact, recorded_at: datetime | None, actor: str) -> Fact:
+        """The approval of `fact` taken back; a fact it replaced on approval is active again,
+        with the end it had before it was replaced."""
         await self._agent_alive(fact)
         now = self.clock()
-        back = [changes.unapprove(fact, actor=actor, reason=UNDONE)]
+        back = [changes.unapprove(fact, recorded_at, actor=actor, reason=UNDONE)]
         if fact.supersedes:
             with contextlib.suppress(NotFound):
                 old = await self.store.get_fact(scope, fact.supersedes)
                 if old.status == Status.SUPERSEDED and old.superseded_by == fact.id:
+                    replaced = (await self.store.events(scope.user_id, fact_id=old.id))[-1]
                     back.append(changes.restore(old, now=now, actor=actor, reason=UNDONE))
+                    if (was_end := parse_time((replaced.before or {}).get("valid_to"))) is not None:
+                        back.append(changes.end(back[-1].fact, was_end, now=now, actor=actor, reason=UNDONE))
         await self._commit(scope, back, now)
         return back[0].fact
 

@@ -52,11 +52,14 @@ async def test_undoing_a_retraction_keeps_the_end_and_an_undo_is_not_undone(memo
     assert (await memory.verify_audit(alice.user_id)).ok
 
 
-async def test_an_approval_is_taken_back_and_what_it_replaced_comes_back(llm_memory, scripted_llm, alice):
+async def test_an_approval_is_taken_back_and_what_it_replaced_comes_back(
+    llm_memory, scripted_llm, alice, clock
+):
     from mnemo.domain import Turn
     from tests.helpers import decisions, extraction
 
-    old = await llm_memory.add(alice, "My name is Alice Moreau", pinned=True)
+    until = clock.now + timedelta(days=400)
+    old = await llm_memory.add(alice, "My name is Alice Moreau", pinned=True, valid_to=until)
     scripted_llm.reply_json(extraction("My name is Alice Dubois"))
     scripted_llm.reply_json(decisions((1, "supersede", 1)))
     await llm_memory.remember(
@@ -68,8 +71,10 @@ async def test_an_approval_is_taken_back_and_what_it_replaced_comes_back(llm_mem
 
     back = await llm_memory.undo(alice, candidate.id, approved.version)
     assert back.status == Status.CANDIDATE and back.supersedes == old.id
+    assert back.recorded_at == candidate.recorded_at  # recorded as it was before the approval
     restored = await llm_memory.get(alice, old.id)
     assert (restored.status, restored.superseded_by, restored.pinned) == (Status.ACTIVE, None, True)
+    assert restored.valid_to == until  # with the end it had before it was replaced
     assert [f.id for f in await llm_memory.list(alice, statuses=[Status.CANDIDATE])] == [candidate.id]
     assert "Dubois" not in str([f.text for f in await llm_memory.recall("my name", alice)])
     history = await llm_memory.history(alice, candidate.id)

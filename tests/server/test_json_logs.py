@@ -51,6 +51,7 @@ def test_serve_logs_json_lines_and_none_holds_what_was_said(tmp_path, scripted_l
     assert first == {"created_user": "local", "api_key": server.token}
     logged = [line for line in lines if "api_key" not in line]
     assert all({"time", "level", "logger", "message"} <= set(line) for line in logged), logged
+    assert not any("color_message" in line or "\x1b" in line["message"] for line in logged)
     loggers = {line["logger"] for line in logged}
     assert {"uvicorn.error", "uvicorn.access"} <= loggers, loggers
     assert any(name.startswith("mnemo") for name in loggers), loggers  # the turn's line, at least

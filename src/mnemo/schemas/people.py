@@ -43,7 +43,7 @@ class MemberPublic(BaseModel):
         description="When the administrator disabled the account (null: enabled)."
     )
     queued_turns: int = Field(
-        description="Their turns waiting to be learnt from: queued, in hand or over budget."
+        description="Turns waiting to be learnt from: queued, in hand, over budget, waiting for a model."
     )
     failed_turns: int = Field(
         description="Their turns whose learning failed for good (retry them with their key)."

@@ -69,6 +69,10 @@ class AccountStore(Protocol):
     """People, their agents, their API keys (only hashes of the secrets), server settings."""
 
     async def ensure_user(self, name: str) -> User: ...
+    async def create_user(self, name: str) -> User:
+        """A new user of that name; Conflict if someone has the name (checked and written in
+        one transaction, under the names' lock a rename takes too)."""
+
     async def find_user(self, name: str) -> User | None: ...
     async def get_user(self, user_id: str) -> User | None: ...
     async def update_user(

@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ..auth import KeyRefused, identify
-from ..domain import Conflict, InvalidInput, MemoryMode, known_id
+from ..domain import MAX_NAME, Conflict, InvalidInput, MemoryMode, known_id
 from .forms import text
 from .render import page, redirect
 from .routing import web_router
@@ -161,7 +161,7 @@ async def people(request: Request) -> Response:
 @router.post("/admin/users")
 async def create_user(request: Request) -> Response:
     token, form = await _form(request)
-    user, key, secret = await accounts_of(request).create_user(text(form, "name", 200))
+    user, key, secret = await accounts_of(request).create_user(text(form, "name", MAX_NAME + 1))
     log.info("admin: created user %s with key %s", user.id, key.id)
     return await _person(request, token, user.id, made=secret)
 
@@ -170,7 +170,9 @@ async def create_user(request: Request) -> Response:
 async def create_key(request: Request, user: str) -> Response:
     token, form = await _form(request)
     user_id = await _user_id(request, user)
-    key, secret = await accounts_of(request).create_api_key(user_id, text(form, "name", 200) or "default")
+    key, secret = await accounts_of(request).create_api_key(
+        user_id, text(form, "name", MAX_NAME + 1) or "default"
+    )
     log.info("admin: created key %s for user %s", key.id, user_id)
     return await _person(request, token, user_id, made=secret)
 
@@ -206,7 +208,7 @@ async def rename(request: Request, user: str) -> Response:
     _, form = await _form(request)
     user_id = await _user_id(request, user)
     try:
-        await accounts_of(request).rename_user(user_id, text(form, "name", 200))
+        await accounts_of(request).rename_user(user_id, text(form, "name", MAX_NAME + 1))
     except (InvalidInput, Conflict) as exc:
         return redirect(f"/admin/users/{user_id}", str(exc), kind="error")
     log.info("admin: renamed user %s", user_id)

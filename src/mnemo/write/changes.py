@@ -152,10 +152,12 @@ def approve(fact: Fact, *, now: datetime, actor: str, reason: str | None = None)
     return Change(after, Action.APPROVE, actor, before=fact, reason=reason)
 
 
-def unapprove(fact: Fact, *, actor: str, reason: str | None = None) -> Change:
-    """An approval taken back: the fact waits for review again, as it did before."""
+def unapprove(fact: Fact, recorded_at: datetime | None, *, actor: str, reason: str | None = None) -> Change:
+    """An approval taken back: the fact waits for review again, recorded when it was before the
+    approval (`recorded_at`, from the approval's event)."""
     _require(fact, Status.ACTIVE, doing="take back the approval of")
-    return Change(_bump(fact, status=Status.CANDIDATE), Action.UNAPPROVE, actor, before=fact, reason=reason)
+    after = _bump(fact, status=Status.CANDIDATE, recorded_at=recorded_at)
+    return Change(after, Action.UNAPPROVE, actor, before=fact, reason=reason)
 
 
 def reject(fact: Fact, *, now: datetime, actor: str, reason: str | None = None) -> Change:

@@ -81,7 +81,7 @@ async def update_user(accounts: AccountsDep, _: Admin, user_id: UserIdPath, body
     it answered 403 until it is enabled; nothing stored goes, and turns already accepted are
     still learnt from) or enable it. Logged without the name."""
     user = await accounts.existing_user_by_id(user_id)
-    if body.name is not None:
+    if body.name is not None and body.name != user.name:
         user = await accounts.rename_user(user.id, body.name)
         log.info("admin: renamed user %s", user.id)
     if body.disabled is not None:

@@ -47,22 +47,40 @@ async def find_user(tx: Tx, name: str) -> User | None:
     return None if user_id is None else await user_row(tx, user_id)
 
 
+# Who holds a name is decided under one lock (PostgreSQL: an advisory lock; SQLite's writer
+# holds every other off already): a new person, a name someone is given and a rename wait for
+# one another, so a check of a name and the write after it see the same holder.
+NAMES_LOCK = "the users' names"
+
+
 async def ensure_user(tx: Tx, name: str, now: datetime) -> User:
+    """The user of that name, created if there is none (the command line's --user)."""
     user_id = await tx.user_named(name)
     if user_id is None:
-        user_id = new_id()
-        await tx.enter(user_id)
-        created = await tx.one(
-            "INSERT INTO users (id, name, created_at) VALUES (?, ?, ?)"
-            " ON CONFLICT (name) DO NOTHING RETURNING id",
-            (user_id, name, now),
-        )
-        if created is None:  # created meanwhile by another process
-            user_id = await tx.user_named(name)
-    user = await user_row(tx, user_id or "")
+        await tx.lock_user(NAMES_LOCK)
+        user_id = await tx.user_named(name) or await _insert_user(tx, name, now)
+    user = await user_row(tx, user_id)
     if user is None:
         raise NotFound(f"no user {name!r}")
     return user
+
+
+async def create_user(tx: Tx, name: str, now: datetime) -> User:
+    """A new user of that name; Conflict if someone has it (never someone else's account)."""
+    await tx.lock_user(NAMES_LOCK)
+    if await tx.user_named(name) is not None:
+        raise Conflict(f"a user named {name!r} already exists")
+    user = await user_row(tx, await _insert_user(tx, name, now))
+    if user is None:
+        raise NotFound(f"no user {name!r}")
+    return user
+
+
+async def _insert_user(tx: Tx, name: str, now: datetime) -> str:
+    user_id = new_id()
+    await tx.enter(user_id)
+    await tx.execute("INSERT INTO users (id, name, created_at) VALUES (?, ?, ?)", (user_id, name, now))
+    return user_id
 
 
 async def update_user(
@@ -77,6 +95,7 @@ async def update_user(
     disabled_at: Any = UNSET,
 ) -> User:
     if name is not UNSET:
+        await tx.lock_user(NAMES_LOCK)
         holder = await tx.user_named(name)
         if holder is not None and holder != user_id:
             raise Conflict(f"a user named {name!r} already exists")

@@ -120,6 +120,9 @@ class SQLStore(ABC, Generic[X, Pending]):
     async def ensure_user(self, name: str) -> User:
         return await self._write(None, people.ensure_user, name, self._clock())
 
+    async def create_user(self, name: str) -> User:
+        return await self._write(None, people.create_user, name, self._clock())
+
     async def find_user(self, name: str) -> User | None:
         return await self._read(None, people.find_user, name)
 
