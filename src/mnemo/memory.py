@@ -13,6 +13,7 @@ import asyncio
 import builtins  # Memory.list hides the builtin in the class body that follows it
 import contextlib
 import dataclasses
+import itertools
 import logging
 import random
 import re
@@ -83,6 +84,7 @@ from .write.writer import Writer, WriteReport, new_writer
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
+RECEIPTS_READ = 1000  # an erased memory's receipt is looked for among the person's latest this many
 WEEK = timedelta(days=7)  # a fact's recalls are counted over the last week
 
 
@@ -534,8 +536,19 @@ class Memory:
         nothing: Conflict when the fact moved on, InvalidInput for a change that cannot be taken
         back this way."""
         fact = await self._current(scope, fact_id, version)
-        last = (await self.store.events(scope.user_id, fact_id=fact_id))[-1]
-        before = last.before or {}
+        events = await self.store.events(scope.user_id, fact_id=fact_id)
+        last = events[-1]
+        # one change of text and end together is two events of one time and actor: both go back
+        together = list(
+            itertools.takewhile(
+                lambda e: (
+                    (e.at, e.actor, e.action, e.reason == UNDONE)
+                    == (last.at, last.actor, last.action, last.reason == UNDONE)
+                ),
+                reversed(events),
+            )
+        )
+        before = together[-1].before or {}
         was_end = parse_time(before.get("valid_to"))
         if last.action == Action.APPROVE and fact.status == Status.ACTIVE:
             return await self._unapprove(scope, fact, parse_time(before.get("recorded_at")), actor)
@@ -671,10 +684,13 @@ class Memory:
         from and its agent's other facts that say the same (see mnemo.erasure); an event records
         that it happened, and the signed receipt says what went. Its text is never learnt again.
         `message_ids`: messages to erase too (those the plan offers), `keep`: those the plan takes
-        that stay, `other_agents`: the same text in the person's other agents' memories goes too."""
+        that stay, `other_agents`: the same text in the person's other agents' memories goes too.
+        A fact erased already is left as it is, with the receipt of the erasure that took it."""
 
         async def attempt() -> tuple[Fact, Receipt]:
             fact = await self._current(scope, fact_id, version)
+            if fact.purged and (earlier := await self.erased_by(scope.user_id, fact.id)) is not None:
+                return fact, earlier  # erased already (a form sent twice): that erasure's receipt
             plan = await self.eraser.plan_memory(fact, message_ids, keep=keep, other_agents=other_agents)
             receipt = await self.eraser.erase(scope.user_id, plan, actor=actor, reason=reason)
             return await self.store.get_fact(Scope(scope.user_id, all_agents=True), fact.id), receipt
@@ -801,6 +817,12 @@ class Memory:
 
     async def receipt(self, user_id: str, receipt_id: str) -> Receipt:
         return await self.store.receipt(user_id, receipt_id)
+
+    async def erased_by(self, user_id: str, fact_id: str) -> Receipt | None:
+        """The receipt of the erasure that took the fact's text, among the person's newest
+        RECEIPTS_READ (None: not among them, or not erased)."""
+        found = await self.store.receipts(user_id, limit=RECEIPTS_READ, offset=0)
+        return next((r for r in found if fact_id in r.body.get("erased", {}).get("facts", [])), None)
 
     async def lingering(self) -> str | None:
         """Why an erased text may still be in the database's files, while it may (see

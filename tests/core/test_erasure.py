@@ -145,3 +145,17 @@ async def test_purging_a_replacement_erases_what_its_predecessor_says_of_it(llm_
     assert not any(("7788" in repr(e.reason)) or ("GROSSE" in repr(e.reason)) for e in events)
     assert any(e.fact_id == old.id and e.action == "supersede" and e.redacted_for == new.id for e in events)
     assert (await llm_memory.verify_audit(alice.user_id)).ok
+
+
+async def test_a_memory_purged_twice_answers_the_first_erasures_receipt_and_changes_nothing(memory, alice):
+    """A purge sent twice (a form posted again, a retried request) is one erasure: the second
+    answers the receipt of the first, and writes no event and no receipt."""
+    fact = await memory.add(alice, "My locker code is 4412")
+    _, first = await memory.purge(alice, fact.id)
+    events = await memory.history(alice, fact.id)
+    again, receipt = await memory.purge(alice, fact.id)
+    assert receipt.id == first.id and receipt.body["erased"]["facts"] == [fact.id]
+    assert again.purged and await memory.history(alice, fact.id) == events
+    assert [r.id for r in await memory.receipts(alice.user_id)] == [first.id]
+    assert (await memory.erased_by(alice.user_id, fact.id)).id == first.id
+    assert await memory.erased_by(alice.user_id, "0190c8e2-7b1d-7c3e-9a4f-2b6d8e1f0a3c") is None

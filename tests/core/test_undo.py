@@ -85,3 +85,13 @@ async def test_an_approval_is_taken_back_and_what_it_replaced_comes_back(
     await llm_memory.approve(alice, candidate.id)
     assert (await llm_memory.get(alice, old.id)).status == Status.SUPERSEDED
     assert (await llm_memory.verify_audit(alice.user_id)).ok
+
+
+async def test_a_change_of_text_and_end_at_once_is_taken_back_whole(memory, alice, clock):
+    fact = await memory.add(alice, "I am in Lisbon this week")
+    both = await memory.update(
+        alice, fact.id, version=1, text="I am in Porto this week", valid_to=clock.now + timedelta(days=5)
+    )
+    assert len(await memory.history(alice, fact.id)) == 3  # an end and an edit, one request
+    back = await memory.undo(alice, fact.id, both.version)
+    assert (back.text, back.valid_to) == ("I am in Lisbon this week", None)

@@ -17,8 +17,6 @@ from .session import FormDep, Session, SessionDep, accounts_of, memory_of
 
 router = web_router()
 
-RECEIPTS_READ = 1000  # an erased memory's page looks for its receipt among the latest this many
-
 
 async def render_fact(
     request: Request,
@@ -34,16 +32,8 @@ async def render_fact(
     agents = {a.id: a.name for a in await accounts_of(request).agents(session.user.id)}
     fact = told.fact
     recalled = await memory.recalls(session.scope, fact_id) if session.user.record_recalls else None
-    erased_by = None
-    if fact.purged:  # the receipt of the erasure that took its text
-        erased_by = next(
-            (
-                r
-                for r in await memory.receipts(session.user.id, limit=RECEIPTS_READ)
-                if fact.id in r.body.get("erased", {}).get("facts", [])
-            ),
-            None,
-        )
+    # the receipt of the erasure that took its text
+    erased_by = await memory.erased_by(session.user.id, fact.id) if fact.purged else None
     return page(
         request,
         "fact.html",
