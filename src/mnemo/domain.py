@@ -340,6 +340,17 @@ _CONTROLS = {c: " " for c in [*range(0x20), *range(0x7F, 0xA0)]}
 
 
 MAX_NAME = 100  # characters of a name: a person's, an agent's, a key's (as the API's Name)
+# Characters a name may not hold beside the control ones: Unicode's invisible formatting
+# characters (Cf: direction overrides, zero-width spaces, the byte-order mark, the soft hyphen)
+# and its line and paragraph separators (Zl, Zp), as ranges of code points (Unicode 14, this
+# Python's; tests/unit checks them against unicodedata), so the API's schema can say them too
+HIDDEN_RANGES = (
+    (0xAD, 0xAD), (0x600, 0x605), (0x61C, 0x61C), (0x6DD, 0x6DD), (0x70F, 0x70F), (0x890, 0x891),
+    (0x8E2, 0x8E2), (0x180E, 0x180E), (0x200B, 0x200F), (0x2028, 0x202E), (0x2060, 0x2064),
+    (0x2066, 0x206F), (0xFEFF, 0xFEFF), (0xFFF9, 0xFFFB), (0x110BD, 0x110BD), (0x110CD, 0x110CD),
+    (0x13430, 0x13438), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0001, 0xE0001), (0xE0020, 0xE007F),
+)  # fmt: skip
+_HIDDEN = frozenset(c for low, high in HIDDEN_RANGES for c in range(low, high + 1))
 
 
 def plain_name(what: str, name: str) -> str:

@@ -10,7 +10,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, StringConstraints
 
-from .domain import MAX_CONVERSATION_ID, MAX_TEXT, as_utc, conversation_id, is_uuid
+from .domain import (
+    HIDDEN_RANGES,
+    MAX_CONVERSATION_ID,
+    MAX_NAME,
+    MAX_TEXT,
+    InvalidInput,
+    as_utc,
+    conversation_id,
+    is_uuid,
+    plain_name,
+)
 
 if TYPE_CHECKING:
     from .recall.fuse import Hit
@@ -67,6 +77,13 @@ def _no_control(value: str) -> str:
     if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in value):
         raise ValueError("must not contain a control character")
     return value
+
+
+def _plain_name(value: str) -> str:
+    try:
+        return plain_name("a name", value)
+    except InvalidInput as exc:
+        raise ValueError(str(exc).removeprefix("a name ")) from None
 
 
 def _stripped(value: str) -> str:
@@ -126,14 +143,20 @@ def json_int(*, ge: int | None = None, le: int | None = None) -> Any:
 
 FactText = stripped_text(MAX_TEXT, nul=True)
 QueryText = stripped_text(4000, nul=True)  # a search's words (U+0000 is no word: dropped)
-# a person's, an agent's, a key's name: some text, no control character (domain.plain_name)
+# a person's, an agent's, a key's name: some text; no control, invisible formatting or line
+# separating character (domain.plain_name, which the pattern says too)
+_HIDDEN = "".join(
+    f"\\u{low:04x}-\\u{high:04x}" if high < 0x10000 else f"{chr(low)}-{chr(high)}"
+    for low, high in HIDDEN_RANGES
+)
+_NOT_IN_NAME = f"{_CONTROL}{_HIDDEN}"
 Name = Annotated[
     str,
-    StringConstraints(max_length=100),
+    StringConstraints(max_length=MAX_NAME),
     AfterValidator(_no_nul),
-    AfterValidator(_no_control),
     AfterValidator(_stripped),
-    Field(json_schema_extra={"pattern": f"^[^{_CONTROL}]*[^{_CONTROL}{_BLANK}][^{_CONTROL}]*$"}),
+    AfterValidator(_plain_name),
+    Field(json_schema_extra={"pattern": f"^[^{_NOT_IN_NAME}]*[^{_NOT_IN_NAME}{_BLANK}][^{_NOT_IN_NAME}]*$"}),
 ]
 LongText = Annotated[str, StringConstraints(max_length=4000), *NoNul]
 FactVersion = json_int(ge=1)
