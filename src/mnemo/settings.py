@@ -39,11 +39,12 @@ class UnknownSettings(ValueError):
 
 
 class RecallSettings(BaseModel):
-    # The weights, rrf_k and the arms' depths are the ones bench/fusion.py chose by
-    # cross-validation (LoCoMo, LongMemEval_S, the multilingual set; every fold chose
-    # recency 0 and rrf_k 10). The recency arm is off by default: at weight 0 it still
-    # runs, but its facts move nothing up and only fill places no other arm claims
-    # (they score 0, after every other hit). A positive weight turns it on again.
+    """The weights, rrf_k and the arms' depths are the ones bench/fusion.py chose by
+    cross-validation (LoCoMo, LongMemEval_S, the multilingual set; every fold chose
+    recency 0 and rrf_k 10). The recency arm is off by default: at weight 0 it still
+    runs, but its facts move nothing up and only fill places no other arm claims
+    (they score 0, after every other hit). A positive weight turns it on again."""
+
     recency_days: float = 7.0
     recency_k: int = 10
     semantic_k: int = 20
@@ -100,7 +101,7 @@ class WriteSettings(BaseModel):
     max_changes_to_existing: int = 3  # updates, supersedes, retractions per turn
     guarded_min_confidence: float = 0.75
     # tokens the chat model may spend learning for one user in a UTC day (None: no limit);
-    # the administrator may give a user their own (`mnemo admin budget`)
+    # the administrator may give a user their own (`mnemo users budget`)
     daily_token_budget: int | None = Field(default=None, ge=0, le=MAX_TOKEN_BUDGET)
 
 
