@@ -18,7 +18,7 @@ PREFIX = "MNEMO_"
 DELIMITER = "__"  # a nested setting in the environment: MNEMO_RECALL__MAX_FACTS
 # MNEMO_* variables that are read, but not as settings: the test suite's own, and the
 # HTTP client's (mnemo.client: where the server is, and the key to use)
-NOT_SETTINGS = ("MNEMO_TEST_", "MNEMO_LONG_TESTS")
+NOT_SETTINGS = ("MNEMO_TEST_", "MNEMO_LONG_TESTS", "MNEMO_SKIP_CONTAINER_TESTS", "MNEMO_CITUS_SOURCE")
 CLIENT_VARIABLES = frozenset({"MNEMO_URL", "MNEMO_API_KEY"})
 
 

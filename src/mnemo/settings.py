@@ -45,11 +45,12 @@ class RecallSettings(BaseModel):
     runs, but its facts move nothing up and only fill places no other arm claims
     (they score 0, after every other hit). A positive weight turns it on again."""
 
-    recency_days: float = 7.0
-    recency_k: int = 10
-    semantic_k: int = 20
+    recency_days: float = 7.0  # the recency arm: facts said within this many days
+    recency_k: int = 10  # the recency arm's depth: its most recent facts taken
+    semantic_k: int = 20  # the semantic arm's depth: its nearest facts taken (fusion: rrf)
     semantic_floor: float = 0.2  # cosine; below it a "nearest" fact is noise
-    lexical_k: int = 40
+    lexical_k: int = 40  # the lexical (full-text) arm's depth
+    # each arm's weight in reciprocal-rank fusion (ranker "rrf"); an arm at 0 only fills places
     weights: dict[str, float] = Field(
         default_factory=lambda: {"semantic": 1.0, "lexical": 0.75, "recency": 0.0, "time": 1.0}
     )
@@ -61,18 +62,18 @@ class RecallSettings(BaseModel):
     # (recall/recaller.py, without_names); it runs only for a query that names
     # someone, and then takes this share of the semantic weight.
     topic_share: float = Field(default=0.5, ge=0.0, le=1.0)
-    rrf_k: float = 10.0
+    rrf_k: float = 10.0  # reciprocal-rank fusion's constant: 1 / (rrf_k + rank)
     # "learned": the arms' candidates (each arm to candidate_k, no similarity floor) are ordered by
     # the model shipped in mnemo/recall/ranker.json (bench/ranker.py trains it; its card is
     # RANKER.md beside it); "rrf": reciprocal-rank fusion with the weights above, the fallback
     ranker: Literal["learned", "rrf"] = "learned"
-    candidate_k: int = Field(default=40, ge=1, le=1000)
+    candidate_k: int = Field(default=40, ge=1, le=1000)  # each arm's depth for the learned ranker
     # the learned ranker's first places are spread over conversations: each fact already placed
     # from a conversation lowers the others of that conversation by this many standard deviations
     # of the scores (bench/ranker.py chose it out of fold; 0: by score alone)
     session_spread: float = Field(default=0.25, ge=0.0, le=10.0)
-    max_facts: int = 20
-    max_tokens: int = 1000
+    max_facts: int = 20  # facts given to an assistant at most, per recall
+    max_tokens: int = 1000  # and at most this many tokens of them (the memory block's size)
     # where the chat proxy puts the memory block: in the system message (every chat template
     # takes it), or as a user message before the person's latest (keeps prompt caches warm)
     placement: Literal["system", "before_user"] = "system"
@@ -99,7 +100,9 @@ class WriteSettings(BaseModel):
     duplicate_similarity: float = 0.97
     max_new_facts: int = 20  # per turn; the rest is dropped and reported
     max_changes_to_existing: int = 3  # updates, supersedes, retractions per turn
-    guarded_min_confidence: float = 0.75
+    guarded_min_confidence: float = (
+        0.75  # the review policy "guarded" holds what the extractor is less sure of
+    )
     # tokens the chat model may spend learning for one user in a UTC day (None: no limit);
     # the administrator may give a user their own (`mnemo users budget`)
     daily_token_budget: int | None = Field(default=None, ge=0, le=MAX_TOKEN_BUDGET)
@@ -107,9 +110,9 @@ class WriteSettings(BaseModel):
 
 class JobSettings(BaseModel):
     lease_seconds: float = 120.0  # a claimed job is given to another worker after this
-    max_attempts: int = 5
+    max_attempts: int = 5  # tries of a turn before it is failed for good (Retry on Activity tries again)
     backoff_seconds: float = 5.0  # doubled after every failed attempt
-    poll_seconds: float = 1.0
+    poll_seconds: float = 1.0  # how often an idle worker looks for a due turn
     # turns of one person waiting to be learnt from (queued, in hand or over budget) past which
     # a new one is refused with 429 and Retry-After, nothing stored; 0: no limit. Workers take
     # people in turn whatever this is (the one served longest ago first).
@@ -125,7 +128,7 @@ class HealthSettings(BaseModel):
     # None: a live worker is required when the server runs its own (MNEMO_WORKER, the default)
     require_worker: bool | None = None
     model_check_seconds: float = Field(default=60.0, ge=0)  # how long the chat model's check is kept
-    model_timeout_seconds: float = Field(default=5.0, gt=0)
+    model_timeout_seconds: float = Field(default=5.0, gt=0)  # how long the chat model's check may take
 
 
 class AuthLimitSettings(BaseModel):
@@ -136,7 +139,7 @@ class AuthLimitSettings(BaseModel):
     # past this many wrong keys within the window, a wrong key from that address or for that key id
     # is answered 429 until the oldest ages out (a right key never is); 0: no limit
     failures: int = Field(default=20, ge=0)
-    window_seconds: float = Field(default=60.0, gt=0)
+    window_seconds: float = Field(default=60.0, gt=0)  # the window those failures are counted in
     # addresses tracked at once, and as many key ids; the stalest go first
     max_addresses: int = Field(default=10_000, ge=1)
 
@@ -184,12 +187,12 @@ class StaleSettings(BaseModel):
     age: the person keeps it (the clock starts again), ends it or erases it."""
 
     identity: Days = 0  # who someone is rarely stops being true
-    preference: Days = 365
-    relationship: Days = 730
+    preference: Days = 365  # what someone likes: a year
+    relationship: Days = 730  # who is who to someone: two years
     event: Days = 0  # something that happened stays so
-    plan: Days = 90
-    instruction: Days = 365
-    other: Days = 180
+    plan: Days = 90  # what someone means to do: a season
+    instruction: Days = 365  # how someone wants to be answered: a year
+    other: Days = 180  # the rest: half a year
 
     def before(self, now: datetime) -> dict[Category, datetime]:
         """Each category that goes stale, and the time before which a fact of it has."""
@@ -199,22 +202,30 @@ class StaleSettings(BaseModel):
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="MNEMO_", env_nested_delimiter="__", extra="ignore")
 
+    # where the SQLite database, the receipts' signing key and other files live (default: the
+    # platform's data directory, ~/.local/share/mnemo on Linux)
     data_dir: Path = Field(default_factory=lambda: Path(platformdirs.user_data_dir("mnemo")))
+    # postgresql://… for PostgreSQL (or a Citus coordinator); unset: SQLite in the data directory
     database_url: str | None = None
-    user: str = "local"
-    memory_mode: MemoryMode | None = None  # None: as Khoj with no server row (on)
+    user: str = "local"  # the person the command line and `mnemo mcp` act for (by name)
+    # the server's memory mode: disabled (off for everyone), enabled_default_off, enabled_default_on;
+    # unset: on (each person's own switch decides); the administrator may set it at runtime
+    memory_mode: MemoryMode | None = None
 
+    # the OpenAI-compatible chat model that learns facts from conversations (base URL, key,
+    # model name, seconds per call); unset: only what a person asks to remember is learnt
     llm_base_url: str | None = None
-    llm_api_key: str = "not-needed"
-    llm_model: str | None = None
-    llm_timeout: float = 60.0
+    llm_api_key: str = "not-needed"  # the chat model's API key
+    llm_model: str | None = None  # the chat model's name
+    llm_timeout: float = 60.0  # seconds a learning call may take
 
+    # an OpenAI-compatible embeddings endpoint instead of the local embedder (base URL, key, model)
     embed_base_url: str | None = None
-    embed_api_key: str = "not-needed"
-    embed_model: str | None = None
+    embed_api_key: str = "not-needed"  # the embeddings endpoint's API key
+    embed_model: str | None = None  # the embeddings model's name
     # The local embedder, when no endpoint is set: all-MiniLM-L6-v2 reads English (fast); e5
     # reads about a hundred languages and across them, at about four times the cost. A store
-    # changes model with `mnemo reindex` (docs/operations.md).
+    # changes model with `mnemo reindex`.
     embed_local: Literal["minilm", "multilingual-e5"] = "minilm"
 
     # The model the chat proxy forwards conversations to. Each unset field falls
@@ -222,15 +233,16 @@ class Settings(BaseSettings):
     # extracting is the common case, but a big chat model with a small, cheap
     # extractor is just as valid.
     upstream_base_url: str | None = None
-    upstream_api_key: str | None = None
-    upstream_model: str | None = None
+    upstream_api_key: str | None = None  # the upstream's API key (unset: llm_api_key)
+    upstream_model: str | None = None  # the model asked when a request names none (unset: llm_model)
     # Seconds the upstream may stay silent (before its reply, between streamed
     # chunks); 600, as the OpenAI client's own default, so mnemo is never the
     # one that gives up first on a long generation.
     upstream_timeout: float = 600.0
 
-    host: str = "127.0.0.1"
-    port: int = 8420
+    host: str = "127.0.0.1"  # the address `mnemo serve` listens on (0.0.0.0: every interface)
+    port: int = 8420  # the port `mnemo serve` listens on
+    # the administrator's key: the admin API and the page at /admin (unset: no administrator)
     admin_key: str | None = None
     # a key that reads /metrics and nothing else (the admin key reads it too)
     metrics_key: str | None = None
@@ -238,12 +250,12 @@ class Settings(BaseSettings):
     # client; comma-separated in the environment. Empty: the headers are ignored, so no client
     # can choose the address that its failed keys count against.
     trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
-    max_body_bytes: int = 1_000_000
+    max_body_bytes: int = 1_000_000  # a request body past this many bytes is refused with 413
     # Clients that send slowly (http/timeouts.py): a request's headers, and each part of its
     # body, must come within the read timeout; the whole body within the body timeout, which for
     # a body at the default limit (1 MB) asks for about 8 KB/s.
     read_timeout_seconds: float = Field(default=30.0, gt=0)
-    body_timeout_seconds: float = Field(default=120.0, gt=0)
+    body_timeout_seconds: float = Field(default=120.0, gt=0)  # the whole body's deadline
     worker: bool = True  # run the extraction worker inside the server
     # How the server, a worker and `mnemo mcp` write their log: lines of text, or one JSON
     # object a line (`--json` on those commands) for a log collector

@@ -38,6 +38,8 @@ def test_every_setting_is_known_in_the_environment_whatever_its_case():
         # read by the test suite, not as settings
         "MNEMO_LONG_TESTS": "1",
         "MNEMO_TEST_DATABASE_URL": "postgresql://x",
+        "MNEMO_SKIP_CONTAINER_TESTS": "1",
+        "MNEMO_CITUS_SOURCE": "/src/citus",
         "MNEMO_URL": "http://127.0.0.1:8420",  # the HTTP client's, beside a server's settings
         "MNEMO_API_KEY": "mnemo_x",
         "PATH": "/bin",
