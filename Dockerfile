@@ -2,7 +2,7 @@
 # mnemo in a container: `mnemo serve` on 0.0.0.0:8420, its data in the /data volume.
 #   docker build -t mnemo .        (or: podman build --format docker -t mnemo .)
 #   docker run -p 127.0.0.1:8420:8420 -v mnemo-data:/data mnemo
-# Settings are MNEMO_* environment variables (README, "Configuration").
+# Settings are MNEMO_* environment variables (docs/configuration.md).
 # BASE names the Python image; any Debian-like image with python3 (>= 3.11, with its venv
 # module) and useradd will do, e.g. one imported from a debootstrap root file system where
 # no registry can be reached (tests/container builds it that way).

@@ -4,7 +4,7 @@ The property tests of isolation (tests/core/test_isolation_property.py,
 tests/mcp/test_isolation_mcp.py) drive mnemo through random interleavings and,
 after each step, compare what every view answers with what this model allows.
 It knows nothing of `mnemo.domain.readable_agent_keys`: it is the agent rule
-(README.md, "How it works": Recall) restated as plain Python over plain records.
+(docs/how-it-works.md, "Recall") restated as plain Python over plain records.
 
 Each fact's text names its owner and the agent it was written for ("Note 7 kept
 by x3u1 via private2"), so a leak reads as the wrong owner in an answer.
