@@ -339,6 +339,16 @@ _BIDI_CONTROLS = dict.fromkeys(map(ord, "\u202a\u202b\u202c\u202d\u202e\u2066\u2
 _CONTROLS = {c: " " for c in [*range(0x20), *range(0x7F, 0xA0)]}
 
 
+class _Unset:
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+# A field not given in a partial change (left as it is), where None would mean "clear it" (or
+# "the default assistant's"): the store's updates, the faces' filters, the HTTP client's calls
+UNSET: Any = _Unset()
+
+
 MAX_NAME = 100  # characters of a name: a person's, an agent's, a key's (as the API's Name)
 # Characters a name may not hold beside the control ones: Unicode's invisible formatting
 # characters (Cf: direction overrides, zero-width spaces, the byte-order mark, the soft hyphen)

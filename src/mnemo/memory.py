@@ -29,6 +29,7 @@ import numpy as np
 from . import audit, receipts
 from .accounts import Accounts
 from .domain import (
+    UNSET,
     Action,
     Agent,
     AuditReport,
@@ -78,7 +79,7 @@ from .recall.fuse import Hit
 from .recall.recaller import ARMS, Recaller
 from .sensitive import FactGate, blocked_message, check_name, echoed, gate_fact, screened_messages
 from .settings import Settings
-from .store.base import UNSET, Store
+from .store.base import Store
 from .write import changes
 from .write.writer import Writer, WriteReport, new_writer
 

@@ -9,9 +9,8 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from ..domain import ConversationSummary, ConversationView, conversation_id
+from ..domain import UNSET, ConversationSummary, ConversationView, conversation_id
 from ..schemas import ConversationPublic, ConversationSummaryPublic
-from ..store.base import UNSET
 from . import output
 from .admin import OnOff
 from .options import Json, Limit, Offset

@@ -15,6 +15,7 @@ from urllib.parse import quote
 from pydantic import BaseModel, TypeAdapter
 from pydantic_core import to_jsonable_python
 
+from ..domain import UNSET  # not given: left out of the request (None would mean null)
 from ..schemas import (
     AgentDeleted,
     AgentPublic,
@@ -36,15 +37,6 @@ from ..schemas.erasures import ErasurePlanPublic, ReceiptPublic
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
-
-
-class _Unset:
-    def __repr__(self) -> str:
-        return "UNSET"
-
-
-UNSET: Any = _Unset()
-"""Not given: left out of the request (where None would mean null)."""
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 
 from ..domain import (
+    UNSET,
     Agent,
     ApiKey,
     BackfillMark,
@@ -45,8 +46,6 @@ from ..domain import (
     TokenUsage,
     User,
 )
-
-UNSET = object()
 
 
 @dataclass(frozen=True, slots=True)

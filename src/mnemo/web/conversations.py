@@ -9,8 +9,7 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..domain import InvalidInput, InvalidValue, NotFound, StoredTurn, conversation_id
-from ..store.base import UNSET
+from ..domain import UNSET, InvalidInput, InvalidValue, NotFound, StoredTurn, conversation_id
 from .forms import PAGE_SIZE, number, text
 from .render import page, redirect
 from .routing import web_router

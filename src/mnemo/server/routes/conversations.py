@@ -8,10 +8,10 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from ...auth import CurrentUser
+from ...domain import UNSET
 from ...http.responses import errors
 from ...schemas import ConversationPublic, ConversationSummaryPublic, ConversationUpdate, Page
 from ...shapes import ConversationId, UtcTime
-from ...store.base import UNSET
 from ..deps import AccountsDep, MemoryDep
 from ..params import Limit, Offset, assistant_scope
 

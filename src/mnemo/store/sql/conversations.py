@@ -6,8 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from ...domain import ConversationSummary
-from ..base import UNSET
+from ...domain import UNSET, ConversationSummary
 from ..rows import when
 from .tx import CHUNK, Tx, chunks, marks
 

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from ...domain import (
+    UNSET,
     Agent,
     ApiKey,
     Conflict,
@@ -24,7 +25,6 @@ from ...domain import (
     new_id,
     parse_time,
 )
-from ..base import UNSET
 from ..fulltext import message_words
 from ..rows import AGENT_COLUMNS, KEY_COLUMNS, USER_COLUMNS, agent_from, key_from, user_from
 from . import recalls

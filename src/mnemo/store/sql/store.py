@@ -20,6 +20,7 @@ from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
 import numpy as np
 
 from ...domain import (
+    UNSET,
     Action,
     Agent,
     ApiKey,
@@ -53,7 +54,7 @@ from ...domain import (
     utcnow,
 )
 from .. import batch
-from ..base import UNSET, Ask, ScoredFact, Unembedded
+from ..base import Ask, ScoredFact, Unembedded
 from ..fulltext import PHRASE_WORDS, message_words
 from ..rows import PARSED_FACTS, when
 from . import backfill, conversations, erasure, facts, jobs, people, recalls, reindex, transfer, usage
