@@ -26,7 +26,9 @@ EXPLICIT_ONLY = (
 def add(
     ctx: typer.Context,
     text: Annotated[str, typer.Argument(help="What to remember.")],
-    category: Annotated[Category, typer.Option("--category", "-c")] = Category.OTHER,
+    category: Annotated[
+        Category, typer.Option("--category", "-c", help="What kind of fact it is.")
+    ] = Category.OTHER,
     pin: Annotated[bool, typer.Option("--pin", help="Always recall it.")] = False,
     valid_from: Annotated[
         datetime | None,
@@ -91,7 +93,9 @@ def search(
 @app.command("list")
 def list_(
     ctx: typer.Context,
-    status: Annotated[StatusFilter, typer.Option("--status", "-s")] = StatusFilter.ACTIVE,
+    status: Annotated[
+        StatusFilter, typer.Option("--status", "-s", help="Which memories: by status, or all.")
+    ] = StatusFilter.ACTIVE,
     limit: Limit = 50,
     offset: Offset = 0,
     as_of: AsOf = None,

@@ -41,6 +41,7 @@ async def _settings(accounts: Accounts) -> AdminSettings:
 
 @router.get("/settings")
 async def get_settings(accounts: AccountsDep, _: Admin) -> AdminSettings:
+    """The server's memory mode as set (null: unset) and as it applies."""
     return await _settings(accounts)
 
 

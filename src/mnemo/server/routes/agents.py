@@ -16,12 +16,14 @@ router = APIRouter(prefix="/v1/agents", tags=["agents"], responses=errors(404, 4
 
 @router.get("")
 async def list_agents(accounts: AccountsDep, user: CurrentUser) -> list[AgentPublic]:
+    """The person's agents (their assistants), in name order."""
     return [AgentPublic.of(a) for a in await accounts.agents(user.id)]
 
 
 @router.post("", status_code=http.HTTP_201_CREATED)
 async def create_agent(accounts: AccountsDep, user: CurrentUser, body: AgentCreate) -> AgentPublic:
-    """A private agent's memories stay out of the default assistant's reach;
+    """A new agent (an assistant of the person's, named on the proxy by `X-Mnemo-Agent` or as the
+    model). A private agent's memories stay out of the default assistant's reach;
     `reads_default` lets the agent read the default assistant's memories too."""
     agent = await accounts.create_agent(
         user.id,

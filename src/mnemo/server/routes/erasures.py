@@ -155,4 +155,6 @@ async def list_receipts(
 
 @router.get("/{receipt_id}")
 async def get_receipt(memory: MemoryDep, user: CurrentUser, receipt_id: str) -> ReceiptPublic:
+    """One of the person's erasure receipts: its body and signature, as `POST /v1/erasures/verify`
+    checks it. Another person's: 404."""
     return ReceiptPublic.of(await memory.receipt(user.id, known_id(receipt_id, "receipt")))

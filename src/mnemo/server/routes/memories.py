@@ -133,6 +133,7 @@ async def stale_memories(memory: MemoryDep, user: CurrentUser, limit: Limit = 50
 
 @router.get("/{fact_id}")
 async def get_memory(memory: MemoryDep, user: CurrentUser, fact_id: FactIdPath) -> FactPublic:
+    """One memory as it is now, with its version (an edit names it), whatever its status."""
     return FactPublic.of(await memory.get(own_scope(user.id), fact_id))
 
 
