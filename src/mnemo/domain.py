@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, time, timedelta
 from enum import StrEnum
-from typing import Any, Literal, overload
+from typing import Any, ClassVar, Literal, overload
 
 import uuid_utils
 
@@ -420,19 +420,37 @@ def text_hash(text: str) -> str:
 
 
 class MnemoError(Exception):
-    """Base of the errors mnemo reports to a person or a client."""
+    """An error mnemo reports to a person or a client, of no kind more precise.
+
+    Each kind has a `code` that stays the same whatever the wording: the HTTP API's error body
+    carries it, so do the Python client's exception and an MCP tool's error
+    (docs/reference/errors.md lists them)."""
+
+    code: ClassVar[str] = "error"
 
 
 class NotFound(MnemoError):
-    """No such fact in this scope (another user's id answers the same)."""
+    """No such thing in this scope (another person's id answers the same)."""
+
+    code = "not_found"
 
 
 class Conflict(MnemoError):
-    """The fact changed since the version the caller saw."""
+    """The change cannot be made as things stand (a name someone has, a state that allows it not)."""
+
+    code = "conflict"
+
+
+class VersionConflict(Conflict):
+    """The fact changed since the version the caller saw: read it again, then decide."""
+
+    code = "version_conflict"
 
 
 class NameTaken(Conflict):
-    """The name is already another of the person's agents (HTTP 409, like any conflict)."""
+    """The name is someone else's: another person's, or another of the person's agents."""
+
+    code = "name_taken"
 
 
 class Duplicate(Conflict):
@@ -440,6 +458,8 @@ class Duplicate(Conflict):
     awaiting review): `existing` is the other one. Checked where writes are serialised (inside
     the store's transaction), so two identical adds at once cannot both create a fact; the
     caller reads again and reinforces instead."""
+
+    code = "duplicate"
 
     def __init__(self, message: str, existing: str) -> None:
         super().__init__(message)
@@ -450,26 +470,43 @@ class ErasedMeanwhile(Conflict):
     """The person erased the turn's conversation, or everything, while it was being answered:
     nothing of it is stored."""
 
+    code = "erased_meanwhile"
+
 
 class InvalidInput(MnemoError):
     """The request cannot be applied as given."""
+
+    code = "invalid_input"
 
 
 class InvalidValue(InvalidInput, ValueError):
     """One value that cannot be taken as given (a ValueError too, for parsers and validators)."""
 
 
+class Blocked(InvalidInput):
+    """The text holds what the person's sensitive-data gate keeps out (a credential, by
+    default): nothing was stored, and the refusal names the category only."""
+
+    code = "blocked_sensitive"
+
+
 class TimeOutOfRange(InvalidValue):
     """A time that no store can hold."""
+
+    code = "time_out_of_range"
 
 
 class StorageFull(MnemoError):
     """The database has no room left (its disk is full): nothing of the request was stored."""
 
+    code = "storage_full"
+
 
 class NotRemembered(MnemoError):
     """The person asked that the turn's conversation not be remembered: nothing of the turn is
     stored (it is answered all the same)."""
+
+    code = "not_remembered"
 
 
 class QueueFull(MnemoError):
@@ -477,6 +514,7 @@ class QueueFull(MnemoError):
     (`jobs.max_queued_per_user`): nothing of this turn was stored; try again after
     `retry_after` seconds, when the worker will have learnt from some of them."""
 
+    code = "queue_full"
     retry_after = 30
 
 

@@ -34,6 +34,7 @@ from .domain import (
     Agent,
     AuditReport,
     BackfillMark,
+    Blocked,
     Category,
     Change,
     Conflict,
@@ -60,6 +61,7 @@ from .domain import (
     StoredTurn,
     Turn,
     TurnState,
+    VersionConflict,
     clean_text,
     gate_notices,
     new_id,
@@ -429,7 +431,7 @@ class Memory:
         if gated.blocked:
             refused = gate_notices("memory", [(k, GateAction.BLOCK) for k in gated.blocked])
             await self.store.commit(user_id, [], self.clock(), notices=refused)
-            raise InvalidInput(blocked_message(gated.blocked))
+            raise Blocked(blocked_message(gated.blocked))
         return gated
 
     async def get(self, scope: Scope, fact_id: str) -> Fact:
@@ -1032,7 +1034,7 @@ class Memory:
     async def _current(self, scope: Scope, fact_id: str, version: int | None) -> Fact:
         fact = await self.store.get_fact(scope, fact_id)
         if version is not None and version != fact.version:
-            raise Conflict(f"memory {fact_id} is at version {fact.version}, not {version}")
+            raise VersionConflict(f"memory {fact_id} is at version {fact.version}, not {version}")
         return fact
 
     async def _apply(self, scope: Scope, change: Change, now: datetime) -> Fact:

@@ -70,6 +70,8 @@ KINDS = ("create", "update", "supersede", "reinforce", "retract", "held")
 class NoModel(MnemoError):
     """Backfill learns with a chat model only."""
 
+    code = "no_model"
+
 
 @dataclass
 class Run:

@@ -1,5 +1,6 @@
 """The API's error answers as exceptions: each carries the status and the body's
-`{"error": {"message": …, "problems": […]}}` (problems: on 422, where and what)."""
+`{"error": {"message": …, "code": …, "problems": […]}}` (code: stable whatever the wording,
+docs/reference/errors.md; problems: on 422, where and what)."""
 
 from __future__ import annotations
 
@@ -19,10 +20,12 @@ class MnemoError(Exception):
         problems: list[dict[str, Any]] | None = None,
         body: Any = None,
         retry_after: float | None = None,
+        code: str = "error",
     ) -> None:
         super().__init__(f"{status}: {message}" if status else message)
         self.status = status
         self.message = message
+        self.code = code  # what the answer's body says (not_found, version_conflict, …): for a program
         self.problems = problems or []
         self.body = body
         self.retry_after = retry_after
@@ -74,10 +77,14 @@ def error_of(response: httpx2.Response, retry_after: float | None = None) -> Mne
     except ValueError:
         body = response.text
     error = body.get("error") if isinstance(body, dict) else None
+    code = "error"
     if isinstance(error, dict):
         message = str(error.get("message") or response.reason_phrase)
         problems = error.get("problems")
+        code = str(error.get("code") or code)
     else:
         message, problems = (str(body)[:500] or response.reason_phrase), None
     kind = _BY_STATUS.get(response.status_code, MnemoError)
-    return kind(response.status_code, message, problems=problems, body=body, retry_after=retry_after)
+    return kind(
+        response.status_code, message, problems=problems, body=body, retry_after=retry_after, code=code
+    )

@@ -13,11 +13,44 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ..domain import Conflict, InvalidInput, NotFound, QueueFull, StorageFull
 from ..providers.base import ModelError, ModelUnavailable
 
+# The codes of refusals that are no error of mnemo's own (mnemo.domain.MnemoError has those):
+# by HTTP status, the same on every route (docs/reference/errors.md lists both)
+HTTP_CODES: dict[int, tuple[str, str]] = {
+    400: ("bad_request", "The request is not one the server can read (a form no page sends)."),
+    401: ("unauthorized", "No key, or a wrong or revoked one."),
+    403: (
+        "forbidden",
+        "The key is right but may not do this (a person's key on an admin route, a disabled account).",
+    ),
+    404: ("not_found", "No such route, or nothing there for this key."),
+    405: ("method_not_allowed", "The route does not take this method."),
+    413: ("body_too_large", "The request body is over MNEMO_MAX_BODY_BYTES."),
+    422: (
+        "invalid_request",
+        "The body or a parameter does not have the shape the schema says (`problems` says where).",
+    ),
+    429: (
+        "rate_limited",
+        "Too many wrong keys from this address or for this key id (Retry-After says how long).",
+    ),
+    500: ("internal", "A bug, not bad input: the server's log has the details."),
+}
+
+
+def http_code(status: int) -> str:
+    return HTTP_CODES[status][0] if status in HTTP_CODES else "error"
+
 
 def _error(
-    status: int, message: str, headers: Mapping[str, str] | None = None, **extra: object
+    status: int,
+    message: str,
+    headers: Mapping[str, str] | None = None,
+    *,
+    code: str | None = None,
+    **extra: object,
 ) -> JSONResponse:
-    return JSONResponse({"error": {"message": message, **extra}}, status_code=status, headers=headers)
+    body = {"error": {"message": message, "code": code or http_code(status), **extra}}
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 def _problem(error: dict) -> dict[str, str]:
@@ -38,34 +71,36 @@ def _problem(error: dict) -> dict[str, str]:
     return {"where": ".".join(loc) or "request", "problem": message}
 
 
+# The HTTP status of each kind of mnemo's errors (a subclass answers as its nearest kind here)
+ERROR_STATUS: dict[type[Exception], int] = {
+    NotFound: 404,
+    Conflict: 409,
+    InvalidInput: 422,
+    QueueFull: 429,
+    ModelError: 502,
+    ModelUnavailable: 503,
+    StorageFull: 507,
+}
+
+
+def status_of(kind: type[Exception]) -> int | None:
+    """The status a kind of error is answered with (None: it is not answered over HTTP)."""
+    return next((ERROR_STATUS[k] for k in kind.__mro__ if k in ERROR_STATUS), None)
+
+
 def install(app: FastAPI) -> None:
-    @app.exception_handler(NotFound)
-    async def not_found(_: Request, exc: NotFound) -> JSONResponse:
-        return _error(404, str(exc) or "not found")
+    async def known(_: Request, exc: Exception) -> JSONResponse:
+        status = status_of(type(exc)) or 500
+        message = str(exc) or "not found"
+        headers = None
+        if isinstance(exc, StorageFull):
+            message = f"{exc}; free some disk space and try again"
+        elif isinstance(exc, QueueFull):
+            headers = {"Retry-After": str(exc.retry_after)}
+        return _error(status, message, headers, code=getattr(exc, "code", None))
 
-    @app.exception_handler(Conflict)
-    async def conflict(_: Request, exc: Conflict) -> JSONResponse:
-        return _error(409, str(exc))
-
-    @app.exception_handler(InvalidInput)
-    async def invalid(_: Request, exc: InvalidInput) -> JSONResponse:
-        return _error(422, str(exc))
-
-    @app.exception_handler(StorageFull)
-    async def storage_full(_: Request, exc: StorageFull) -> JSONResponse:
-        return _error(507, f"{exc}; free some disk space and try again")
-
-    @app.exception_handler(QueueFull)
-    async def queue_full(_: Request, exc: QueueFull) -> JSONResponse:
-        return _error(429, str(exc), headers={"Retry-After": str(exc.retry_after)})
-
-    @app.exception_handler(ModelUnavailable)
-    async def unavailable(_: Request, exc: ModelUnavailable) -> JSONResponse:
-        return _error(503, str(exc))
-
-    @app.exception_handler(ModelError)
-    async def model_error(_: Request, exc: ModelError) -> JSONResponse:
-        return _error(502, str(exc))
+    for kind in ERROR_STATUS:
+        app.add_exception_handler(kind, known)
 
     @app.exception_handler(Exception)
     async def unexpected(_: Request, exc: Exception) -> JSONResponse:

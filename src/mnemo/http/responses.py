@@ -1,7 +1,8 @@
 """The error answers of the API, as the OpenAPI schema documents them.
 
-Every error has one shape, `{"error": {"message": ...}}` (errors.py; the chat
-proxy adds OpenAI's `type`, `param` and `code`). Every authenticated route may
+Every error has one shape, `{"error": {"message": ..., "code": ...}}` (errors.py; `code` is
+stable whatever the wording: docs/reference/errors.md; the chat proxy answers in OpenAI's
+shape, with its `type`, `param` and `code`). Every authenticated route may
 answer 400 (a body that cannot be read), 401, 403, 413, 422, 429 and 507;
 `errors(...)` adds what a router's routes also give.
 """
@@ -20,6 +21,7 @@ class Problem(BaseModel):
 
 class ErrorDetail(BaseModel):
     message: str
+    code: str = "error"  # stable whatever the wording (docs/reference/errors.md)
     problems: list[Problem] | None = None
 
 

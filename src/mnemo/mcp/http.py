@@ -20,6 +20,7 @@ from starlette.types import Receive, Scope, Send
 
 from ..auth import get_caller, get_user
 from ..domain import find_agent
+from ..http.errors import http_code
 from ..http.headers import AGENT_HEADER
 from ..settings import Settings
 from .server import build_server
@@ -61,7 +62,7 @@ class McpEndpoint:
                 if agent is None:
                     raise HTTPException(status.HTTP_404_NOT_FOUND, f"no agent {wanted!r} for this user")
         except HTTPException as exc:
-            body = {"error": {"message": str(exc.detail)}}
+            body = {"error": {"message": str(exc.detail), "code": http_code(exc.status_code)}}
             await JSONResponse(body, status_code=exc.status_code, headers=exc.headers)(scope, receive, send)
             return
         scope.setdefault("state", {})[_CALLER] = Caller(memory, accounts, user, agent)

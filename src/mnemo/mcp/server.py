@@ -37,6 +37,9 @@ INSTRUCTIONS = (
 )
 
 
+CODE = "mnemo/code"  # where a tool's error carries its code, in the result's _meta
+
+
 def build_server(resolve: Resolve) -> Server[Any]:
     tools = {t.name: t for t in TOOLS}
     listing = ListToolsResult(tools=[_listing(t) for t in TOOLS])
@@ -51,17 +54,19 @@ def build_server(resolve: Resolve) -> Server[Any]:
         try:
             args = tool.args.model_validate(params.arguments or {})
         except ValidationError as exc:
-            return _failed(f"Invalid arguments for {tool.name}: {_problems(tool, exc)}.")
+            return _failed(f"Invalid arguments for {tool.name}: {_problems(tool, exc)}.", "invalid_request")
         caller = await resolve(ctx)
         try:
             result = await tool(caller, args)
         except MnemoError as exc:
-            return _failed(_sentence(str(exc)))
+            return _failed(_sentence(str(exc)), exc.code)
         except ModelError as exc:
-            return _failed(f"The model failed: {exc}")
+            return _failed(f"The model failed: {exc}", exc.code)
         except Exception:
             log.exception("the %s tool failed", tool.name)
-            return _failed("mnemo could not do this: an internal error (the server's log has the details).")
+            return _failed(
+                "mnemo could not do this: an internal error (the server's log has the details).", "internal"
+            )
         data = result.model_dump(mode="json")
         text = json.dumps(data, ensure_ascii=False)
         return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
@@ -124,8 +129,10 @@ def _problems(tool: Tool, exc: ValidationError) -> str:
     return "; ".join(found)
 
 
-def _failed(message: str) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
+def _failed(message: str, code: str) -> CallToolResult:
+    """A tool's error, worded for the model; its stable code (docs/reference/errors.md) in the
+    result's `_meta`, for a program."""
+    return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True, _meta={CODE: code})
 
 
 def _sentence(text: str) -> str:

@@ -72,6 +72,8 @@ class Caller:
 class MemoryOff(MnemoError):
     """Memory is switched off for the person, so nothing may be written."""
 
+    code = "memory_off"
+
 
 @dataclass(frozen=True)
 class _Call:

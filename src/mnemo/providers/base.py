@@ -15,6 +15,7 @@ from ..domain import FailReason, TokenUsage
 class ModelError(Exception):
     """The model answered with an error that trying again will not mend (a bad key, a bad request)."""
 
+    code = "model_error"  # as mnemo.domain.MnemoError's codes (docs/reference/errors.md)
     reason = FailReason.REFUSED_BY_POLICY
 
 
@@ -24,6 +25,7 @@ class ModelUnavailable(ModelError):
     The caller may try the same work again later; nothing was learnt from it.
     """
 
+    code = "model_unavailable"
     reason = FailReason.MODEL_UNREACHABLE
 
 

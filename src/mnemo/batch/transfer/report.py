@@ -13,6 +13,8 @@ from ...domain import MnemoError
 class ImportRefused(MnemoError):
     """The import cannot go where it was asked to (the user there, or the data there)."""
 
+    code = "import_refused"
+
 
 # progress: (stage, how many more are done, how many there are in all)
 Step = Callable[[str, int, int], None]

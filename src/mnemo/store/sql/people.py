@@ -69,7 +69,7 @@ async def create_user(tx: Tx, name: str, now: datetime) -> User:
     """A new user of that name; Conflict if someone has it (never someone else's account)."""
     await tx.lock_user(NAMES_LOCK)
     if await tx.user_named(name) is not None:
-        raise Conflict(f"a user named {name!r} already exists")
+        raise NameTaken(f"a user named {name!r} already exists")
     user = await user_row(tx, await _insert_user(tx, name, now))
     if user is None:
         raise NotFound(f"no user {name!r}")
@@ -98,7 +98,7 @@ async def update_user(
         await tx.lock_user(NAMES_LOCK)
         holder = await tx.user_named(name)
         if holder is not None and holder != user_id:
-            raise Conflict(f"a user named {name!r} already exists")
+            raise NameTaken(f"a user named {name!r} already exists")
         await tx.execute("UPDATE users SET name = ? WHERE id = ?", (name, user_id))
     if disabled_at is not UNSET:
         await tx.execute("UPDATE users SET disabled_at = ? WHERE id = ?", (disabled_at, user_id))
