@@ -21,7 +21,9 @@ class Problem(BaseModel):
 
 class ErrorDetail(BaseModel):
     message: str
-    code: str = "error"  # stable whatever the wording (docs/reference/errors.md)
+    # stable whatever the wording (docs/reference/errors.md); the chat proxy's errors are in
+    # OpenAI's shape, whose code is OpenAI's own and often null
+    code: str | None = None
     problems: list[Problem] | None = None
 
 
