@@ -138,7 +138,8 @@ class Accounts:
     async def members(self) -> list[Member]:
         """Everyone, in name order, with how many live keys they have, whether memory is on and
         their turns in the queue."""
-        return [await self.member(user, await self.server_mode()) for user in await self._store.list_users()]
+        mode = await self.server_mode()  # read once, not once a person
+        return [await self.member(user, mode) for user in await self._store.list_users()]
 
     async def member(self, user: User, mode: MemoryMode | None) -> Member:
         """The person as the administrator sees them, under the server's memory `mode`."""
