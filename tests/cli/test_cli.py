@@ -175,7 +175,7 @@ def test_edit_of_a_stale_version_is_a_conflict(mnemo: Invoke) -> None:
     ok(mnemo("edit", fact["id"], "I have three cats", "--version", "1"))
     stale = mnemo("edit", fact["id"], "I have four cats", "--version", "1")
     assert stale.exit_code == 1
-    assert "at version 2, not 1" in stale.stderr
+    assert stale.stderr.startswith("version_conflict: ") and "at version 2, not 1" in stale.stderr
     assert as_json(mnemo("show", fact["id"], "--json"))["text"] == "I have three cats"
 
 
@@ -298,7 +298,7 @@ def test_erasing_a_conversation_that_is_not_there_is_refused(mnemo: Invoke) -> N
     add(mnemo, "I like jazz")
     for args in (["nope"], ["nope", "--yes"]):
         missing = mnemo("erase", "conversation", *args)
-        assert missing.exit_code == 1 and missing.stderr.strip() == "No conversation 'nope'."
+        assert missing.exit_code == 1 and missing.stderr.strip() == "not_found: No conversation 'nope'."
 
 
 def test_erase_about_numbers_the_matches_and_erases_the_picked_ones(mnemo: Invoke) -> None:
@@ -366,13 +366,14 @@ def test_unknown_id_says_so_with_exit_1(mnemo: Invoke) -> None:
     ):
         result = mnemo(*args)
         assert result.exit_code == 1, args
-        assert result.stderr.strip() == "No memory with id no-such-id.", args
+        assert result.stderr.strip() == "not_found: No memory with id no-such-id.", args
         assert "Traceback" not in result.output
 
 
 def test_empty_text_is_refused_with_exit_2(mnemo: Invoke) -> None:
     empty = mnemo("add", "   ")
     assert empty.exit_code == 2 and "needs some text" in empty.stderr
+    assert empty.stderr.startswith("invalid_input: ")
     fact = add(mnemo, "I like jazz")
     blank_edit = mnemo("edit", fact["id"], "")
     assert blank_edit.exit_code == 2 and "needs some text" in blank_edit.stderr
@@ -382,7 +383,7 @@ def test_empty_text_is_refused_with_exit_2(mnemo: Invoke) -> None:
 def test_bad_datetimes_are_usage_errors(mnemo: Invoke) -> None:
     add(mnemo, "I like jazz")
     bad = mnemo("list", "--as-of", "last tuesday")
-    assert bad.exit_code == 2 and "not an ISO date" in bad.output
+    assert bad.exit_code == 2 and "not an ISO date" in bad.output  # a usage message of the command line
     assert mnemo("add", "x y z", "--valid-from", "2024-13-45").exit_code == 2
     assert as_json(mnemo("list", "--as-of", "2000-01-01", "--json")) == []
     assert as_json(mnemo("search", "jazz", "--as-of", "2000-01-01T10:00:00+02:00", "--json")) == []
@@ -435,7 +436,7 @@ def test_read_only_commands_create_no_user(
     for args in (*reading, *changing):
         result = mnemo(*args, user="bob")
         assert result.exit_code == 1, args
-        assert result.stderr.strip() == "No user named 'bob'.", args
+        assert result.stderr.strip() == "not_found: No user named 'bob'.", args
     assert not (tmp_path / "nothing.jsonl").exists()
     assert in_store(data_dir, embedder, lambda m: m.accounts.find_user("bob"), database_url) is None
 
@@ -446,7 +447,7 @@ def test_read_only_commands_create_no_user(
 
 def test_missing_config_file_is_a_usage_error(mnemo: Invoke, tmp_path: Path) -> None:
     result = mnemo("--config", str(tmp_path / "nope.toml"), "list")
-    assert result.exit_code == 2 and "Config file not found" in result.stderr
+    assert result.exit_code == 2 and result.stderr.startswith("invalid_input: Config file not found")
 
 
 # -- people, agents, switches -------------------------------------------------------
@@ -591,4 +592,4 @@ def test_console_script_end_to_end(tmp_path: Path) -> None:
     assert hits[0]["fact"]["text"] == "I prefer window seats on long flights"
 
     unknown = mnemo("show", "nope")
-    assert unknown.returncode == 1 and unknown.stderr.strip() == "No memory with id nope."
+    assert unknown.returncode == 1 and unknown.stderr.strip() == "not_found: No memory with id nope."

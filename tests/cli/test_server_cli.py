@@ -40,9 +40,9 @@ def test_users_create_prints_a_working_key_once_and_refuses_a_taken_name(tmp_pat
     assert as_json["user"]["name"] == "carol" and as_json["token"].startswith(f"mnemo_{as_json['key_id']}_")
 
     taken = mnemo(tmp_path, "users", "create", "bob", database_url=database_url)
-    assert taken.exit_code == 1 and "already exists" in taken.stderr
+    assert taken.exit_code == 1 and taken.stderr.startswith("name_taken: A user named")
     empty = mnemo(tmp_path, "users", "create", "  ", database_url=database_url)
-    assert empty.exit_code == 2 and "name" in empty.stderr
+    assert empty.exit_code == 2 and empty.stderr.startswith("invalid_input: ") and "name" in empty.stderr
 
 
 def test_worker_once_learns_from_the_queued_turns(tmp_path, embedder, database_url):

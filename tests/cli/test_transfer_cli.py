@@ -98,7 +98,7 @@ def test_conversations_import_once_and_a_dry_run_writes_nothing(mnemo: Invoke, t
         2,
         6,
     )
-    assert mnemo("export").stderr.strip() == "No user named 'local'."  # not even the user was made
+    assert mnemo("export").stderr.strip() == "not_found: No user named 'local'."  # not even the user was made
 
     ok(mnemo("agents", "create", "Travel"))
     first = as_json(mnemo("import", str(CHATGPT), "--agent", "Travel", "--json"))
@@ -194,7 +194,7 @@ def test_other_tools_memories_and_conversations_import_once(mnemo: Invoke, tmp_p
     bad.write_text(json.dumps([{"id": "a", "memory": "I like figs"}, {"id": "b", "memory": ""}]))
     result = mnemo("import", str(bad), user="fig")
     assert result.exit_code == 2 and "Record 2 (id 'b'): a memory needs some text" in result.stderr
-    assert mnemo("list", user="fig").stderr.strip() == "No user named 'fig'."
+    assert mnemo("list", user="fig").stderr.strip() == "not_found: No user named 'fig'."
     unknown = tmp_path / "notes.dat"
     unknown.write_text("I like figs\n")
     result = mnemo("import", str(unknown))

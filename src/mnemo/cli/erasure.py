@@ -10,12 +10,12 @@ from typing import Annotated, Any
 import typer
 
 from .. import receipts as signing
-from ..domain import Receipt
+from ..domain import InvalidInput, Receipt
 from ..wording import plural
 from . import output
 from .admin import audit
 from .options import Json
-from .runtime import CliFailure, Session, global_user, run
+from .runtime import FAILED, CliFailure, Session, fail, global_user, run
 
 erase = typer.Typer(
     help="Erase for good, with a signed receipt (a memory: mnemo purge).", no_args_is_help=True
@@ -212,11 +212,9 @@ def audit_verify_receipt(
     try:
         document: Any = signing.parsed(file.read_text(encoding="utf-8"))
     except signing.DuplicateKey as exc:
-        output.error(f"Not a valid receipt: {exc}")
-        raise typer.Exit(1) from None
+        fail(f"Not a valid receipt: {exc}", FAILED, InvalidInput.code)
     except (ValueError, UnicodeDecodeError) as exc:
-        output.error(f"{file} is not JSON: {exc}")
-        raise typer.Exit(1) from None
+        fail(f"{file} is not JSON: {exc}", FAILED, InvalidInput.code)
 
     chosen = global_user(ctx)  # `mnemo --user NAME audit verify-receipt`: a receipt of NAME's
 

@@ -63,7 +63,8 @@ def records(table: Table) -> Table:
 
 
 def error(message: str) -> None:
-    Console(stderr=True, highlight=False).print(Text(message, style="red"))
+    # never folded: a message is read by people and by scripts (its code first)
+    Console(stderr=True, highlight=False, soft_wrap=True).print(Text(message, style="red"))
 
 
 def said_lines(messages: Sequence[Said]) -> list[str]:

@@ -48,11 +48,14 @@ BAD_INPUT = 2
 
 
 class CliFailure(Exception):
-    """A message for the person and the exit code that goes with it."""
+    """A message for the person, the exit code that goes with it and the error's code
+    (docs/reference/errors.md; None: the code of the mnemo error it was raised from, else
+    `invalid_input` for a request that cannot be applied as given, `error` for another failure)."""
 
-    def __init__(self, message: str, code: int = FAILED) -> None:
+    def __init__(self, message: str, code: int = FAILED, error: str | None = None) -> None:
         super().__init__(message)
         self.code = code
+        self.error = error
 
 
 @dataclass(frozen=True)
@@ -102,7 +105,10 @@ class Session:
             return given  # whole, or too short to be a prefix: the store says whether it is one
         found = await self.memory.ids_starting(self.view, given, kind=kind)
         if len(found) > 1:
-            raise CliFailure(f"{given!r} starts several {kind} ids ({', '.join(found)}, …): type more of it")
+            raise CliFailure(
+                f"{given!r} starts several {kind} ids ({', '.join(found)}, …): type more of it",
+                error=InvalidInput.code,
+            )
         return found[0] if found else given
 
 
@@ -115,7 +121,7 @@ def _capitalised(text: str) -> str:
 
 def usage(message: str) -> NoReturn:
     """A request that cannot be applied as given: say why and exit 2."""
-    _fail(_capitalised(message) + ("" if message.endswith(".") else "."), BAD_INPUT)
+    fail(_capitalised(message) + ("" if message.endswith(".") else "."), BAD_INPUT, InvalidInput.code)
 
 
 def chosen_users(ctx: typer.Context, users: str | None) -> list[str] | None:
@@ -203,7 +209,9 @@ def require_database(settings: Settings) -> None:
     """Read-only commands never create the database: say so when there is none yet."""
     path = database_file(settings)
     if path is not None and not path.exists():
-        raise CliFailure(f"No mnemo database at {path} yet; add a memory first (mnemo add …)")
+        raise CliFailure(
+            f"No mnemo database at {path} yet; add a memory first (mnemo add …)", error=NotFound.code
+        )
 
 
 # -- parsing helpers for options --------------------------------------------------
@@ -283,20 +291,20 @@ def guarded(
             require_database(settings)
         return start(settings)
     except CliFailure as exc:
-        _fail(str(exc), exc.code)
+        fail(str(exc), exc.code, exc.error or _error_code(exc.__cause__, exc.code))
     except NotFound as exc:
-        _fail(f"No memory with id {fact_id}." if fact_id is not None else _sentence(exc), FAILED)
+        fail(f"No memory with id {fact_id}." if fact_id is not None else _sentence(exc), FAILED, exc.code)
     except (InvalidInput, NameTaken) as exc:
-        _fail(_sentence(exc), BAD_INPUT)
+        fail(_sentence(exc), BAD_INPUT, exc.code)
     except Conflict as exc:
-        _fail(f"{_sentence(exc)} Show it again (mnemo show …) and retry.", FAILED)
+        fail(f"{_sentence(exc)} Show it again (mnemo show …) and retry.", FAILED, exc.code)
     except MnemoError as exc:
-        _fail(_sentence(exc), FAILED)
+        fail(_sentence(exc), FAILED, exc.code)
     except ModelError as exc:
-        _fail(f"The model failed: {exc}", FAILED)
+        fail(f"The model failed: {exc}", FAILED, exc.code)
     except OSError as exc:  # e.g. a data directory that cannot be created
         where = f" {exc.filename}" if exc.filename else ""
-        _fail(f"Cannot use{where}: {exc.strerror or exc}", FAILED)
+        fail(f"Cannot use{where}: {exc.strerror or exc}", FAILED, MnemoError.code)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -325,7 +333,7 @@ async def _session(
         accounts = core.accounts
         user = await (accounts.user if creates else accounts.find_user)(settings.user)
         if user is None:
-            raise CliFailure(f"No user named {settings.user!r}.")
+            raise CliFailure(f"No user named {settings.user!r}.", error=NotFound.code)
         agents = await accounts.agents(user.id)
         agent = None
         if resolve_agent and options.agent is not None:
@@ -354,6 +362,15 @@ def _sentence(exc: BaseException) -> str:
     return text if text.endswith((".", "!", "?")) else text + "."
 
 
-def _fail(message: str, code: int) -> NoReturn:
-    output.error(message)
-    raise typer.Exit(code)
+def _error_code(cause: BaseException | None, exit_code: int) -> str:
+    """The error code of a failure raised from `cause` with `exit_code`."""
+    if isinstance(cause, MnemoError | ModelError):
+        return cause.code
+    return InvalidInput.code if exit_code == BAD_INPUT else MnemoError.code
+
+
+def fail(message: str, exit_code: int, error: str) -> NoReturn:
+    """Say why the command failed, its error's code first (`not_found: No memory with id …`: the
+    codes of docs/reference/errors.md), and exit with `exit_code`."""
+    output.error(f"{error}: {message}")
+    raise typer.Exit(exit_code)

@@ -13,7 +13,7 @@ from ..build import Core
 from ..domain import MAX_TOKEN_BUDGET, User
 from ..schemas import MemberUsage, UsagePublic
 from . import output
-from .runtime import BAD_INPUT, global_user, one_user, run_core
+from .runtime import global_user, one_user, run_core, usage
 
 
 def usage_list(ctx: typer.Context, json: bool) -> None:
@@ -37,21 +37,20 @@ def usage_list(ctx: typer.Context, json: bool) -> None:
 def usage_budget(ctx: typer.Context, name: str, tokens: int | None, default: bool, json: bool) -> None:
     """`mnemo users budget` (registered with `mnemo users`)."""
     if (tokens is None) == (not default):
-        output.error("Give a number of tokens a day, or --default (not both).")
-        raise typer.Exit(BAD_INPUT)
+        usage("Give a number of tokens a day, or --default (not both).")
     one_user(ctx, name, "NAME")  # the global --user, if given, names the same person
 
     async def work(core: Core) -> Usage:
         user = await core.accounts.existing_user(name)
         return await core.accounts.set_token_budget(user.id, tokens)
 
-    usage = UsagePublic.of(run_core(ctx, work))
+    spent = UsagePublic.of(run_core(ctx, work))
     if json:
-        output.emit_json(usage.model_dump(mode="json"))
+        output.emit_json(spent.model_dump(mode="json"))
         return
-    budget = "unlimited" if usage.daily_token_budget is None else f"{usage.daily_token_budget} tokens a day"
-    own = "the server's default" if usage.own_budget is None else "their own"
-    output.say(f"{name}: {budget} ({own}); {usage.today.total_tokens} spent today.", "green")
+    budget = "unlimited" if spent.daily_token_budget is None else f"{spent.daily_token_budget} tokens a day"
+    own = "the server's default" if spent.own_budget is None else "their own"
+    output.say(f"{name}: {budget} ({own}); {spent.today.total_tokens} spent today.", "green")
 
 
 def _table(found: list[MemberUsage]) -> Table:
