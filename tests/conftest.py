@@ -42,6 +42,7 @@ from tests.selection import (  # noqa: F401  (pytest's hooks: --backend and the 
     pytest_generate_tests,
     pytest_ignore_collect,
 )
+from tests.stopping import pytest_configure  # noqa: F401  (SIGTERM stops the run as Ctrl-C does)
 
 
 @pytest.fixture(scope="session")
