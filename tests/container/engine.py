@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-CONF = Path(__file__).with_name("containers.conf")
+CONF = ROOT / "deploy" / "containers.conf"  # docs/install.md says when a host needs it
 BASE = "localhost/mnemo-base:bookworm"  # scripts/container-base makes it from Debian's packages
 SKIP_VARIABLE = "MNEMO_SKIP_CONTAINER_TESTS"
 
@@ -29,19 +29,25 @@ def podman(*args: str, check: bool = True, timeout: float = 120) -> subprocess.C
     return done
 
 
-def build(tag: str, tmp: Path) -> None:
-    """The Dockerfile, on the Debian base image. pip inside the build trusts this machine's
-    certificate authorities (a machine behind a TLS-inspecting proxy needs that)."""
+def build(tag: str, tmp: Path, marker: str) -> None:
+    """The Dockerfile, on the Debian base image, as docs/install.md builds it behind a proxy that
+    inspects TLS (these machines are behind one): this machine's certificate authorities and a
+    pip.conf (holding `marker`) as build secrets; no stage image kept (--layers=false)."""
     done = subprocess.run(
         [str(ROOT / "scripts" / "container-base"), BASE], env=environment(), capture_output=True, text=True
     )
     assert done.returncode == 0, f"scripts/container-base failed:\n{done.stdout}\n{done.stderr}"
     pip_conf = tmp / "pip.conf"
-    pip_conf.write_text("[global]\ncert = /etc/ssl/certs/host-ca.crt\n")
+    pip_conf.write_text(f"# {marker}\n[global]\ndefault-timeout = 120\n")
     podman(
-        "build", "--format", "docker", "--build-arg", f"BASE={BASE}",
-        "--volume", "/etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/host-ca.crt:ro",
-        "--volume", f"{pip_conf}:/etc/pip.conf:ro",
+        "build", "--format", "docker", "--layers=false", "--build-arg", f"BASE={BASE}",
+        "--secret", f"id=pip.conf,src={pip_conf}",
+        "--secret", "id=ca.crt,src=/etc/ssl/certs/ca-certificates.crt",
         "--tag", tag, str(ROOT),
         timeout=1200,
     )  # fmt: skip
+
+
+def dangling() -> set[str]:
+    """The ids of the images no name points to (a build's stage left behind, for one)."""
+    return set(podman("images", "--quiet", "--no-trunc", "--filter", "dangling=true").stdout.split())

@@ -14,7 +14,7 @@ import uuid
 
 import pytest
 
-from tests.container.engine import SKIP_VARIABLE, build, podman
+from tests.container.engine import SKIP_VARIABLE, build, dangling, podman
 from tests.server.processes import free_port
 
 pytestmark = [
@@ -78,12 +78,37 @@ class Container:
         podman("rm", "--force", self.name, check=False)
 
 
+SECRET = f"pip-secret-{uuid.uuid4().hex}"  # in the pip.conf the build is given as a secret
+
+
 @pytest.fixture(scope="module")
-def image(tmp_path_factory: pytest.TempPathFactory):
+def built(tmp_path_factory: pytest.TempPathFactory):
+    """The image's tag, and the unnamed images there were before its build and after it."""
     tag = f"localhost/mnemo-test:{uuid.uuid4().hex[:8]}"
-    build(tag, tmp_path_factory.mktemp("build"))
-    yield tag
+    before = dangling()
+    build(tag, tmp_path_factory.mktemp("build"), SECRET)
+    yield tag, before, dangling()
     podman("rmi", "--force", tag, check=False)
+
+
+@pytest.fixture(scope="module")
+def image(built) -> str:
+    return built[0]
+
+
+def test_the_build_keeps_neither_its_secrets_nor_a_stage_image(built) -> None:
+    tag, before, after = built
+    assert after <= before  # the build stage left no unnamed image behind
+    # the secrets were there while pip installed, and are in no layer: no file holds the pip.conf
+    found = podman(
+        "run", "--rm", "--entrypoint", "sh", tag, "-c",
+        f"ls /run/secrets /etc/pip.conf 2>&1; grep -rls {SECRET} /etc /opt /root /run /src /tmp /var /data",
+        check=False,
+    )  # fmt: skip
+    assert SECRET not in found.stdout and "No such file" in found.stdout, found.stdout
+    assert found.stdout.count("No such file") == 2, found.stdout
+    history = podman("history", "--no-trunc", "--format", "{{.CreatedBy}}", tag).stdout
+    assert SECRET not in history and "ca-certificates.crt" not in history
 
 
 @pytest.fixture
