@@ -224,8 +224,8 @@ class Settings(BaseSettings):
     embed_api_key: str = "not-needed"  # the embeddings endpoint's API key
     embed_model: str | None = None  # the embeddings model's name
     # The local embedder, when no endpoint is set: all-MiniLM-L6-v2 reads English (fast); e5
-    # reads about a hundred languages and across them, at about four times the cost. A store
-    # changes model with `mnemo reindex`.
+    # reads about a hundred languages and across them, at about three times the time to embed a
+    # fact and twice a question's. A store changes model with `mnemo reindex`.
     embed_local: Literal["minilm", "multilingual-e5"] = "minilm"
 
     # The model the chat proxy forwards conversations to. Each unset field falls

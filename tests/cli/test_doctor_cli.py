@@ -68,6 +68,7 @@ def test_a_misspelt_variable_and_an_unreachable_model_fail_with_their_fixes(tmp_
         "MNEMO_LLM_MODLE": "gpt-4o-mini",
         "MNEMO_LLM_MODEL": "m",
         "MNEMO_LLM_BASE_URL": f"http://127.0.0.1:{free_port()}/v1",
+        "COLUMNS": "40",  # narrow: each finding is still one line (a pipe gets them whole)
     }
 
     result = mnemo("doctor", env=env, data_dir=data)

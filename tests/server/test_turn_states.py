@@ -71,17 +71,20 @@ def test_a_turn_held_for_review_names_its_candidates(client, scripted_llm):
     assert turn["facts"]["created"] == []
 
 
+UNMENDED = "not tried again: trying would not mend it"
+
+
 @pytest.mark.parametrize(
-    ("script", "reason", "attempts"),
+    ("script", "reason", "attempts", "then"),
     [
-        (lambda llm: llm.fail(503, SECRET, times=10), "model_unreachable", 2),
-        (lambda llm: llm.fail(400, SECRET), "refused_by_policy", 1),
-        (lambda llm: llm.reply(f"I cannot help with that. {SECRET}"), "invalid_reply", 1),
+        (lambda llm: llm.fail(503, SECRET, times=10), "model_unreachable", 2, "no attempt left"),
+        (lambda llm: llm.fail(400, SECRET), "refused_by_policy", 1, UNMENDED),
+        (lambda llm: llm.reply(f"I cannot help with that. {SECRET}"), "invalid_reply", 1, UNMENDED),
     ],
     ids=["unreachable", "refused", "invalid"],
 )
 def test_a_failed_turn_says_why_by_category_and_the_log_never_quotes_it(
-    client, scripted_llm, caplog, script, reason, attempts
+    client, scripted_llm, caplog, script, reason, attempts, then
 ):
     caplog.set_level(logging.DEBUG, logger="mnemo")
     caplog.set_level(logging.INFO, logger="mnemo.write")  # its debug lines quote problems, by design
@@ -92,7 +95,7 @@ def test_a_failed_turn_says_why_by_category_and_the_log_never_quotes_it(
     assert SECRET not in str(turn)
     assert ok(client.get("/v1/memories"))["items"] == []
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert f"turn {turn['id']} failed: {reason} (attempt {attempts} of 2; given up)" in warnings
+    assert f"turn {turn['id']} failed: {reason} (attempt {attempts} of 2; {then})" in warnings
     assert SECRET not in caplog.text and "floorboard" not in caplog.text
 
 

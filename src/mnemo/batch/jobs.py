@@ -143,7 +143,10 @@ class Worker:
         retry_at = None
         if retry and job.attempts < self.max_attempts:
             retry_at = self.clock() + self.backoff * (2 ** (job.attempts - 1))
-        then = "tried again later" if retry_at else "given up"
+        if retry_at is not None:
+            then = "tried again later"
+        else:  # out of attempts, or a failure that trying again would not mend
+            then = "no attempt left" if retry else "not tried again: trying would not mend it"
         log.warning(
             "turn %s failed: %s (attempt %d of %d; %s)", job.id, reason, job.attempts, self.max_attempts, then
         )

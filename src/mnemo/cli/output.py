@@ -27,9 +27,11 @@ ERASED = "(erased)"
 WIDE = 110
 
 
-def stdout() -> Console:
-    # built per call: the stream is looked up when printing (CliRunner swaps it)
-    return Console(highlight=False, soft_wrap=False)
+def stdout(soft_wrap: bool = False) -> Console:
+    """The standard output's console, built per call: the stream is looked up when printing
+    (CliRunner swaps it). `soft_wrap`: lines are printed whole (a terminal folds them itself,
+    a pipe or a file gets them as they are), never folded at the width."""
+    return Console(highlight=False, soft_wrap=soft_wrap)
 
 
 def show(renderable: Any) -> None:
@@ -63,7 +65,7 @@ def records(table: Table) -> Table:
 
 
 def error(message: str) -> None:
-    # never folded: a message is read by people and by scripts (its code first)
+    """A failure or a warning on standard error, never folded (its code first, when it has one)."""
     Console(stderr=True, highlight=False, soft_wrap=True).print(Text(message, style="red"))
 
 
@@ -120,7 +122,9 @@ def printable(text: str) -> str:
 
 
 def say(message: str | Text, style: str | None = None) -> None:
-    stdout().print(message if isinstance(message, Text) else Text(printable(message), style=style or ""))
+    """A line (or lines) of text, never folded: read by people and by scripts (`mnemo doctor | grep`)."""
+    text = message if isinstance(message, Text) else Text(printable(message), style=style or "")
+    stdout(soft_wrap=True).print(text)
 
 
 def emit_json(data: Any) -> None:

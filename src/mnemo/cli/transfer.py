@@ -18,11 +18,13 @@ from ..batch import export
 from ..batch.transfer import CONVERSATION_FORMATS, FACT_FORMATS, Format, ImportReport, import_file
 from ..build import Core
 from ..domain import Conflict
+from ..settings import Settings
+from ..store.sqlite_backup import back_up
 from ..wording import plural
 from . import output
 from .backfill import learn_command
 from .options import Json
-from .runtime import CliFailure, Options, Session, run, run_core
+from .runtime import BAD_INPUT, CliFailure, Options, Session, database_file, guarded, run, run_core
 
 app = typer.Typer()
 
@@ -92,6 +94,42 @@ async def _write(s: Session, out: IO[str], bar: Progress, task: Any) -> dict[str
             bar.update(task, advance=1, description=f"exporting {record['type']}s")
     out.flush()
     return counts
+
+
+# -- backup -----------------------------------------------------------------------------------
+
+
+@app.command("backup")
+def backup(
+    ctx: typer.Context,
+    file: Annotated[
+        Path, typer.Argument(dir_okay=False, help="The copy to write (replaced when it is there).")
+    ],
+    json: Json = False,
+) -> None:
+    """A copy of the whole SQLite database, every person's, while servers write to it: as of one
+    moment, readable by you only. Restore it by putting it in the database's place with the servers
+    stopped. PostgreSQL is backed up with pg_dump (docs/operations.md)."""
+    options = ctx.find_object(Options) or Options()
+
+    def start(settings: Settings) -> tuple[Path, int]:
+        source = database_file(settings)
+        if source is None:
+            raise CliFailure(
+                "mnemo backup copies a SQLite database; back up PostgreSQL with pg_dump (docs/operations.md)",
+                BAD_INPUT,
+            )
+        target = file.expanduser().absolute()
+        if target == source.absolute():
+            raise CliFailure("The backup cannot be the database itself: name another file", BAD_INPUT)
+        return source, back_up(source, target)
+
+    source, size = guarded(options, start)
+    if json:
+        output.emit_json({"database": str(source), "file": str(file), "bytes": size})
+    else:
+        done = Text.assemble(("Backed up ", "green"), str(source), " to ", str(file), f" ({size:,} bytes)")
+        output.say(done)
 
 
 # -- import -----------------------------------------------------------------------------------
