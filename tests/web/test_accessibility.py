@@ -111,6 +111,7 @@ def test_every_control_on_every_page_has_a_label(signed_in: Page, api, llm, serv
         page.goto(path)
         assert page.evaluate(UNLABELLED) == [], path
     page.get_by_role("button", name="Sign out").click()
+    expect(page.get_by_role("button", name="Sign in")).to_be_visible()  # the sign-in page, loaded
     assert page.evaluate(UNLABELLED) == [], "/signin"
 
 

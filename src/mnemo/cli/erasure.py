@@ -15,7 +15,7 @@ from ..wording import plural
 from . import output
 from .admin import audit
 from .options import Json
-from .runtime import FAILED, CliFailure, Session, fail, global_user, run
+from .runtime import BAD_INPUT, CliFailure, Session, fail, global_user, run
 
 erase = typer.Typer(
     help="Erase for good, with a signed receipt (a memory: mnemo purge).", no_args_is_help=True
@@ -153,9 +153,9 @@ def _numbers(given: str, count: int) -> list[int]:
     try:
         numbers = sorted({int(part) for part in given.split(",") if part.strip()})
     except ValueError:
-        raise CliFailure(f"--pick takes numbers separated by commas, not {given!r}") from None
+        raise CliFailure(f"--pick takes numbers separated by commas, not {given!r}", BAD_INPUT) from None
     if not numbers or numbers[0] < 1 or numbers[-1] > count:
-        raise CliFailure(f"--pick takes numbers from 1 to {count}")
+        raise CliFailure(f"--pick takes numbers from 1 to {count}", BAD_INPUT)
     return numbers
 
 
@@ -212,9 +212,9 @@ def audit_verify_receipt(
     try:
         document: Any = signing.parsed(file.read_text(encoding="utf-8"))
     except signing.DuplicateKey as exc:
-        fail(f"Not a valid receipt: {exc}", FAILED, InvalidInput.code)
+        fail(f"Not a valid receipt: {exc}", BAD_INPUT, InvalidInput.code)
     except (ValueError, UnicodeDecodeError) as exc:
-        fail(f"{file} is not JSON: {exc}", FAILED, InvalidInput.code)
+        fail(f"{file} is not JSON: {exc}", BAD_INPUT, InvalidInput.code)
 
     chosen = global_user(ctx)  # `mnemo --user NAME audit verify-receipt`: a receipt of NAME's
 

@@ -10,9 +10,10 @@ from rich.text import Text
 
 from ..batch.export import event_record
 from ..domain import Category, Status, StatusFilter, Turn, utcnow
+from ..providers.base import ModelError, ModelUnavailable
 from . import output
 from .options import AsOf, FactId, Json, Limit, Offset
-from .runtime import Session, parse_when, run
+from .runtime import FAILED, Session, parse_when, run
 
 app = typer.Typer()
 
@@ -210,6 +211,7 @@ def remember(
                 "problems": list(report.problems),
                 "skipped": report.skipped,
                 "retry": report.retry,
+                "failure": report.failure,
                 "explicit_only": explicit_only,
             }
         )
@@ -228,5 +230,12 @@ def remember(
             output.error(f"problem: {problem}")
     if report.retry:
         if not json:
-            output.error("The model was unavailable; nothing was learnt. Try the same turn again later.")
-        raise typer.Exit(1)
+            output.error(
+                f"{ModelUnavailable.code}: The model was unavailable; nothing was learnt."
+                " Try the same turn again later."
+            )
+        raise typer.Exit(FAILED)
+    if report.failure is not None:  # refused (a bad key, a bad request) or answered unreadably
+        if not json:
+            output.error(f"{ModelError.code}: The model failed ({report.failure}); nothing was learnt.")
+        raise typer.Exit(FAILED)

@@ -48,3 +48,20 @@ def two_step_interrupt(unit: str) -> Iterator[Interrupt]:
     finally:
         if installed:
             loop.remove_signal_handler(signal.SIGINT)
+
+
+@contextlib.contextmanager
+def stopped_as_by_ctrl_c() -> Iterator[None]:
+    """For the block, SIGTERM (`timeout`, `systemctl stop`) and SIGHUP (a closed terminal) stop
+    the command as Ctrl-C does, so that its clean-up runs; it then exits as Ctrl-C would."""
+    stopping = (signal.SIGTERM, signal.SIGHUP)
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    previous = {signum: signal.signal(signum, interrupt) for signum in stopping}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

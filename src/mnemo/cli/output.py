@@ -66,7 +66,7 @@ def records(table: Table) -> Table:
 
 def error(message: str) -> None:
     """A failure or a warning on standard error, never folded (its code first, when it has one)."""
-    Console(stderr=True, highlight=False, soft_wrap=True).print(Text(message, style="red"))
+    Console(stderr=True, highlight=False, soft_wrap=True).print(Text(printable(message), style="red"))
 
 
 def said_lines(messages: Sequence[Said]) -> list[str]:

@@ -184,6 +184,10 @@ def load_settings(options: Options, **overrides: object) -> Settings:
         return Settings.load(options.config, **given)
     except FileNotFoundError as exc:
         raise CliFailure(f"Config file not found: {options.config}", BAD_INPUT) from exc
+    except IsADirectoryError as exc:
+        raise CliFailure(f"Config file {options.config} is a folder: name a TOML file", BAD_INPUT) from exc
+    except UnicodeDecodeError as exc:
+        raise CliFailure(f"Cannot read config file {options.config}: not UTF-8 text", BAD_INPUT) from exc
     except tomllib.TOMLDecodeError as exc:
         raise CliFailure(f"Cannot read config file {options.config}: {exc}", BAD_INPUT) from exc
     except UnknownSettings as exc:
@@ -267,7 +271,7 @@ def run_core(ctx: typer.Context, work: Callable[[Core], Awaitable[T]], *, needs_
         try:
             return await work(core)
         except Exception as exc:
-            if _is_database_error(exc):
+            if is_database_error(exc):
                 raise CliFailure(f"Database error: {exc}") from exc
             raise
         finally:
@@ -294,8 +298,10 @@ def guarded(
         fail(str(exc), exc.code, exc.error or _error_code(exc.__cause__, exc.code))
     except NotFound as exc:
         fail(f"No memory with id {fact_id}." if fact_id is not None else _sentence(exc), FAILED, exc.code)
-    except (InvalidInput, NameTaken) as exc:
+    except InvalidInput as exc:  # what HTTP answers 422: the request cannot be applied as given
         fail(_sentence(exc), BAD_INPUT, exc.code)
+    except NameTaken as exc:
+        fail(_sentence(exc), FAILED, exc.code)
     except Conflict as exc:
         fail(f"{_sentence(exc)} Show it again (mnemo show …) and retry.", FAILED, exc.code)
     except MnemoError as exc:
@@ -316,7 +322,7 @@ async def _open(settings: Settings) -> Core:
     except ImportError as exc:
         raise CliFailure(_sentence(exc), FAILED) from exc
     except Exception as exc:
-        if _is_database_error(exc):
+        if is_database_error(exc):
             raise CliFailure(f"Cannot open the database: {exc}") from exc
         raise
 
@@ -341,18 +347,19 @@ async def _session(
             if agent is None:
                 raise CliFailure(
                     f"No agent named {options.agent!r} for user {user.name!r}; "
-                    f"create it with: mnemo agents create {options.agent}"
+                    f"create it with: mnemo agents create {options.agent}",
+                    error=NotFound.code,
                 )
         return await work(Session(settings, core.memory, accounts, user, agent, agents))
     except Exception as exc:
-        if _is_database_error(exc):
+        if is_database_error(exc):
             raise CliFailure(f"Database error: {exc}") from exc
         raise
     finally:
         await core.close()
 
 
-def _is_database_error(exc: BaseException) -> bool:
+def is_database_error(exc: BaseException) -> bool:
     """sqlite3-style errors from the store's driver, without importing the driver here."""
     return any(cls.__name__ == "DatabaseError" for cls in type(exc).__mro__)
 

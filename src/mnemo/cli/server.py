@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from .. import logs
-from ..build import Core, check_database_url
+from ..build import Core, check_database_url, is_postgres_url, shown_url, sqlite_path
 from ..domain import Conflict
 from ..settings import Settings
 from ..store.private_files import private_directory
@@ -65,6 +65,9 @@ def serve(
             raise CliFailure(str(exc), BAD_INPUT) from exc
         private_directory(settings.data_dir)
         logs.to_stderr("mnemo", json=settings.log_format == "json", level=logging.INFO)
+        url = settings.database_url
+        where = shown_url(url) if url is not None and is_postgres_url(url) else sqlite_path(settings)
+        logging.getLogger("mnemo").info("data in %s", where)
         uvicorn.run(
             create_app(settings),
             host=settings.host,

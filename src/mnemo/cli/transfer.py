@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from collections.abc import Iterator
@@ -16,15 +17,27 @@ from rich.text import Text
 
 from ..batch import export
 from ..batch.transfer import CONVERSATION_FORMATS, FACT_FORMATS, Format, ImportReport, import_file
-from ..build import Core
+from ..build import Core, is_postgres_url, sqlite_path
 from ..domain import Conflict
 from ..settings import Settings
-from ..store.sqlite_backup import back_up
+from ..store.sqlite_backup import SameFile, back_up
 from ..wording import plural
 from . import output
 from .backfill import learn_command
+from .interrupt import stopped_as_by_ctrl_c
 from .options import Json
-from .runtime import BAD_INPUT, CliFailure, Options, Session, database_file, guarded, run, run_core
+from .runtime import (
+    BAD_INPUT,
+    CliFailure,
+    Options,
+    Session,
+    guarded,
+    is_database_error,
+    no_user,
+    run,
+    run_core,
+    usage,
+)
 
 app = typer.Typer()
 
@@ -64,7 +77,12 @@ def export_(
                 return await _write(s, typer.get_text_stream("stdout"), bar, task)
             # written beside the target and renamed at the end: a crash never leaves half a file
             target = output_file.expanduser()
-            fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
+            if not target.parent.is_dir():
+                raise FileNotFoundError(errno.ENOENT, "no such folder", str(target.parent))
+            try:  # a short name, whatever the target's length
+                fd, temp = tempfile.mkstemp(prefix=".mnemo-export-", dir=target.parent)
+            except OSError as exc:
+                raise type(exc)(exc.errno, exc.strerror, str(target.parent)) from None
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as f:
                     counts = await _write(s, f, bar, task)
@@ -110,19 +128,33 @@ def backup(
     """A copy of the whole SQLite database, every person's, while servers write to it: as of one
     moment, readable by you only. Restore it by putting it in the database's place with the servers
     stopped. PostgreSQL is backed up with pg_dump (docs/operations.md)."""
+    no_user(ctx, "a backup holds every person's memories")
     options = ctx.find_object(Options) or Options()
+    if options.agent is not None:
+        usage("--agent does not apply: a backup holds every agent's memories")
 
     def start(settings: Settings) -> tuple[Path, int]:
-        source = database_file(settings)
-        if source is None:
+        url = settings.database_url
+        if url is not None and is_postgres_url(url):
             raise CliFailure(
                 "mnemo backup copies a SQLite database; back up PostgreSQL with pg_dump (docs/operations.md)",
                 BAD_INPUT,
             )
-        target = file.expanduser().absolute()
-        if target == source.absolute():
-            raise CliFailure("The backup cannot be the database itself: name another file", BAD_INPUT)
-        return source, back_up(source, target)
+        try:
+            source = Path(sqlite_path(settings))
+        except ValueError as exc:
+            raise CliFailure(str(exc), BAD_INPUT) from None
+        try:
+            with stopped_as_by_ctrl_c():
+                return source, back_up(source, file.expanduser())
+        except SameFile:
+            raise CliFailure(
+                f"{file} is the database, or a file SQLite keeps beside it: name another file", BAD_INPUT
+            ) from None
+        except Exception as exc:
+            if not is_database_error(exc):
+                raise
+            raise CliFailure(f"Cannot back up {source}: {exc}") from exc
 
     source, size = guarded(options, start)
     if json:

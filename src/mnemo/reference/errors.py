@@ -32,8 +32,9 @@ def render() -> str:
             ' API\'s body `{"error": {"message": …, "code": …}}` (and `problems` on 422, where and what),'
             " the Python client's exception (`exc.code`), an MCP tool's error (its result's"
             " `_meta`, under `mnemo/code`) and the command line's message, which it opens"
-            " (`not_found: No memory with id …`, on standard error; exit 2 when the request cannot be"
-            " applied as given, 1 for another failure). The chat proxy answers in OpenAI's own error"
+            " (`not_found: No memory with id …`, on standard error; exit 2 for the codes HTTP answers"
+            " 422, a request that cannot be applied as given, and 1 for every other). The chat proxy"
+            " answers in OpenAI's own error"
             " shape; a command line the CLI cannot read (an unknown option, a malformed date) is"
             " answered with its usage and exit 2.",
             "## mnemo's errors",
