@@ -36,6 +36,7 @@ from .sql.store import P, SQLStore, T, TxFn
 from .sql.transfer import imported_event
 from .sql.tx import Row as SQLRow
 from .sql.tx import SyncTx, marks, run_sync
+from .sqlite_checkpoint import Checkpointer
 from .sqlite_terms import SCRATCH, TermStats
 from .vectors import Columns, Row, VectorCache
 
@@ -145,6 +146,7 @@ class SQLiteStore(SQLStore[SQLiteTx, Pending]):
         self._terms = TermStats()
         self._lingering = False  # an erased text's old pages may still be in the -wal file
         self._next_try = 0.0  # when (time.monotonic) the checkpoint is tried again
+        self._checkpointer: Checkpointer | None = None  # the log's checkpoints, off the request path
 
     # -- the executor --------------------------------------------------------------------------
 
@@ -188,6 +190,9 @@ class SQLiteStore(SQLStore[SQLiteTx, Pending]):
 
     async def open(self) -> None:
         await self._run(self._open)
+        if self.path != ":memory:":
+            self._checkpointer = Checkpointer(self.path)
+            self._checkpointer.start()
 
     def _open(self) -> None:
         if self.path != ":memory:":
@@ -212,6 +217,7 @@ class SQLiteStore(SQLStore[SQLiteTx, Pending]):
     def _connect(self) -> Any:
         conn = sqlean.connect(self.path, isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA wal_autocheckpoint = 0")  # the Checkpointer's thread does it
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -222,6 +228,9 @@ class SQLiteStore(SQLStore[SQLiteTx, Pending]):
         return conn
 
     async def close(self) -> None:
+        if self._checkpointer is not None:
+            await asyncio.to_thread(self._checkpointer.stop)
+            self._checkpointer = None
         if self._conn is not None:
             if self._lingering:  # a last try: another process may have let go meanwhile
                 await self._run(self._checkpoint)
