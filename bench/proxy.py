@@ -192,6 +192,8 @@ def run(args: argparse.Namespace) -> list[dict]:
             "MNEMO_UPSTREAM_BASE_URL": upstream,
             "MNEMO_UPSTREAM_MODEL": MODEL,
             "MNEMO_WORKER": "false",
+            # no worker learns here, so every turn stays queued: no cap on how many
+            "MNEMO_JOBS__MAX_QUEUED_PER_USER": "0",
             **({"MNEMO_DATABASE_URL": url} if url else {}),
         }
         mnemo_proc = spawn("--serve-mnemo", str(port), env=env)
