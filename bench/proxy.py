@@ -23,7 +23,8 @@ without recall or storing. `--modes` picks the rows. Each row also reports
 the CPU time mnemo's server process spent per proxied request (all of its
 threads, user + system, over every request of the row, warm-up included): the
 cost of a turn, which unlike latency does not depend on what else the two
-cores are doing. Nothing is asserted.
+cores are doing, and the server's peak resident memory so far (VmHWM). Nothing
+is asserted.
 """
 
 from __future__ import annotations
@@ -116,6 +117,14 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def peak_mib(pid: int) -> float:
+    """The most resident memory a process has held so far (VmHWM, Linux /proc), in MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 async def measure(upstream: str, mnemo: str, token: str, args, memory_off, server_pid: int) -> list[dict]:
     rng = random.Random(args.seed)
     rows = []
@@ -128,6 +137,7 @@ async def measure(upstream: str, mnemo: str, token: str, args, memory_off, serve
             cpu = cpu_seconds(server_pid)
             proxied = await load(f"{mnemo}/v1/chat/completions", token, clients, stream, args, rng)
             proxied["cpu_ms"] = (cpu_seconds(server_pid) - cpu) * 1000 / max(proxied["sent"], 1)
+            proxied["server_peak_mib"] = peak_mib(server_pid)
             rows.append(
                 {
                     "mode": mode,
@@ -146,7 +156,8 @@ async def measure(upstream: str, mnemo: str, token: str, args, memory_off, serve
 def table(rows: list[dict]) -> str:
     head = (
         f"{'mode':<7}{'clients':>8}{'n':>6}{'direct p50':>12}{'p99':>8}{'proxied p50':>13}{'p99':>8}"
-        f"{'turns/s':>9}{'overhead p50':>14}{'p99':>8}{'CPU ms':>8}{'recalled':>10}{'errors':>8}"
+        f"{'turns/s':>9}{'overhead p50':>14}{'p99':>8}{'CPU ms':>8}{'peak MiB':>10}{'recalled':>10}"
+        f"{'errors':>8}"
     )
     lines = [head, "-" * len(head)]
     for r in rows:
@@ -154,12 +165,12 @@ def table(rows: list[dict]) -> str:
         lines.append(
             f"{r['mode']:<7}{r['clients']:>8}{p['n']:>6}{d['p50']:>12.1f}{d['p99']:>8.1f}"
             f"{p['p50']:>13.1f}{p['p99']:>8.1f}{p['per_s']:>9.1f}{r['overhead_p50']:>14.1f}{r['overhead_p99']:>8.1f}"
-            f"{p['cpu_ms']:>8.1f}"
+            f"{p['cpu_ms']:>8.1f}{p['server_peak_mib']:>10.0f}"
             f"{p['recalled']:>10.1f}{d['errors'] + p['errors']:>8}"
         )
     return "\n".join(lines) + (
         "\n(milliseconds; overhead = proxied - direct at the same percentile; CPU ms = mnemo's server"
-        " process per proxied request;"
+        " process per proxied request; peak MiB = its most resident memory so far;"
         " no-mem: the user's memory switched off, so no recall and no stored turn)"
     )
 

@@ -25,7 +25,11 @@ in: `Recaller.recall(vector=...)`, which skips the memory on/off check) and
 including it (`Memory.recall(query, scope)`, the public path). The baseline
 (bench/khoj_baseline.py) answers the same queries over the same file and
 vectors, and has its query embedded by the same embedder in the "incl." rows.
-The "mnemo-rrf-fallback" row answers the same questions with recall's fallback
+The "floor" row is the least any recall by meaning can cost: the user's
+vectors already in a numpy matrix, one product with the query vector and its
+top 20 (argpartition), nothing read from SQLite, no other arm, no ranking;
+"x floor" is a row's p50 over the floor's in the same store and way. The
+"mnemo-rrf-fallback" row answers the same questions with recall's fallback
 (`ranker="rrf"`: the arms at fusion's depths, fused by rank, no model): its
 difference from mnemo's "excl." row is what the learned ranker costs.
 
@@ -239,6 +243,20 @@ async def recall_bench(b: Built, plan: Plan, embedder: LocalEmbedder, rng: rando
     async def base_incl(uid, q):
         return base.recall(uid, (await embedder.embed([q]))[0], NOW)
 
+    matrices: dict[str, np.ndarray] = {}  # the floor's: each user's vectors, in memory before any timing
+
+    def scan(uid: str, vector: np.ndarray) -> list[int]:
+        """The floor: one scan of the user's vectors and their top 20, nothing else."""
+        scores = matrices[uid] @ vector
+        top = np.argpartition(-scores, min(20, len(scores) - 1))[:20]
+        return top[np.argsort(-scores[top])].tolist()
+
+    async def floor_excl(uid, q):
+        return scan(uid, qvec[q])
+
+    async def floor_incl(uid, q):
+        return scan(uid, (await embedder.embed_queries([q]))[0])
+
     async def mnemo_pass(call, work) -> Timing:
         cold = [uid not in loaded for uid, _ in work]
         t = await timed(call, work)
@@ -248,12 +266,19 @@ async def recall_bench(b: Built, plan: Plan, embedder: LocalEmbedder, rng: rando
 
     rows: dict[str, Timing] = {}
     first = await mnemo_pass(mnemo_excl, items(1))  # on a one-user store: loads the vector cache
-    for embed, (m_call, b_call) in {"excl": (mnemo_excl, base_excl), "incl": (mnemo_incl, base_incl)}.items():
+    for embed, (m_call, b_call, f_call) in {
+        "excl": (mnemo_excl, base_excl, floor_excl),
+        "incl": (mnemo_incl, base_incl, floor_incl),
+    }.items():
         await mnemo_pass(m_call, items(plan.warmup))
         await timed(b_call, items(plan.warmup))
         work = items(plan.queries)
+        for uid in {uid for uid, _ in work} - matrices.keys():
+            blobs = b.store._load_vectors(uid, embedder.model_name).vectors
+            matrices[uid] = np.frombuffer(b"".join(blobs), np.float32).reshape(len(blobs), -1)
         rows[f"mnemo/{embed}"] = await mnemo_pass(m_call, work)
         rows[f"khoj-baseline/{embed}"] = await timed(b_call, work)
+        rows[f"floor/{embed}"] = await timed(f_call, work)
         if embed == "excl":  # what the learned ranker costs: the same questions fused by rank instead
             await timed(fusion_excl, items(plan.warmup))
             rows["mnemo-rrf-fallback/excl"] = await timed(fusion_excl, work)
@@ -370,6 +395,7 @@ def summarise(results: dict, ingest: dict, builds: list[Built]) -> dict:
         for key, t in r["rows"].items():
             method, embed, *warm = key.split("/")
             base = r["rows"][f"khoj-baseline/{embed}"]
+            floor = r["rows"][f"floor/{embed}"]
             row = {
                 "store": store,
                 "method": method,
@@ -378,6 +404,7 @@ def summarise(results: dict, ingest: dict, builds: list[Built]) -> dict:
                 "p50_ms": t.p(50),
                 "p99_ms": t.p(99),
                 "vs_baseline_p50": t.p(50) / base.p(50),
+                "vs_floor_p50": t.p(50) / floor.p(50),
                 "mean_hits": float(np.mean(t.hits)),
                 "n": len(t.ms),
             }
@@ -446,8 +473,10 @@ def render(summary: dict, plan: Plan, info: dict, vectors_note: str) -> None:
         title=f"Recall latency ({plan.queries} queries per row after {plan.warmup} warm-up; "
         "ratio = p50 / baseline p50, same store and embedding)"
     )
-    for col in ("store", "method", "query embedding", "p50 ms", "p99 ms", "x baseline p50", "hits", "note"):
-        table.add_column(col, justify="right" if "ms" in col or col in ("hits", "x baseline p50") else "left")
+    words = ("store", "method", "query embedding", "note")
+    numbers = ("p50 ms", "p99 ms", "x baseline p50", "x floor p50", "hits")
+    for col in (*words[:3], *numbers, words[3]):
+        table.add_column(col, justify="left" if col in words else "right")
     for r in summary["recall"]:
         note = ""
         if r["users"] == "mixed":
@@ -464,6 +493,7 @@ def render(summary: dict, plan: Plan, info: dict, vectors_note: str) -> None:
             f"{r['p50_ms']:.2f}",
             f"{r['p99_ms']:.2f}",
             f"{r['vs_baseline_p50']:.2f}",
+            f"{r['vs_floor_p50']:.2f}",
             f"{r['mean_hits']:.1f}",
             note,
         )

@@ -5,8 +5,11 @@
 One user with 1,000 facts (embedded by the local model); 200 recalls of the
 default assistant with the log (`via`, as the proxy recalls) and 200 without
 (as a person's own look), taken in turn so that both see the same machine; each
-recall returns up to 10 facts, all of which the log records. Also the median
-of the log's own write (`record_recalls`, 10 rows). SQLite by default.
+recall returns up to 10 facts, all of which the log records. The log is written
+after a recall returns (mnemo/recall/log_writer.py), so each recall's rows are
+written before the next recall, outside its time, as while a proxied reply is
+forwarded. Also the median of the log's own write (`record_recalls`, the 10
+rows of one recall). SQLite by default.
 """
 
 from __future__ import annotations
@@ -46,12 +49,15 @@ async def run(database_url: str | None, n: int) -> dict[str, float]:
                 hits = await memory.recall(query, scope, limit=10, via=via)
                 times.append((time.perf_counter() - start) * 1000)
                 assert hits
+                await memory.write_recall_log(user.id)  # as while a proxied reply is forwarded
         writes = []
+        recalled = [h.fact.id for h in hits]
         for _ in range(n):
             now = utcnow()
-            rows = [RecallRecord(new_id(), None, now, RecallVia.PROXY) for _ in range(10)]
+            recall_id = new_id()
+            rows = [(recall_id, RecallRecord(fact_id, None, now, RecallVia.PROXY)) for fact_id in recalled]
             start = time.perf_counter()
-            await store.record_recalls(user.id, new_id(), rows, now.replace(year=now.year - 1))
+            await store.record_recalls(user.id, rows, now.replace(year=now.year - 1))
             writes.append((time.perf_counter() - start) * 1000)
         return {
             "recall_without_log_ms": statistics.median(without),

@@ -26,8 +26,22 @@ def foreign(text: str) -> str | None:
     """The language of a text that holds a function word of another language than English
     ("ich", "mon", "donde", "моя"), as the model tells it (which may still be "en"); None for
     one that holds none, without loading the model."""
-    words = {w.lower() for w in _WORD.findall(text)}
-    return language(text) if words & _others_words() else None
+    return language(text) if asks_the_model(text) else None
+
+
+def asks_the_model(text: str) -> bool:
+    """Whether `foreign` asks the model about this text (and so, the first time, loads it)."""
+    return not {w.lower() for w in _WORD.findall(text)}.isdisjoint(_others_words())
+
+
+def model_loaded() -> bool:
+    return _loaded.cache_info().currsize > 0
+
+
+def load_model() -> None:
+    """Load the model now (about a second, once per process): for a caller that would rather
+    not wait for it where it cannot block, such as an event loop."""
+    _identifier()
 
 
 def language(text: str) -> str:

@@ -78,6 +78,7 @@ from .forgetting import Forgotten
 from .observe import QUIET, Observer
 from .providers.base import ChatModel, Embedder
 from .recall.fuse import Hit
+from .recall.log_writer import RecallLogWriter
 from .recall.recaller import ARMS, Recaller
 from .sensitive import FactGate, blocked_message, check_name, echoed, gate_fact, screened_messages
 from .settings import Settings
@@ -120,12 +121,14 @@ class Memory:
         self.observer = observer  # timings of recall's arms (mnemo.observe)
         self.recaller = Recaller(store, embedder, self.settings.recall, clock, observer)
         self._queued: list[Callable[[], None]] = []
+        self._recall_log = RecallLogWriter(store, self._keep_after)
 
     async def open(self) -> Memory:
         await self.store.open()
         return self
 
     async def close(self) -> None:
+        await self.write_recall_log()
         await self.store.close()
         for model in (self.chat, self.embedder):
             aclose = getattr(model, "aclose", None)
@@ -299,28 +302,35 @@ class Memory:
             await self._record(scope, hits, via)
         return hits
 
-    def _keep_after(self, now: datetime) -> datetime:
-        """Recall log rows at or before this are past keeping."""
-        return now - timedelta(days=self.settings.recall_log_days)
+    def _keep_after(self, now: datetime | None = None) -> datetime:
+        """Recall log rows at or before this (by default, now) are past keeping."""
+        return (now or self.clock()) - timedelta(days=self.settings.recall_log_days)
 
     async def _record(self, scope: Scope, hits: Sequence[Hit], via: RecallVia) -> None:
-        """Log what the assistant was given; a failure is logged, never the recall's."""
+        """Log what the assistant was given (written after the reply, see recall/log_writer.py)."""
         now = self.clock()
         found = [RecallRecord(h.fact.id, scope.agent_id, now, via) for h in hits]
-        try:
-            await self.store.record_recalls(scope.user_id, new_id(), found, self._keep_after(now))
-        except Exception:
-            log.exception("the recall log of user %s was not written", scope.user_id)
+        await self._recall_log.add(scope.user_id, new_id(), found)
+
+    async def write_recall_log(self, user_id: str | None = None) -> None:
+        """Write the recall log's rows still waiting (recall/log_writer.py): the person's, or
+        everyone's; whatever reads the log here does so first."""
+        if user_id is None:
+            await self._recall_log.close()
+        else:
+            await self._recall_log.flush(user_id)
 
     async def recalls(self, scope: Scope, fact_id: str) -> RecallSummary:
         """The fact's last recall by an assistant, and how many in the last week (NotFound
         outside the scope)."""
         await self.store.get_fact(scope, fact_id)
+        await self.write_recall_log(scope.user_id)
         now = self.clock()
         return await self.store.recall_summary(scope.user_id, fact_id, now - WEEK, self._keep_after(now))
 
     async def recall_log(self, user_id: str) -> AsyncIterator[tuple[str, RecallRecord]]:
         """The user's recall log kept, oldest first, each row with its recall's id."""
+        await self.write_recall_log(user_id)
         keep_after = self._keep_after(self.clock())
         after = None
         while page := await self.store.recall_log(user_id, keep_after, after=after):
@@ -602,6 +612,7 @@ class Memory:
         user = await self.store.get_user(scope.user_id)
         if user is None or not user.review_stale:
             return []
+        await self.write_recall_log(scope.user_id)  # when each was last recalled
         return await self.store.unheard(scope, self.settings.stale.before(self.clock()), limit)
 
     async def keep(self, scope: Scope, fact_id: str, *, actor: str = "user") -> Fact:

@@ -275,3 +275,43 @@ async def test_the_learned_ranker_takes_any_query(memory, alice, bob, clock):
     assert texts(await memory.recall("Where are my bees?", alice)) == ["I keep bees on the roof"]
     nobody = Scope((await memory.store.ensure_user("nobody")).id)
     assert await memory.recall("Where are my bees, or my roof?", nobody) == []
+
+
+async def test_the_first_question_in_another_language_loads_its_identifier_off_the_event_loop(
+    memory, alice, monkeypatch
+):
+    """The language identifier loads on the first question that may be in another language
+    (about a second, once per process): in a thread, while the event loop serves everyone
+    else. The load is made slow here, and the loop's longest pause is measured meanwhile."""
+    import asyncio
+    import functools
+    import time
+
+    from mnemo import language
+
+    await memory.add(alice, "Meine Schwester wohnt in Porto")
+    real = language._loaded.__wrapped__
+
+    @functools.cache
+    def slow_load():
+        time.sleep(0.6)
+        return real()
+
+    monkeypatch.setattr(language, "_loaded", slow_load)
+    assert not language.model_loaded() and language.asks_the_model("Wo wohnt meine Schwester?")
+    pauses = []
+
+    async def tick() -> None:
+        while True:
+            t = time.perf_counter()
+            await asyncio.sleep(0.01)
+            pauses.append(time.perf_counter() - t)
+
+    ticker = asyncio.create_task(tick())
+    try:
+        hits = await memory.recall("Wo wohnt meine Schwester?", alice)
+    finally:
+        ticker.cancel()
+    assert texts(hits) == ["Meine Schwester wohnt in Porto"]
+    assert language.model_loaded() and len(pauses) > 20
+    assert max(pauses) < 0.3, f"the event loop stopped for {max(pauses):.2f} s"

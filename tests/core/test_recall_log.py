@@ -13,12 +13,17 @@ import pytest
 from mnemo.batch import export
 from mnemo.batch.transfer.restore import read_export
 from mnemo.domain import NotFound, RecallRecord, RecallVia, Scope
+from mnemo.memory import Memory
+from mnemo.recall import log_writer
 from tests.helpers import every_row, raw_sql
 
 
-async def _rows(store) -> list[tuple]:
-    """The recall log as stored, everyone's."""
-    return await raw_sql(store, "SELECT user_id, fact_id, agent_id, via, recall_id FROM recalls ORDER BY at")
+async def _rows(memory) -> list[tuple]:
+    """The recall log as stored, everyone's, once what waited is written."""
+    await memory.write_recall_log()
+    return await raw_sql(
+        memory.store, "SELECT user_id, fact_id, agent_id, via, recall_id FROM recalls ORDER BY at"
+    )
 
 
 async def test_an_assistants_recall_is_recorded_with_its_agent_and_face(memory, alice, clock):
@@ -31,7 +36,7 @@ async def test_an_assistants_recall_is_recorded_with_its_agent_and_face(memory, 
     hits = await memory.recall("pasta on Sundays", Scope(alice.user_id, chef.id), via=RecallVia.MCP)
     assert pasta.id in {h.fact.id for h in hits}
 
-    rows = await _rows(memory.store)
+    rows = await _rows(memory)
     assert (alice.user_id, pasta.id, chef.id, "mcp") in [r[:4] for r in rows]
     assert (alice.user_id, tea.id, "", "proxy") in [r[:4] for r in rows]
     # one recall, one id for all its rows
@@ -48,7 +53,7 @@ async def test_the_persons_own_search_and_list_record_nothing(memory, alice):
     assert await memory.search("sister Porto", alice)
     assert await memory.list(alice)
     assert await memory.recall("sister Porto", alice)  # no face named: a person looking
-    assert await _rows(memory.store) == []
+    assert await _rows(memory) == []
     summary = await memory.recalls(alice, fact.id)
     assert summary.last is None and summary.count == 0
 
@@ -69,13 +74,13 @@ async def test_the_switch_off_records_nothing_and_deletes_what_was_recorded(memo
     bobs = await memory.add(bob, "I am allergic to shellfish")
     await memory.recall("allergic peanuts", alice, via=RecallVia.PROXY)
     await memory.recall("allergic shellfish", bob, via=RecallVia.PROXY)
-    (recall_id,) = {r[4] for r in await _rows(memory.store) if r[0] == alice.user_id}
+    (recall_id,) = {r[4] for r in await _rows(memory) if r[0] == alice.user_id}
 
     user = await memory.accounts.set_record_recalls(alice.user_id, False)
     assert user.record_recalls is False
     assert recall_id not in await every_row(memory.store)
     await memory.recall("allergic peanuts", alice, via=RecallVia.PROXY)
-    assert [r[0] for r in await _rows(memory.store)] == [bob.user_id]  # bob's switch is his own
+    assert [r[0] for r in await _rows(memory)] == [bob.user_id]  # bob's switch is his own
     assert (await memory.recalls(alice, fact.id)).last is None
     assert (await memory.recalls(bob, bobs.id)).count == 1
 
@@ -84,37 +89,41 @@ async def test_the_switch_off_records_nothing_and_deletes_what_was_recorded(memo
     assert (await memory.recalls(alice, fact.id)).count == 1
 
 
-async def test_recalls_logged_at_once_all_land_while_one_person_turns_the_log_off(store, clock):
+async def test_recalls_logged_at_once_all_land_while_one_person_turns_the_log_off(memory, clock):
     """Recalls of twelve people logged at once, three times over, while one of them turns the
     log off: every write answers, each person's rows are there once, the one who turned it off
     has none. On Citus the write once locked the person's row of `users` (FOR SHARE), which
     Citus takes as a lock on the whole reference table, and such writes deadlocked each other
     whoever they were for; now the person's own lock orders the write and the switch."""
+    store = memory.store
     people = [await store.ensure_user(f"person {i}") for i in range(12)]
+    facts = {
+        p.id: [(await memory.add(Scope(p.id), f"I own {n} kayaks")).id for n in range(3)] for p in people
+    }
     keep_after = clock.now - timedelta(days=7)
 
     async def log(person, n: int) -> int:
-        said = [RecallRecord(f"fact-{n}", None, clock.now, RecallVia.PROXY)]
-        return await store.record_recalls(person.id, f"recall-{n}", said, keep_after)
+        said = [(f"recall-{n}", RecallRecord(facts[person.id][n], None, clock.now, RecallVia.PROXY))]
+        return await store.record_recalls(person.id, said, keep_after)
 
     for n in range(3):
         off = [store.update_user(people[0].id, record_recalls=False)] if n == 1 else []
         done = await asyncio.gather(*(log(p, n) for p in people), *off)
         assert done[1 : len(people)] == [1] * (len(people) - 1)
     rows = await raw_sql(store, "SELECT user_id, fact_id FROM recalls ORDER BY user_id, fact_id")
-    assert sorted(rows) == sorted((p.id, f"fact-{n}") for p in people[1:] for n in range(3))
+    assert sorted(rows) == sorted((p.id, facts[p.id][n]) for p in people[1:] for n in range(3))
 
 
 async def test_rows_past_keeping_are_never_shown_and_go_with_the_next_recall(memory, alice, clock):
     memory.settings.recall_log_days = 2
     fact = await memory.add(alice, "My cat is called Miso")
     await memory.recall("cat Miso", alice, via=RecallVia.PROXY)
-    (old,) = {r[4] for r in await _rows(memory.store)}
+    (old,) = {r[4] for r in await _rows(memory)}
     clock.advance(days=2, seconds=1)
     assert (await memory.recalls(alice, fact.id)).last is None  # past keeping: not shown
     assert old in await every_row(memory.store)  # until the next recording
     await memory.recall("cat Miso", alice, via=RecallVia.PROXY)
-    rows = await _rows(memory.store)
+    rows = await _rows(memory)
     assert len(rows) == 1 and old not in await every_row(memory.store)
     assert (await memory.recalls(alice, fact.id)).count == 1
 
@@ -123,7 +132,7 @@ async def test_zero_days_keeps_none(memory, alice):
     memory.settings.recall_log_days = 0
     fact = await memory.add(alice, "My cat is called Miso")
     assert await memory.recall("cat Miso", alice, via=RecallVia.PROXY)
-    assert await _rows(memory.store) == []
+    assert await _rows(memory) == []
     assert (await memory.recalls(alice, fact.id)).last is None
 
 
@@ -144,25 +153,26 @@ async def test_a_purged_facts_rows_go_with_it_and_erasing_everything_takes_all(m
     other = await memory.add(alice, "I like hiking in the Alps")
     await memory.recall("bank PIN hint dog", alice, via=RecallVia.PROXY)
     await memory.recall("hiking Alps", alice, via=RecallVia.PROXY)
-    assert {r[1] for r in await _rows(memory.store)} >= {secret.id, other.id}
+    assert {r[1] for r in await _rows(memory)} >= {secret.id, other.id}
 
     await memory.purge(alice, secret.id)
-    assert secret.id not in {r[1] for r in await _rows(memory.store)}
-    assert other.id in {r[1] for r in await _rows(memory.store)}
+    assert secret.id not in {r[1] for r in await _rows(memory)}
+    assert other.id in {r[1] for r in await _rows(memory)}
 
-    left = {r[4] for r in await _rows(memory.store)}
+    left = {r[4] for r in await _rows(memory)}
     await memory.erase_everything(alice.user_id)
     dump = await every_row(memory.store)
-    assert await _rows(memory.store) == [] and not any(rid in dump for rid in left)
+    assert await _rows(memory) == [] and not any(rid in dump for rid in left)
 
 
 async def test_a_recall_survives_its_log_failing(memory, alice, caplog):
     await memory.add(alice, "I live in Lisbon")
     await raw_sql(memory.store, "DROP TABLE recalls")
-    with caplog.at_level(logging.ERROR, logger="mnemo.memory"):
+    with caplog.at_level(logging.ERROR, logger="mnemo.recall.log_writer"):
         hits = await memory.recall("Lisbon", alice, via=RecallVia.PROXY)
+        await memory.write_recall_log()
     assert [h.fact.text for h in hits] == ["I live in Lisbon"]
-    assert "recall log" in caplog.text
+    assert f"the recall log of user {alice.user_id} was not written (1 rows)" in caplog.text
 
 
 async def test_the_export_holds_the_log_and_an_import_reads_past_it(memory, alice, bob, tmp_path, clock):
@@ -187,3 +197,107 @@ async def test_the_export_holds_the_log_and_an_import_reads_past_it(memory, alic
     path.write_text("".join(lines))
     read = read_export(path)
     assert read.recalls == 2 and [f.id for f in read.facts] == [fact.id]
+
+
+class _HeldWrites:
+    """The store's recall log writes, each held until `go` is set, and what each was given."""
+
+    def __init__(self, store, monkeypatch) -> None:
+        self.calls: list[list] = []
+        self.go = asyncio.Event()
+        real = store.record_recalls
+
+        async def held(user_id, found, keep_after):
+            self.calls.append(list(found))
+            await self.go.wait()
+            return await real(user_id, found, keep_after)
+
+        monkeypatch.setattr(store, "record_recalls", held)
+
+
+async def test_a_recall_returns_before_its_log_is_written_and_recalls_meanwhile_share_a_write(
+    memory, alice, monkeypatch
+):
+    fact = await memory.add(alice, "I drink sencha tea")
+    monkeypatch.setattr(log_writer, "WAIT", 0)  # the first recall's write starts at once
+    writes = _HeldWrites(memory.store, monkeypatch)
+    # the store's write is held: the recalls answer all the same
+    for _ in range(4):
+        hits = await asyncio.wait_for(memory.recall("sencha tea", alice, via=RecallVia.PROXY), 10)
+        assert [h.fact.id for h in hits] == [fact.id]
+    assert len(writes.calls) == 1  # the first recall's rows, being written
+    writes.go.set()
+    await memory.write_recall_log()
+    # the three recalls that came while it was written: one write
+    assert [len(c) for c in writes.calls] == [1, 3] and len({rid for rid, _ in writes.calls[1]}) == 3
+    assert (await memory.recalls(alice, fact.id)).count == 4
+
+
+async def test_reading_the_log_writes_what_waits_first(memory, alice, bob):
+    fact = await memory.add(alice, "I play the cello")
+    await memory.recall("cello", alice, via=RecallVia.MCP)
+    await memory.recall("cello", alice, via=RecallVia.PROXY)
+    # no write awaited in between: the person's own reads see both
+    assert (await memory.recalls(alice, fact.id)).count == 2
+    await memory.recall("cello", alice, via=RecallVia.API)
+    assert [r.via async for _, r in memory.recall_log(alice.user_id)] == [
+        RecallVia.MCP,
+        RecallVia.PROXY,
+        RecallVia.API,
+    ]
+
+
+async def test_a_fact_erased_before_its_recall_is_written_leaves_no_row(memory, alice, monkeypatch):
+    secret = await memory.add(alice, "My bank PIN hint is my first dog")
+    other = await memory.add(alice, "My first dog was a beagle")
+    writes = _HeldWrites(memory.store, monkeypatch)
+    hits = await memory.recall("first dog", alice, via=RecallVia.PROXY)
+    assert {h.fact.id for h in hits} == {secret.id, other.id}
+    await memory.purge(alice, secret.id)  # while the recall's rows wait
+    writes.go.set()
+    rows = await _rows(memory)
+    assert [r[1] for r in rows] == [other.id]
+    # nor when it was recalled
+    assert await raw_sql(memory.store, f"SELECT last_recalled_at FROM facts WHERE id = '{secret.id}'") == [
+        (None,)
+    ]
+
+
+async def test_the_switch_turned_off_while_rows_wait_keeps_them_out(memory, alice, monkeypatch):
+    fact = await memory.add(alice, "I am allergic to peanuts")
+    writes = _HeldWrites(memory.store, monkeypatch)
+    await memory.recall("peanuts", alice, via=RecallVia.PROXY)
+    await memory.recall("peanuts", alice, via=RecallVia.MCP)
+    await memory.accounts.set_record_recalls(alice.user_id, False)
+    writes.go.set()
+    assert await _rows(memory) == []
+    assert (await memory.recalls(alice, fact.id)).last is None
+
+
+async def test_too_many_rows_waiting_and_a_recall_writes_its_own(memory, alice, monkeypatch):
+    fact = await memory.add(alice, "I swim on Fridays")
+    monkeypatch.setattr(log_writer, "MOST_WAITING", 1)
+    written = []
+    real = memory.store.record_recalls
+
+    async def counted(user_id, found, keep_after):
+        written.append(len(found))
+        return await real(user_id, found, keep_after)
+
+    monkeypatch.setattr(memory.store, "record_recalls", counted)
+    await memory.recall("swim Fridays", alice, via=RecallVia.PROXY)
+    assert written == [1]  # before the recall returned
+    assert (await memory.recalls(alice, fact.id)).count == 1
+
+
+async def test_closing_writes_what_waits(make_store, embedder, settings, clock):
+    memory = await Memory(make_store(clock=clock), embedder, settings=settings, clock=clock).open()
+    user = await memory.accounts.user("alice")
+    fact = await memory.add(Scope(user.id), "I keep bees")
+    await memory.recall("bees", Scope(user.id), via=RecallVia.PROXY)
+    await memory.close()
+    reopened = await Memory(make_store(clock=clock), embedder, settings=settings, clock=clock).open()
+    try:
+        assert (await reopened.recalls(Scope(user.id), fact.id)).count == 1
+    finally:
+        await reopened.close()

@@ -168,6 +168,7 @@ async def test_a_proxied_turn_decides_memory_and_the_agent_rule_once(memory, ali
     assert turn is not None and prepared.memory_on
     assert await memory.submit(turn, memory_on=prepared.memory_on, gate=prepared.gate) is not None
     assert [h.fact.text for h in prepared.hits] == ["My favourite colour is green"]
+    await memory.write_recall_log()  # after the reply
     assert sum("FROM agents" in s for s in sent) == 1
     assert [s.split(" WHERE")[0] for s in sent if "FROM users" in s] == ["SELECT record_recalls FROM users"]
     assert sum("FROM settings" in s for s in sent) == 1  # the server's memory mode

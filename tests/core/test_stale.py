@@ -174,6 +174,7 @@ async def test_recalls_count_when_the_recall_log_keeps_no_days(memory, alice, cl
 async def test_erasing_a_fact_forgets_when_it_was_recalled(memory, alice, clock):
     fact = await memory.add(alice, PLAN, category=Category.PLAN)
     await memory.recall("the cello", alice, via=RecallVia.PROXY)
+    await memory.write_recall_log()
     assert await raw_sql(memory.store, f"SELECT last_recalled_at FROM facts WHERE id = '{fact.id}'") != [
         (None,)
     ]

@@ -17,6 +17,7 @@ async def test_the_upgrade_reads_when_facts_were_last_recalled_from_the_log(make
     await memory.add(alice, "I plan to visit Kyoto", category=Category.PLAN)
     clock.advance(days=80)
     await memory.recall("the cello", alice, via=RecallVia.PROXY)
+    await memory.write_recall_log()  # written after the reply: before the schema goes back
     recalled = clock.now
     # the database as version 22 left it: no column, no switch, the log's rows
     for sql in (

@@ -62,11 +62,13 @@ class LocalEmbedder:
         self._threads = threads
         self._batch_size = batch_size
         self._load_lock = threading.Lock()
-        # One ONNX Runtime session per thread, each running on one: a text or a batch is
-        # too small for a session's own threads to pay for handing work to each other (one
-        # query: 3.1 ms on one thread, 3.8 on two; a 1,500-text ingest: 570 texts/s on two
-        # one-thread sessions side by side, 470 on one session of two threads).
-        self._sessions: dict[int, onnxruntime.InferenceSession] = {}
+        # One ONNX Runtime session of one thread, run by several threads at once (a session's
+        # run is thread-safe): a text or a batch is too small for a session's own threads to
+        # pay for handing work to each other (one query: 3.1 ms on one thread, 3.8 on two; a
+        # 1,500-text ingest: 570 texts/s on two threads side by side, 470 on one session of
+        # two threads), and a second session would hold a second copy of the model and its
+        # buffers (160 MiB more at peak).
+        self._session: onnxruntime.InferenceSession | None = None
         self._tokenizer: tokenizers.Tokenizer | None = None
         self._pool: ThreadPoolExecutor | None = None
 
@@ -91,8 +93,9 @@ class LocalEmbedder:
         batches = [order[start : start + size] for start in range(0, len(order), size)]
         workers = min(self._threads, len(batches))
 
+        session, tokenizer = self._loaded()
+
         def work(worker: int) -> None:
-            session, tokenizer = self._loaded(worker)
             for batch in batches[worker::workers]:
                 out[batch] = self._embed_batch(session, tokenizer, [texts[i] for i in batch])
 
@@ -108,18 +111,17 @@ class LocalEmbedder:
                 self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="mnemo-embed")
             return self._pool
 
-    def _loaded(self, worker: int) -> tuple[onnxruntime.InferenceSession, tokenizers.Tokenizer]:
-        """That thread's session and the tokenizer, each loaded once even when several threads
-        ask at once."""
-        session = self._sessions.get(worker)
-        if session is None or self._tokenizer is None:
+    def _loaded(self) -> tuple[onnxruntime.InferenceSession, tokenizers.Tokenizer]:
+        """The session and the tokenizer, each loaded once even when several threads ask at once."""
+        session, tokenizer = self._session, self._tokenizer
+        if session is None or tokenizer is None:
             with self._load_lock:
                 if self._tokenizer is None:
                     self._tokenizer = self._load_tokenizer()
-                session = self._sessions.get(worker)
-                if session is None:
-                    session = self._sessions[worker] = self._load_session()
-        return session, self._tokenizer
+                if self._session is None:
+                    self._session = self._load_session()
+                session, tokenizer = self._session, self._tokenizer
+        return session, tokenizer
 
     def _load_session(self) -> onnxruntime.InferenceSession:
         import onnxruntime

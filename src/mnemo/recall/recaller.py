@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 import re
 from collections import Counter
@@ -14,7 +15,7 @@ import numpy as np
 
 from .. import audit
 from ..domain import Fact, Scope, Status, readable_agent_keys, shift
-from ..language import NOUNS_CAPITALISED, foreign
+from ..language import NOUNS_CAPITALISED, asks_the_model, foreign, load_model, model_loaded
 from ..observe import QUIET, Observer
 from ..providers.base import Embedder
 from ..settings import RecallSettings
@@ -138,6 +139,10 @@ class Recaller:
     ) -> dict[str, list[tuple[Fact, float]]]:
         """Each arm's facts for `query`, best first, before fusion: what `recall` fuses; `wide`,
         the learned ranker's candidates: each arm to `candidate_k`, with no similarity floor."""
+        if not model_loaded() and asks_the_model(query):
+            # the first question in another language loads its identifier (about a second,
+            # once): in a thread, so that the event loop serves everyone else meanwhile
+            await asyncio.to_thread(load_model)
         now = self.clock() if as_of is None else as_of
         span = window(query, now) if "time" in arms else None
         topic = without_names(query) if "topic" in arms else ""

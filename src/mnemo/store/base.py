@@ -345,10 +345,11 @@ class RecallLog(Protocol):
     `keep_after` are past keeping: never answered, and deleted by the next recording."""
 
     async def record_recalls(
-        self, user_id: str, recall_id: str, found: Sequence[RecallRecord], keep_after: datetime
+        self, user_id: str, found: Sequence[tuple[str, RecallRecord]], keep_after: datetime
     ) -> int:
-        """One recall's rows, in one transaction that also deletes the user's rows past keeping;
-        nothing is written while the person's switch is off. How many rows were written."""
+        """Rows of one or more recalls, each with its recall's id, in one transaction that also
+        deletes the user's rows past keeping; nothing is written while the person's switch is
+        off, nor for a fact erased or gone. How many rows were written."""
 
     async def recall_summary(
         self, user_id: str, fact_id: str, since: datetime, keep_after: datetime

@@ -1,7 +1,8 @@
 """The recall log: which assistant was given which fact, when, through which face.
 
-A row per fact per recall (a recall's rows share its id), written in one
-transaction per recall, which also deletes the user's rows past keeping (an
+A row per fact per recall (a recall's rows share its id), written after the
+reply (mnemo.recall.log_writer), several recalls of a person in one
+transaction, which also deletes the user's rows past keeping (an
 index probe when there are none). Whether to write is read in that transaction
 from the person's switch, under the user's own lock (`Tx.lock_user`), which the
 switch turned off holds too while it deletes the rows: so none outlives it. Not
@@ -21,6 +22,7 @@ from .tx import Tx, chunks, marks
 
 COLUMNS = "fact_id, agent_id, at, via"
 RECALLED_TO_THE = timedelta(days=1)  # facts.last_recalled_at is written at most once a day
+ROWS_PER_INSERT = 500  # of 6 values each: within every backend's limit on parameters
 
 
 def _record(row: Sequence[Any]) -> RecallRecord:
@@ -28,32 +30,45 @@ def _record(row: Sequence[Any]) -> RecallRecord:
 
 
 async def record(
-    tx: Tx, user_id: str, recall_id: str, found: Sequence[RecallRecord], keep_after: datetime
+    tx: Tx, user_id: str, found: Sequence[tuple[str, RecallRecord]], keep_after: datetime
 ) -> int:
-    """Write the rows of one recall (unless the person's switch is off) and delete the user's
-    rows at or before `keep_after`; how many rows were written."""
+    """Write these rows, each with its recall's id (unless the person's switch is off; a fact
+    erased or gone meanwhile has none), and delete the user's rows at or before `keep_after`;
+    how many rows were written."""
     await tx.lock_user(user_id)
     switch = await tx.one("SELECT record_recalls FROM users WHERE id = ?", (user_id,))
     await tx.execute("DELETE FROM recalls WHERE user_id = ? AND at <= ?", (user_id, keep_after))
     if switch is None or not switch[0] or not found:
         return 0
+    # the rows are written after the reply (mnemo.recall.log_writer): a fact erased since it
+    # was recalled is the person's data no more, and no row may name it
+    live: set[str] = set()
+    for chunk in chunks(list(dict.fromkeys(r.fact_id for _, r in found))):
+        rows = await tx.all(
+            f"SELECT id FROM facts WHERE user_id = ? AND id IN ({marks(len(chunk))}) AND NOT purged",
+            (user_id, *chunk),
+        )
+        live.update(str(row[0]) for row in rows)
+    found = [(recall_id, r) for recall_id, r in found if r.fact_id in live]
+    if not found:
+        return 0
     # when each was last recalled, to the day (mnemo.stale): outlives the rows (however few
     # days they are kept, none included), not the switch
-    at = max(r.at for r in found)
-    ids = list(dict.fromkeys(r.fact_id for r in found))
-    await tx.execute(
-        f"UPDATE facts SET last_recalled_at = ? WHERE user_id = ? AND id IN ({marks(len(ids))})"
-        " AND (last_recalled_at IS NULL OR last_recalled_at < ?)",
-        (at, user_id, *ids, at - RECALLED_TO_THE),
-    )
-    kept = [r for r in found if r.at > keep_after]
-    if not kept:
-        return 0
-    await tx.execute(
-        f"INSERT INTO recalls (user_id, recall_id, {COLUMNS}) VALUES "
-        + ", ".join(["(?, ?, ?, ?, ?, ?)"] * len(kept)),
-        [v for r in kept for v in (user_id, recall_id, r.fact_id, r.agent_id or "", r.at, str(r.via))],
-    )
+    at = max(r.at for _, r in found)
+    for chunk in chunks(sorted(live)):
+        await tx.execute(
+            f"UPDATE facts SET last_recalled_at = ? WHERE user_id = ? AND id IN ({marks(len(chunk))})"
+            " AND (last_recalled_at IS NULL OR last_recalled_at < ?)",
+            (at, user_id, *chunk, at - RECALLED_TO_THE),
+        )
+    kept = [(recall_id, r) for recall_id, r in found if r.at > keep_after]
+    for start in range(0, len(kept), ROWS_PER_INSERT):
+        rows = kept[start : start + ROWS_PER_INSERT]
+        await tx.execute(
+            f"INSERT INTO recalls (user_id, recall_id, {COLUMNS}) VALUES "
+            + ", ".join(["(?, ?, ?, ?, ?, ?)"] * len(rows)),
+            [v for i, r in rows for v in (user_id, i, r.fact_id, r.agent_id or "", r.at, str(r.via))],
+        )
     return len(kept)
 
 

@@ -556,9 +556,9 @@ class SQLStore(ABC, Generic[X, Pending]):
     # -- the recall log -------------------------------------------------------------------------------
 
     async def record_recalls(
-        self, user_id: str, recall_id: str, found: Sequence[RecallRecord], keep_after: datetime
+        self, user_id: str, found: Sequence[tuple[str, RecallRecord]], keep_after: datetime
     ) -> int:
-        return await self._write(user_id, recalls.record, user_id, recall_id, found, keep_after)
+        return await self._write(user_id, recalls.record, user_id, found, keep_after)
 
     async def recall_summary(
         self, user_id: str, fact_id: str, since: datetime, keep_after: datetime
