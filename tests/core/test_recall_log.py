@@ -15,6 +15,7 @@ from mnemo.batch.transfer.restore import read_export
 from mnemo.domain import NotFound, RecallRecord, RecallVia, Scope
 from mnemo.memory import Memory
 from mnemo.recall import log_writer
+from mnemo.store.rows import when
 from tests.helpers import every_row, raw_sql
 
 
@@ -301,3 +302,46 @@ async def test_closing_writes_what_waits(make_store, embedder, settings, clock):
         assert (await reopened.recalls(Scope(user.id), fact.id)).count == 1
     finally:
         await reopened.close()
+
+
+async def test_a_recall_before_the_switch_went_off_is_not_recorded_once_it_is_on_again(memory, alice, clock):
+    """Its rows wait while the person turns the log off and on again: they stay out (the off
+    noted when, so that a recall from before is never recorded later, by any process)."""
+    fact = await memory.add(alice, "I am allergic to peanuts")
+    await memory.recall("allergic peanuts", alice, via=RecallVia.PROXY)  # its rows wait
+    clock.advance(seconds=1)
+    await memory.accounts.set_record_recalls(alice.user_id, False)
+    await memory.accounts.set_record_recalls(alice.user_id, True)
+    assert await _rows(memory) == []
+    clock.advance(seconds=1)
+    await memory.recall("allergic peanuts", alice, via=RecallVia.MCP)  # after: recorded
+    assert [r[3] for r in await _rows(memory)] == ["mcp"]
+    assert (await memory.recalls(alice, fact.id)).count == 1
+
+
+async def test_a_reader_cancelled_while_it_writes_takes_no_rows_with_it(memory, alice, monkeypatch):
+    fact = await memory.add(alice, "I drink sencha tea")
+    monkeypatch.setattr(log_writer, "WAIT", 10)  # the log's own task waits: the reader writes
+    writes = _HeldWrites(memory.store, monkeypatch)
+    for _ in range(3):
+        await memory.recall("sencha tea", alice, via=RecallVia.PROXY)
+    reader = asyncio.create_task(memory.recalls(alice, fact.id))
+    while not writes.calls:  # the reader's write of the three recalls is under way
+        await asyncio.sleep(0.01)
+    reader.cancel()  # its client went away
+    await asyncio.gather(reader, return_exceptions=True)
+    writes.go.set()
+    assert (await memory.recalls(alice, fact.id)).count == 3
+
+
+async def test_recalls_written_together_keep_each_facts_own_last_recall(memory, alice, clock):
+    tea = await memory.add(alice, "I drink sencha tea")
+    bees = await memory.add(alice, "I keep bees on the roof")
+    first, later = clock.now, clock.now + timedelta(days=5)
+    rows = [
+        ("recall-1", RecallRecord(tea.id, None, first, RecallVia.PROXY)),
+        ("recall-2", RecallRecord(bees.id, None, later, RecallVia.PROXY)),
+    ]
+    assert await memory.store.record_recalls(alice.user_id, rows, first - timedelta(days=30)) == 2
+    stored = dict(await raw_sql(memory.store, "SELECT id, last_recalled_at FROM facts"))
+    assert when(stored[tea.id]) == first and when(stored[bees.id]) == later

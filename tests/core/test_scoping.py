@@ -170,7 +170,8 @@ async def test_a_proxied_turn_decides_memory_and_the_agent_rule_once(memory, ali
     assert [h.fact.text for h in prepared.hits] == ["My favourite colour is green"]
     await memory.write_recall_log()  # after the reply
     assert sum("FROM agents" in s for s in sent) == 1
-    assert [s.split(" WHERE")[0] for s in sent if "FROM users" in s] == ["SELECT record_recalls FROM users"]
+    read_users = [s.split(" WHERE")[0] for s in sent if "FROM users" in s]
+    assert read_users == ["SELECT record_recalls, recalls_off_at FROM users"]
     assert sum("FROM settings" in s for s in sent) == 1  # the server's memory mode
 
 

@@ -577,6 +577,12 @@ def _operator(cur: Cursor) -> None:
     cur.execute("ALTER TABLE api_keys ADD COLUMN last_used_at timestamptz")
 
 
+def _recall_log_switch(cur: Cursor) -> None:
+    """When the person last turned the recall log off: a recall from before then is never
+    recorded, even when its rows, written after the reply, come once the switch is on again."""
+    cur.execute("ALTER TABLE users ADD COLUMN recalls_off_at timestamptz")
+
+
 MIGRATIONS = [
     Migration(1, "initial", _initial),
     Migration(2, "server", _server),
@@ -603,4 +609,5 @@ MIGRATIONS = [
     Migration(23, "stale_review", _stale_review),
     Migration(24, "conversation_switch", _conversation_switch),
     Migration(25, "operator", _operator),
+    Migration(26, "recall_log_switch", _recall_log_switch),
 ]

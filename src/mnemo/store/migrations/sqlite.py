@@ -632,6 +632,12 @@ def _operator(cur: Cursor) -> None:
     )
 
 
+def _recall_log_switch(cur: Cursor) -> None:
+    """When the person last turned the recall log off: a recall from before then is never
+    recorded, even when its rows, written after the reply, come once the switch is on again."""
+    _script(cur, "ALTER TABLE users ADD COLUMN recalls_off_at TEXT;")
+
+
 MIGRATIONS = [
     Migration(1, "initial", _initial),
     Migration(2, "server", _server),
@@ -658,4 +664,5 @@ MIGRATIONS = [
     Migration(23, "stale_review", _stale_review),
     Migration(24, "conversation_switch", _conversation_switch),
     Migration(25, "operator", _operator),
+    Migration(26, "recall_log_switch", _recall_log_switch),
 ]

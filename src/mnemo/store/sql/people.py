@@ -93,6 +93,7 @@ async def update_user(
     review_stale: Any = UNSET,
     name: Any = UNSET,
     disabled_at: Any = UNSET,
+    now: datetime | None = None,
 ) -> User:
     if name is not UNSET:
         await tx.lock_user(NAMES_LOCK)
@@ -114,7 +115,11 @@ async def update_user(
     if record_recalls is not UNSET:
         on = bool(record_recalls)
         await tx.lock_user(user_id)  # a recall's log waits, or is written and deleted (sql/recalls.py)
-        await tx.execute("UPDATE users SET record_recalls = ? WHERE id = ?", (on, user_id))
+        # off: when, so that no recall from before is recorded later (sql/recalls.py)
+        await tx.execute(
+            "UPDATE users SET record_recalls = ?, recalls_off_at = COALESCE(?, recalls_off_at) WHERE id = ?",
+            (on, None if on else now, user_id),
+        )
         if not on:  # off: what was recorded goes with it
             await recalls.forget_all(tx, user_id)
     if review_stale is not UNSET:

@@ -5,7 +5,9 @@ reply (mnemo.recall.log_writer), several recalls of a person in one
 transaction, which also deletes the user's rows past keeping (an
 index probe when there are none). Whether to write is read in that transaction
 from the person's switch, under the user's own lock (`Tx.lock_user`), which the
-switch turned off holds too while it deletes the rows: so none outlives it. Not
+switch turned off holds too while it deletes the rows and notes when
+(`users.recalls_off_at`): so none outlives it, and none of a recall from before
+is written later, even once the switch is on again. Not
 a row lock on `users`: on Citus, a reference table, a row lock there locks the
 whole table, and two recalls' writes, whoever's, deadlocked on it.
 """
@@ -36,10 +38,13 @@ async def record(
     erased or gone meanwhile has none), and delete the user's rows at or before `keep_after`;
     how many rows were written."""
     await tx.lock_user(user_id)
-    switch = await tx.one("SELECT record_recalls FROM users WHERE id = ?", (user_id,))
+    switch = await tx.one("SELECT record_recalls, recalls_off_at FROM users WHERE id = ?", (user_id,))
     await tx.execute("DELETE FROM recalls WHERE user_id = ? AND at <= ?", (user_id, keep_after))
     if switch is None or not switch[0] or not found:
         return 0
+    if switch[1] is not None:  # recalls from before the switch was last turned off stay out
+        off_at = when(switch[1])
+        found = [(recall_id, r) for recall_id, r in found if r.at >= off_at]
     # the rows are written after the reply (mnemo.recall.log_writer): a fact erased since it
     # was recalled is the person's data no more, and no row may name it
     live: set[str] = set()
@@ -54,13 +59,16 @@ async def record(
         return 0
     # when each was last recalled, to the day (mnemo.stale): outlives the rows (however few
     # days they are kept, none included), not the switch
-    at = max(r.at for _, r in found)
-    for chunk in chunks(sorted(live)):
-        await tx.execute(
-            f"UPDATE facts SET last_recalled_at = ? WHERE user_id = ? AND id IN ({marks(len(chunk))})"
-            " AND (last_recalled_at IS NULL OR last_recalled_at < ?)",
-            (at, user_id, *chunk, at - RECALLED_TO_THE),
-        )
+    last: dict[str, datetime] = {}
+    for _, r in found:
+        last[r.fact_id] = max(r.at, last.get(r.fact_id, r.at))
+    for at in sorted(set(last.values())):
+        for chunk in chunks(sorted(f for f, t in last.items() if t == at)):
+            await tx.execute(
+                f"UPDATE facts SET last_recalled_at = ? WHERE user_id = ? AND id IN ({marks(len(chunk))})"
+                " AND (last_recalled_at IS NULL OR last_recalled_at < ?)",
+                (at, user_id, *chunk, at - RECALLED_TO_THE),
+            )
     kept = [(recall_id, r) for recall_id, r in found if r.at > keep_after]
     for start in range(0, len(kept), ROWS_PER_INSERT):
         rows = kept[start : start + ROWS_PER_INSERT]

@@ -153,6 +153,7 @@ class SQLStore(ABC, Generic[X, Pending]):
             review_stale,
             name,
             disabled_at,
+            self._clock(),
         )
 
     async def any_user(self) -> bool:
