@@ -26,7 +26,6 @@ from pydantic import ValidationError
 from .build import build_chat, build_embedder, build_store, check_database_url, is_postgres_url, sqlite_path
 from .providers.base import ModelError, ModelUnavailable
 from .settings import Settings
-from .store.migrations.sqlite import MIGRATIONS
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 LOW_DISK = 1 << 30  # below 1 GiB free: a warning
@@ -205,7 +204,7 @@ async def _database(settings: Settings) -> Finding:
             versions = await store.schema_versions()
         finally:
             await store.close()
-        known = MIGRATIONS[-1].version
+        known = store.newest_schema
         if versions and max(versions) > known:
             return Finding(
                 "database",

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from mnemo.store.postgres import AT_REST
+from mnemo.store.postgres import AT_REST, PostgresStore
+from mnemo.store.sqlite import SQLiteStore
 from tests.fakes.openai_server import ScriptedOpenAI
 from tests.helpers import async_commits_on_a_worker
 from tests.postgres_server import SessionPostgres
@@ -148,13 +150,33 @@ def test_every_command_refuses_an_unknown_setting(tmp_path: Path, command: list[
     assert not (tmp_path / "data").exists()
 
 
+def test_a_database_a_later_mnemo_migrated_fails_the_check(tmp_path: Path):
+    data = tmp_path / "data"
+    assert mnemo("add", "I live in Porto", env={}, data_dir=data).returncode == 0
+    (database_file,) = data.glob("*.db")
+    later = SQLiteStore.newest_schema + 1
+    with sqlite3.connect(database_file) as conn:
+        conn.execute(
+            "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, 'later', '2027-01-01')",
+            (later,),
+        )
+
+    result = mnemo("doctor", "--json", env={}, data_dir=data)
+
+    (database,) = checks(result)["database"]
+    assert result.returncode == 1 and database["status"] == "fail", database
+    assert (
+        f"(version {later}) is newer than this mnemo's ({SQLiteStore.newest_schema})" in database["message"]
+    )
+
+
 @ANY_POSTGRESQL
 def test_doctor_opens_postgresql_and_names_a_database_it_cannot_reach(tmp_path: Path, database_url: str):
     data = tmp_path / "data"
     result = mnemo("doctor", "--json", env={"MNEMO_DATABASE_URL": database_url}, data_dir=data)
     (database,) = checks(result)["database"]
     assert database["status"] == "ok", database
-    assert "schema current" in database["message"]
+    assert f"schema current (version {PostgresStore.newest_schema})" in database["message"]
     # the one procedure that takes erased texts out of the table files (tests/store/test_postgres.py)
     assert database["fix"].endswith(AT_REST)
 

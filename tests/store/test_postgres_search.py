@@ -10,7 +10,9 @@ from psycopg import sql as sql_text
 
 from mnemo.domain import Scope
 from mnemo.memory import Memory
+from mnemo.store.fulltext import COMMON_TERM_SHARE, SMALL_STORE
 from mnemo.store.migrations.postgres import APP_ROLE, PROPAGATE_SETTINGS
+from mnemo.store.migrations.postgres_security import definer, routed_lexical_sql
 from mnemo.store.postgres_search import index_name, nearest_sql
 from tests.helpers import bulk_add, raw_sql, texts, unrelated_facts
 
@@ -106,6 +108,77 @@ async def test_common_words_are_left_out_of_full_text_search_on_a_large_store(me
     assert texts([f.fact for f in found]) == ["My niece is called Zephyrine"]
     # only common words: nothing to discriminate with, so the arm stays silent
     assert await memory.store.lexical(alice, "telescope", 20) == []
+
+
+@pytest.mark.slow
+async def test_a_word_is_searched_up_to_the_common_share_and_dropped_one_past_it(memory, alice):
+    # 2,000 active facts: a word may be in 5% of them (100) and still be searched
+    facts = [*unrelated_facts(1799), *(f"Marzipan note {i}" for i in range(100))]
+    await bulk_add(memory, alice, [*facts, *(f"Quokka note {i}" for i in range(101))])
+
+    found = await memory.store.lexical(alice, "marzipan or quokka", 300)
+    assert len(found) == 100 and all(f.fact.text.startswith("Marzipan note") for f in found)
+    assert all(f.score > 0 for f in found)
+    assert await memory.store.lexical(alice, "quokka", 300) == []
+
+
+@pytest.mark.slow
+async def test_the_search_finds_migration_19s_facts_in_its_order(memory, alice, bob):
+    """Migration 27 searches each word alone (a large store: through the index, a common word
+    read only past its share; a small one: the person's facts read once) and scores in double
+    precision: what it finds, and in which order, is what migration 19's search found, for
+    words common (a tenth of the facts), frequent (a 25th) and rare."""
+    rare = [
+        "Zephyrine repaired a telescope with my cousin Ravi",
+        "Ravi and Zephyrine sold a harp",
+        "My harp teacher Oskar moved far away beyond the long northern river valley and its hills",
+    ]
+    await bulk_add(memory, alice, [*unrelated_facts(2100), *rare])  # at least SMALL_STORE facts
+    await bulk_add(memory, bob, [*unrelated_facts(2100)[::5], *rare])  # fewer: read once
+    with psycopg.connect(memory.store.url, autocommit=True) as conn, conn.cursor() as cur:
+        cur.execute(routed_lexical_sql("lexical_19"))  # as migration 19 made it, under another name
+        definer(cur, "lexical_19(text, text[], text[], integer, double precision, bigint)")
+    questions = [
+        ["zephyrine"],
+        ["ravi", "lena"],
+        ["harp", "telescope", "ravi"],
+        ["otto", "sami", "kofi"],
+        ["oskar", "ravi"],
+    ]
+    found: dict[tuple[str, str], list[list[int]]] = {}
+    for person in (alice, bob):
+        async with memory.store._tx(person.user_id) as tx:
+            for name in ("lexical_19", "mnemo_lexical"):
+                found[person.user_id, name] = []
+                for words in questions:
+                    await tx.cursor.execute(
+                        f"SELECT fact_rowid FROM {name}(%s, %s, NULL, 60, %s, %s)",
+                        (person.user_id, words, COMMON_TERM_SHARE, SMALL_STORE),
+                    )
+                    found[person.user_id, name].append([r[0] for r in await tx.cursor.fetchall()])
+        assert found[person.user_id, "mnemo_lexical"] == found[person.user_id, "lexical_19"]
+    assert [len(ids) for ids in found[alice.user_id, "mnemo_lexical"]] == [2, 60, 60, 60, 60]
+    assert [len(ids) for ids in found[bob.user_id, "mnemo_lexical"]] == [2, 42, 60, 60, 23]
+    # a rare word outweighs a frequent one, however long its fact
+    oskar = await raw_sql(
+        memory.store, "SELECT user_id, rowid FROM facts WHERE text LIKE 'My harp teacher Oskar%'"
+    )
+    assert sorted(
+        (uid, ids[4][0]) for (uid, name), ids in found.items() if name == "mnemo_lexical"
+    ) == sorted(oskar)
+
+
+async def test_a_word_is_a_phrase_to_the_search_whatever_it_holds(memory, alice):
+    # the store sends runs of word characters; the application role could send operators
+    await bulk_add(memory, alice, ["I tune a harp on Sundays", "I am here", "Was it there?"])
+    harp = await raw_sql(memory.store, "SELECT rowid FROM facts WHERE text = 'I tune a harp on Sundays'")
+    async with memory.store._tx(alice.user_id) as tx:
+        for words in (["-harp"], ["harp", "-harp"], ['"harp" or here'], ["!harp"]):
+            await tx.cursor.execute(
+                "SELECT fact_rowid FROM mnemo_lexical(%s, %s, NULL, 10, %s, %s)",
+                (alice.user_id, words, COMMON_TERM_SHARE, SMALL_STORE),
+            )
+            assert await tx.cursor.fetchall() == harp, words
 
 
 @pytest.mark.slow

@@ -557,6 +557,8 @@ class Store(
 ):
     """Every role: what the wiring (mnemo.build) opens and hands out, one role to each consumer."""
 
+    newest_schema: int  # the version of this backend's last migration: a database past it is newer
+
     async def open(self) -> None:
         """Connect and bring the schema up to date (migrations)."""
 

@@ -222,6 +222,8 @@ class PostgresStore(SQLStore[PgTx, Counts]):
     when a user's vectors are searched exactly rather than through HNSW (see
     postgres_search.py)."""
 
+    newest_schema = MIGRATIONS[-1].version
+
     def __init__(
         self,
         url: str,

@@ -52,8 +52,9 @@ MIN_SHARE = 0.02
 MAX_INDEXED_DIMS = 2000  # pgvector's HNSW limit for `vector`
 # the HNSW walk's candidate list. pgvector's default (40) missed whole clusters of a
 # user's facts: recall@10 against exact search was 0.90-0.95 on 25k real MiniLM
-# embeddings, and 0.97-0.99 at 100, for about +0.5 ms (bench/postgres.py)
-EF_SEARCH_FLOOR = 100
+# embeddings; at 100 it was 0.94-0.985 from one build of the graph to the next, at 200
+# 0.99 in each of four builds, for about +0.3-0.4 ms (bench/postgres.py)
+EF_SEARCH_FLOOR = 200
 # how long the count of everyone's vectors is kept before it is read again
 TOTAL_SECONDS = 300.0
 

@@ -131,6 +131,8 @@ class SQLiteTx(SyncTx):
 
 
 class SQLiteStore(SQLStore[SQLiteTx, Pending]):
+    newest_schema = MIGRATIONS[-1].version
+
     def __init__(
         self,
         path: str | Path,

@@ -29,6 +29,7 @@ from .postgres_security import (
     people_functions,
     protect,
     queue_functions,
+    rare_words_lexical_function,
     reindex_functions,
     requeue_function,
     routed_functions,
@@ -610,4 +611,5 @@ MIGRATIONS = [
     Migration(24, "conversation_switch", _conversation_switch),
     Migration(25, "operator", _operator),
     Migration(26, "recall_log_switch", _recall_log_switch),
+    Migration(27, "rare_words_first", rare_words_lexical_function),
 ]

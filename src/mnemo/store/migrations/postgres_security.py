@@ -500,6 +500,8 @@ def own_statistics_functions(cur: Cursor) -> None:
 
 
 LEXICAL = "mnemo_lexical(text, text[], text[], integer, double precision, bigint)"
+# the user of the lexical search since migration 19: its argument, which must be the transaction's
+_WHO = f"who AND who = {_SETTING}"
 
 
 def routed_lexical_function(cur: Cursor) -> None:
@@ -514,14 +516,96 @@ def routed_lexical_function(cur: Cursor) -> None:
     policies do not hold, so a call that names anyone else finds nothing.
     """
     cur.execute(
-        f"""
-        CREATE FUNCTION mnemo_lexical(
+        routed_lexical_sql("mnemo_lexical")
+        + "; DROP FUNCTION mnemo_lexical(text[], text[], integer, double precision, bigint)"
+    )
+    definer(cur, LEXICAL)
+
+
+def routed_lexical_sql(name: str) -> str:
+    """Migration 19's search, created as the function `name` (bench/postgres_lexical.py times it
+    beside the search as shipped)."""
+    return f"""
+        CREATE FUNCTION {name}(
             who text, words text[], agents text[], k integer, common_share double precision,
             small_store bigint
         ) RETURNS TABLE (fact_rowid bigint, score double precision) LANGUAGE sql STABLE AS $$
-{_own_counts_lexical(f"who AND who = {_SETTING}")}
-        $$;
-        DROP FUNCTION mnemo_lexical(text[], text[], integer, double precision, bigint);
+{_own_counts_lexical(_WHO)}
+        $$"""
+
+
+def rare_words_lexical_function(cur: Cursor) -> None:
+    """The lexical search reads each word's matches once, and a common word's only until it
+    is known to be common.
+
+    Since migration 18 every match of every query word was read, its lexemes unnested, then
+    the common words' postings dropped and the rest scored in `numeric`: for one person with
+    100,000 facts a question whose words are each in a few percent of them took 30-40 ms,
+    most of it unnesting and decimal arithmetic (bench/postgres_lexical.py); for a person with
+    1,000 facts among a million, the index's lists of a common word's facts, everyone's,
+    were most of it. Now, on a store of at least `small_store` facts, each word is searched
+    on its own through the index, its matches among the person's active facts read up to one
+    past the share that makes it common (`common_share` of them), and a word found more
+    often is dropped; on a smaller store the person's active facts are read once, by the
+    index of their own rows, and each word matched among them. The rest are scored by BM25
+    (k1 = 1.2, b = 0.75) in double precision. A fact counts a word once
+    (facts are a sentence or two; unnesting each fact's lexemes to count repeats was the
+    largest cost); its length, the matches' average length, N and each word's document
+    frequency among the person's facts are as before. Each word is a phrase to PostgreSQL,
+    whatever characters it holds: "-harp" finds harp, never "not harp" (the store sends runs
+    of word characters only; the application role could send more)."""
+    cur.execute(
+        f"""
+        CREATE OR REPLACE FUNCTION mnemo_lexical(
+            who text, words text[], agents text[], k integer, common_share double precision,
+            small_store bigint
+        ) RETURNS TABLE (fact_rowid bigint, score double precision) LANGUAGE sql STABLE AS $$
+            WITH facts_n AS (
+                SELECT COALESCE((SELECT active FROM fact_counts WHERE user_id = {_WHO}), 0) AS n
+            ), most AS (
+                -- the most facts a word may be found in and still be searched (NULL: any number)
+                SELECT CASE WHEN n >= small_store THEN greatest(floor(common_share * n), 0)::bigint END AS n
+                FROM facts_n
+            ), searched AS (
+                -- a word as a phrase: no operator in it ("-", "or", quotes) is read as one
+                SELECT DISTINCT q FROM unnest(words) AS w, phraseto_tsquery('english', w) AS q
+                WHERE numnode(q) > 0
+            ), own AS MATERIALIZED (
+                -- a small store: the person's active facts, read once, each word matched in memory
+                SELECT f.rowid, f.tsv FROM facts f
+                WHERE f.user_id = {_WHO} AND f.status = 'active' AND (SELECT n FROM most) IS NULL
+                  AND (agents IS NULL OR COALESCE(f.agent_id, '') = ANY (agents))
+            ), matched AS (
+                -- a large one: each word through the full-text index, read up to one past its share
+                SELECT searched.q, m.rowid, m.tsv
+                FROM searched, most, LATERAL (
+                    SELECT f.rowid, f.tsv FROM facts f
+                    WHERE f.user_id = {_WHO}
+                      AND f.tsv @@ searched.q AND f.status = 'active'
+                      AND (agents IS NULL OR COALESCE(f.agent_id, '') = ANY (agents))
+                    LIMIT most.n + 1
+                ) AS m
+                WHERE most.n IS NOT NULL
+                UNION ALL
+                SELECT searched.q, own.rowid, own.tsv FROM searched, own WHERE own.tsv @@ searched.q
+            ), found AS (
+                SELECT q, rowid, length(tsv)::float8 AS len, (count(*) OVER (PARTITION BY q))::float8 AS df
+                FROM matched
+            ), kept AS (
+                SELECT found.* FROM found, most WHERE most.n IS NULL OR found.df <= most.n
+            ), sizes AS (
+                SELECT (SELECT n FROM facts_n)::float8 AS n,
+                       (SELECT avg(len) FROM (SELECT DISTINCT rowid, len FROM kept) AS matched) AS avg_len
+            )
+            SELECT p.rowid,
+                   -- greatest before ln, never after: no logarithm of a negative number, whatever the counts
+                   sum(ln(greatest((s.n - p.df + 0.5) / (p.df + 0.5), 1.000001))
+                       * 2.2 / (1 + 1.2 * (0.25 + 0.75 * p.len / nullif(s.avg_len, 0))))
+            FROM kept p, sizes s
+            GROUP BY p.rowid
+            ORDER BY 2 DESC, p.rowid
+            LIMIT k
+        $$
         """
     )
     definer(cur, LEXICAL)
