@@ -59,7 +59,7 @@ class RecallSettings(BaseModel):
     # those nearest the query.
     time_k: int = Field(default=200, ge=1, le=10_000)
     # The "topic" arm repeats the semantic search with the query's names taken out
-    # (recall/recaller.py, without_names); it runs only for a query that names
+    # (recall/names.py, without_names); it runs only for a query that names
     # someone, and then takes this share of the semantic weight.
     topic_share: float = Field(default=0.5, ge=0.0, le=1.0)
     rrf_k: float = 10.0  # reciprocal-rank fusion's constant: 1 / (rrf_k + rank)

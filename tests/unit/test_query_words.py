@@ -40,7 +40,7 @@ def test_english_without_a_foreign_function_word_never_asks_the_model():
 
 
 def test_a_lone_surrogate_in_a_query_is_no_error():
-    from mnemo.recall.recaller import without_names
+    from mnemo.recall.names import without_names
 
     assert query_words("Wo wohnt meine \ud800 Schwester?") == ["wohnt", "schwester"]
     german = "Wo wohnt meine \ud800 Schwester Miriam?"

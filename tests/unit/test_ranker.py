@@ -112,6 +112,17 @@ def test_features_hold_the_arms_ranks_and_scores_and_the_context_of_a_conversati
     assert np.allclose(rows[:, COL["lexical_hits"]], np.log1p(2))
 
 
+def test_named_is_the_share_of_the_questions_names_a_fact_holds_as_whole_words():
+    both = fact("Zephyrine and Tomasz repaired my telescope")
+    one = fact("My niece is called Zephyrine")
+    inside = fact("Zephyrines are not a thing, nor is Tomaszewski")  # a name inside a word is not it
+    hits = candidates({"lexical": [(both, 3.0), (one, 2.0), (inside, 1.0)]})
+    rows = features(hits, "Did Zephyrine and Tomasz fix the telescope?", NOW, timed=False)
+    assert list(rows[:, COL["named"]]) == [1.0, 0.5, 0.0]
+    unnamed = features(hits, "who fixed the telescope?", NOW, timed=False)
+    assert not unnamed[:, COL["named"]].any()
+
+
 def test_no_candidates_no_rows():
     assert features([], "anything", NOW, timed=True).shape == (0, len(FEATURES))
 
@@ -138,3 +149,14 @@ def test_pinned_facts_lead_and_the_first_places_spread_over_conversations():
     assert [h.text for h in scored.order(hits, rows, spread=2.0, depth=3)] == ["p", "a1", "a2", "b1"]
     assert [h.score for h in scored.order(hits, rows)] == [0.0, 1.0, 1.0, 0.0]
     assert ranker.scores(rows).tolist() == [1.0] * 4
+
+
+def test_equal_scores_keep_one_order_by_fact_id_with_or_without_the_spread():
+    ranker = model(feature=[[COL["semantic"]]], threshold=[[1e308]], leaf=[[1.0, 0.0]])  # 1 for all
+    facts = [fact(f"f{i}", source=Source(conversation_id=f"c{i}")) for i in range(4)]
+    by_id = sorted(f.id for f in facts)
+    for ordering in (facts, facts[::-1], [facts[2], facts[0], facts[3], facts[1]]):
+        hits = candidates({"semantic": [(f, 0.5) for f in ordering]})
+        rows = np.zeros((len(hits), len(FEATURES)))
+        assert [h.fact.id for h in ranker.order(hits, rows)] == by_id
+        assert [h.fact.id for h in ranker.order(hits, rows, spread=0.25, depth=4)] == by_id

@@ -12,6 +12,7 @@ is refused when they differ.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -21,6 +22,7 @@ import numpy as np
 from ..domain import Fact, SourceKind
 from ..store.fulltext import query_words
 from .fuse import ArmHit, Hit
+from .names import names
 
 FEATURES: tuple[str, ...] = (
     # cosines are standardised over the candidates (the mean 0, the spread 1), so that the
@@ -40,6 +42,7 @@ FEATURES: tuple[str, ...] = (
     "lexical_best",  # log(1 + the best BM25 score among the candidates)
     "lexical_hits",  # log(1 + how many candidates the lexical arm returned)
     "coverage",  # share of the question's words found in the fact (their first five letters, anywhere)
+    "named",  # share of the names the question holds (recall/names.py) that the fact holds, whole
     "timed",  # 1 when the question names a time and something was said (or became true) then
     "in_time",  # 1 when the time arm returned it (said or become true in the named time)
     "age",  # log(1 + days since it was said)
@@ -141,6 +144,8 @@ def features(hits: Sequence[Hit], query: str, now: datetime, *, timed: bool) -> 
     out[:, col["lexical_hits"]] = np.log1p(len(found_lex))
     if stems:
         out[:, col["coverage"]] = [sum(s in t for s in stems) / len(stems) for t in texts]
+    if named := [re.compile(rf"\b{re.escape(name)}\b") for name in names(query)]:
+        out[:, col["named"]] = [sum(bool(p.search(t)) for p in named) / len(named) for t in texts]
     out[:, col["timed"]] = timed
     out[:, col["in_time"]] = [("time" in h.reasons) for h in hits]
     out[:, col["age"]] = np.log1p(np.maximum(0.0, now.timestamp() - said) / 86400)

@@ -83,7 +83,10 @@ class Ranker:
         for hit, score in zip(hits, scores, strict=True):
             hit.score = float(score)
         pinned = [h for h in hits if h.pinned]
-        rest = [i for i, h in enumerate(hits) if not h.pinned]
+        # best first, a tie by fact id: with or without the spread, equal scores keep one order
+        rest = sorted(
+            (i for i, h in enumerate(hits) if not h.pinned), key=lambda i: (-scores[i], hits[i].fact.id)
+        )
         by_key = sorted(pinned, key=lambda h: h.fact.id)
         if spread > 0 and depth > 0:
             picked = spread_out(

@@ -15,13 +15,14 @@ import numpy as np
 
 from .. import audit
 from ..domain import Fact, Scope, Status, readable_agent_keys, shift
-from ..language import NOUNS_CAPITALISED, asks_the_model, foreign, load_model, model_loaded
+from ..language import asks_the_model, load_model, model_loaded
 from ..observe import QUIET, Observer
 from ..providers.base import Embedder
 from ..settings import RecallSettings
 from ..store.base import AccountStore, Ask, AuditLog, ScoredFact, SearchStore
 from .features import candidates, features
 from .fuse import Hit, rrf, within_budget
+from .names import without_names
 from .parts import MAX_PARTS, parts
 from .ranker import Ranker, shipped
 from .when import Window, window
@@ -29,28 +30,6 @@ from .when import Window, window
 # "parts" runs only for the learned ranker, and only for a question about several things
 ARMS = ("pinned", "recency", "semantic", "topic", "parts", "lexical", "time")
 _WORD = re.compile(r"\w+")
-# A capitalised word that does not open a sentence (with its possessive): a name.
-# Single capitals ("I") and acronyms ("LGBTQ") are not names here; nor is the first
-# word after an opening mark ("¿Dónde…", "«Wo…").
-_NAME = re.compile(r"(?<![.!?:]\s)(?<![¿¡«„“\"(])(?<!^)\b[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+(?:['’]s\b)?")
-
-
-def without_names(query: str) -> str:
-    """The query with its names taken out: what the "topic" arm embeds.
-
-    A small embedder puts a name in a question ("What does Melanie do to
-    destress?") close to every fact that names the same person, whatever the
-    fact is about, so the nearest facts are the person's rather than the
-    topic's. The topic arm searches with the name-free question; the names
-    still count through the semantic and lexical arms. Empty when nothing is
-    left; the query itself when it names no one, or when it is in a language
-    that capitalises every noun (German: "Welches Instrument spiele ich?" names
-    no one), where a capital cannot tell a name.
-    """
-    if not _NAME.search(query) or foreign(query) in NOUNS_CAPITALISED:
-        return query
-    stripped = " ".join(_NAME.sub(" ", query).split())
-    return stripped if _WORD.search(stripped) else ""
 
 
 class RecallStore(SearchStore, AuditLog, AccountStore, Protocol):

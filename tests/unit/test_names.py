@@ -1,8 +1,8 @@
-"""recall/recaller.py's pure part: the topic arm's query without the names in it."""
+"""recall/names.py: the topic arm's query without the names in it, and the names themselves."""
 
 from __future__ import annotations
 
-from mnemo.recall.recaller import without_names
+from mnemo.recall.names import names, without_names
 
 
 def test_names_are_taken_out_of_the_topic_query():
@@ -25,3 +25,10 @@ def test_a_language_that_capitalises_nouns_keeps_its_query_whole():
 def test_an_opening_mark_opens_the_sentence():
     assert without_names("¿Dónde vive mi hermana Miriam?") == "¿Dónde vive mi hermana ?"
     assert without_names("«Où habite Miriam ?»") == "«Où habite ?»"
+
+
+def test_the_names_a_question_holds_each_once_without_a_possessive():
+    assert names("Did Melanie's kids meet Caroline and melanie?") == ["melanie", "caroline"]
+    assert names("Hi. Is Zephyrine coming with Zoë?") == ["zephyrine", "zoë"]  # "Is" opens a sentence
+    assert names("what food must I avoid? LGBTQ") == []  # "I" and acronyms are no names
+    assert names("Wo wohnt meine Schwester Miriam?") == []  # German: every noun has a capital
