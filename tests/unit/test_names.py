@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mnemo.recall.names import names, without_names
+from mnemo.recall.names import MOST_NAMES, names, without_names
 
 
 def test_names_are_taken_out_of_the_topic_query():
@@ -32,3 +32,9 @@ def test_the_names_a_question_holds_each_once_without_a_possessive():
     assert names("Hi. Is Zephyrine coming with Zoë?") == ["zephyrine", "zoë"]  # "Is" opens a sentence
     assert names("what food must I avoid? LGBTQ") == []  # "I" and acronyms are no names
     assert names("Wo wohnt meine Schwester Miriam?") == []  # German: every noun has a capital
+
+
+def test_a_long_message_gives_at_most_the_first_names_and_odd_text_is_read_whole():
+    many = "Hi, " + " and ".join(f"Person{chr(97 + i % 26)}{chr(97 + i // 26)}" for i in range(200))
+    assert len(names(many)) == MOST_NAMES and names(many)[0] == "personaa"
+    assert names("") == [] and names("Is Zoë\ud800 here with Ravi?") == ["zoë", "ravi"]

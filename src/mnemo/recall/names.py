@@ -36,8 +36,13 @@ def without_names(query: str) -> str:
     return stripped if _WORD.search(stripped) else ""
 
 
+MOST_NAMES = 32  # as many as the lexical arm searches words: a long message costs no more
+
+
 def names(query: str) -> list[str]:
-    """The names the query holds, lower-cased, without a possessive, each once, in order."""
+    """The names the query holds, lower-cased, without a possessive, each once, in order; the
+    first MOST_NAMES of them."""
     if not _names_anything(query):
         return []
-    return list(dict.fromkeys(_POSSESSIVE.sub("", m.group()).lower() for m in _NAME.finditer(query)))
+    found = dict.fromkeys(_POSSESSIVE.sub("", m.group()).lower() for m in _NAME.finditer(query))
+    return list(found)[:MOST_NAMES]
