@@ -1,7 +1,7 @@
 """The learned ranker: collected, trained and measured out of fold; the shipped model written.
 
     .venv/bin/python bench/ranker.py [--embed-cache DIR] [--refresh] [--ablation] [--write]
-                                     [--second-embedder multilingual-e5] [--json]
+                                     [--second-embedder multilingual-e5 [--write-second]] [--json]
 
 Step 1, collection (cached in /tmp/mnemo-ranker under a key of the data, the
 embedder and the features; --refresh collects again): for every dev question
@@ -34,6 +34,11 @@ fact.
 Step 3 (--write): one model trained on every question is written to
 src/mnemo/recall/ranker.json, with its card (RANKER.md beside it gets the
 same figures). The ablation trains without each feature group, out of fold.
+With --second-embedder, --write also writes the model that reads the second
+embedder's columns (src/mnemo/recall/ranker-<its model>.json, which recall
+reads under MNEMO_EMBED_SECOND) and its section of the card; --write-second
+writes that model and section alone, the first model and the rest of its
+card left as they were.
 
 Model: LightGBM's lambdarank (gradient-boosted trees), seeded and
 deterministic. LightGBM is a tool of this script and the tests only
@@ -90,8 +95,8 @@ from bench.replay import EMBEDDERS, local_embedder
 from bench.textbook import Textbook
 from mnemo.domain import MAX_TEXT
 from mnemo.recall import features as features_module
-from mnemo.recall.features import FEATURES
-from mnemo.recall.ranker import MODEL, Ranker, spread_out
+from mnemo.recall.features import FEATURES, SECOND
+from mnemo.recall.ranker import MODEL, Ranker, second_model, spread_out
 from mnemo.recall.recaller import ARMS, Recaller, above_floor
 from mnemo.settings import RecallSettings, with_floors
 
@@ -427,14 +432,22 @@ def booster(rows: Sequence[np.ndarray], asked: Sequence[Asked], columns: Sequenc
     return lightgbm.train(LGB_PARAMS, data, num_boost_round=ROUNDS)
 
 
-def train(asked: Sequence[Asked], columns: Sequence[int]) -> Ranker:
+def train(
+    asked: Sequence[Asked],
+    columns: Sequence[int],
+    rows: Sequence[np.ndarray] | None = None,
+    names: tuple[str, ...] = FEATURES,
+) -> Ranker:
     """A model over the given feature columns (the others are trained as zeros: the model's
-    file always names every feature)."""
-    return Ranker.from_json(trees_json(booster([a.rows for a in asked], asked, columns).dump_model()))
+    file always names every feature); `rows` and `names`: each question's rows and their
+    columns' names, when they are other than its FEATURES (a second embedder's beside)."""
+    trees = booster(rows_of(asked) if rows is None else rows, asked, columns)
+    return Ranker.from_json(trees_json(trees.dump_model(), names), names)
 
 
-def trees_json(dump: dict) -> dict:
-    """LightGBM's dumped model as the complete heap-ordered trees mnemo/recall/ranker.py reads."""
+def trees_json(dump: dict, names: tuple[str, ...] = FEATURES) -> dict:
+    """LightGBM's dumped model (of the columns `names`) as the complete heap-ordered trees
+    mnemo/recall/ranker.py reads."""
     trees = [t["tree_structure"] for t in dump["tree_info"]]
     depth = max(1, max(_depth(t) for t in trees))
     inner, leaves = 2**depth - 1, 2**depth
@@ -456,7 +469,7 @@ def trees_json(dump: dict) -> dict:
                 stack += [(node["left_child"], 2 * i + 1), (node["right_child"], 2 * i + 2)]
     return {
         "kind": "trees",
-        "features": list(FEATURES),
+        "features": list(names),
         "feature": feature.tolist(),
         "threshold": threshold.tolist(),
         "leaf": leaf.tolist(),
@@ -505,23 +518,17 @@ def rows_of(asked: Sequence[Asked]) -> list[np.ndarray]:
     return [a.rows for a in asked]
 
 
-SECOND = ("second", "second_rr", "second_gap")  # the columns --second-embedder adds
-
-
-def second_columns(asked: Sequence[Asked], name: str, cache: Path | None) -> list[np.ndarray]:
-    """Per question, per candidate: a second embedder's cosine with the question (standardised
-    over the candidates, as `semantic` is), 1 / its rank among them, and its gap to the best."""
-    embedder = local_embedder(name, cache)
+def second_columns(asked: Sequence[Asked], embedder) -> list[np.ndarray]:
+    """Per question, its candidates' SECOND columns (mnemo/recall/features.py): a second
+    embedder's cosine with the question (standardised over the candidates, as `semantic` is),
+    1 / its rank among them, and its gap to the best; as recall computes them."""
     out = []
     for a in asked:
         if not a.texts:
             raise SystemExit("these candidates were collected without their texts: run with --refresh")
         q = embedder.embed_sync([a.query], queries=True)[0]
-        cos = embedder.embed_sync(a.texts) @ q
-        z = (cos - cos.mean()) / (cos.std() + 1e-6)
-        rank = np.empty(len(cos))
-        rank[np.argsort(-cos, kind="stable")] = np.arange(1, len(cos) + 1)
-        out.append(np.column_stack([z, 1 / rank, z - z.max()]))
+        cosines = (embedder.embed_sync(a.texts) @ q).astype(np.float64)
+        out.append(features_module.second_columns(cosines, a.rows))
     return out
 
 
@@ -554,7 +561,7 @@ def table(asked: Sequence[Asked], oof: dict[int, list[frozenset[str]]]) -> dict:
     return out
 
 
-def render(result: dict, ablation: dict) -> str:
+def render(result: dict, ablation: dict, what: str = "without each group") -> str:
     lines = []
     for dataset, part in result.items():
         methods = part["methods"]
@@ -567,11 +574,29 @@ def render(result: dict, ablation: dict) -> str:
     if ablation:
         lines.append(
             "\nablation, out of fold: the objective (the mean over benchmarks of R@10 and MRR, LongMemEval's"
-            " of turns and sessions) without each group"
+            f" of turns and sessions) {what}"
         )
         for name, score in ablation.items():
             lines.append(f"  {name:>24}: {score:.4f}")
     return "\n".join(lines)
+
+
+SECOND_HEADING = "\n## With a second embedder"
+
+
+def second_card(file_name: str, figures: str) -> str:
+    """RANKER.md's section on the model that reads a second embedder's columns too."""
+    return f"""{SECOND_HEADING} (MNEMO_EMBED_SECOND)
+
+`{file_name}` beside this file is the same kind of trees, trained on the same questions and
+folds with three more features, the second embedder's (`{"`, `".join(SECOND)}`: its cosine of
+the question with each candidate, standardised over the candidates, 1 / its rank among them,
+its gap to the best). Recall reads it when MNEMO_EMBED_SECOND is set. Made by
+`.venv/bin/python bench/ranker.py --embed-cache /tmp/mnemo-vectors --second-embedder
+multilingual-e5 --write-second` on {date.today().isoformat()}, which prints these figures again;
+out of fold, with the objective of the first model's in the same run beside:
+{figures}
+"""
 
 
 def card(about: dict, figures: str) -> str:
@@ -646,35 +671,61 @@ def main(args: argparse.Namespace) -> dict:
             ablation[f"without {group}"] = objective(
                 table(asked, ordered(asked, out_of_fold(asked, kept), spread))
             )
+    second_text = ""
     if args.second_embedder:
-        extra = second_columns(asked, args.second_embedder, args.embed_cache)
+        embedder = local_embedder(args.second_embedder, args.embed_cache)
+        extra = second_columns(asked, embedder)
         wide = list(range(len(FEATURES) + len(SECOND)))
         second = table(asked, ordered(asked, out_of_fold(asked, wide, extra), spread))
         ablation[f"with {args.second_embedder} beside"] = objective(second)
-        print(render(second, {}).replace("mnemo (learned, out of fold)", f"mnemo + {args.second_embedder}"))
+        beside = {
+            "one embedder, this run": objective(result),
+            f"with {args.second_embedder}": objective(second),
+        }
+        second_text = render(second, beside, "with one embedder and with both").replace(
+            "mnemo (learned, out of fold)", f"mnemo + {args.second_embedder}"
+        )
+        print(second_text)
     text = render(result, ablation)
     print(text)
+    about = {
+        "trained": date.today().isoformat(),
+        "embedder": args.embedder,
+        "questions": dict(Counter(a.dataset for a in asked)),
+        "candidates": int(sum(len(a.gain) for a in asked)),
+        "folds": f"{FOLDS}, each a fifth of every family's groups (LoCoMo conversations, LongMemEval"
+        " questions with those sharing an answer session, multilingual templates), dealt in turn",
+        "params": LGB_PARAMS | {"rounds": ROUNDS},
+        "session_spread": spread,
+        "candidate_k": WIDE.candidate_k,
+        "out_of_fold": result,
+    }
+    section = ""
+    if args.second_embedder and (args.write or args.write_second):
+        rows = list(map(np.hstack, zip(rows_of(asked), extra, strict=True)))
+        paired = train(asked, wide, rows, FEATURES + SECOND)
+        second_file = second_model(embedder.model_name)
+        paired_about = about | {"second_embedder": embedder.model_name, "out_of_fold": second}
+        paired_about["trees"] = len(paired.arrays["leaf"])
+        second_data = {"kind": "trees", "features": list(FEATURES + SECOND), "card": paired_about}
+        second_data |= {k: v.tolist() for k, v in paired.arrays.items()}
+        second_file.write_text(json.dumps(second_data, separators=(",", ":")))
+        section = second_card(second_file.name, second_text)
+        log(f"wrote {second_file}")
     if args.write:
         model = train(asked, everything)
         data = {"kind": "trees", "features": list(FEATURES)} | {
             k: v.tolist() for k, v in model.arrays.items()
         }
-        data["card"] = {
-            "trained": date.today().isoformat(),
-            "embedder": args.embedder,
-            "questions": dict(Counter(a.dataset for a in asked)),
-            "candidates": int(sum(len(a.gain) for a in asked)),
-            "trees": len(data["leaf"]),
-            "folds": f"{FOLDS}, each a fifth of every family's groups (LoCoMo conversations, LongMemEval"
-            " questions with those sharing an answer session, multilingual templates), dealt in turn",
-            "params": LGB_PARAMS | {"rounds": ROUNDS},
-            "session_spread": spread,
-            "candidate_k": WIDE.candidate_k,
-            "out_of_fold": result,
-        }
+        data["card"] = about | {"trees": len(data["leaf"])}
         MODEL.write_text(json.dumps(data, separators=(",", ":")))
-        CARD.write_text(card(data["card"], text))
+        if not section and SECOND_HEADING in (kept := CARD.read_text()):
+            section = SECOND_HEADING + kept.split(SECOND_HEADING, 1)[1]  # the second model is as it was
+        CARD.write_text(card(data["card"], text) + section)
         log(f"wrote {MODEL} and {CARD}")
+    elif section:  # the first model and its card as they were: its section replaced
+        CARD.write_text(CARD.read_text().split(SECOND_HEADING)[0].rstrip("\n") + "\n" + section)
+        log(f"wrote the second embedder's section of {CARD}")
     return {"result": result, "ablation": ablation}
 
 
@@ -694,8 +745,15 @@ def cli() -> None:
         choices=EMBEDDERS,
         help="measure, out of fold, what this embedder's cosines add as features over the candidates",
     )
+    parser.add_argument(
+        "--write-second",
+        action="store_true",
+        help="with --second-embedder: write only the model reading its columns, and its part of the card",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
     args = parser.parse_args()
+    if args.write_second and not args.second_embedder:
+        parser.error("--write-second needs --second-embedder")
     out = main(args)
     if args.json:
         print(json.dumps(out))

@@ -37,6 +37,7 @@ class Core:
         settings: Settings | None = None,
         clock: Callable[[], datetime] = utcnow,
         observer: Observer = QUIET,
+        second: Embedder | None = None,
     ) -> None:
         self.settings = settings or Settings()
         self.store = store
@@ -57,6 +58,7 @@ class Core:
             writer=self._writer,
             forgotten=self.forgotten,
             observer=observer,
+            second=second,
         )
 
     async def open(self) -> Core:
@@ -151,15 +153,28 @@ def build_embedder(settings: Settings, observer: Observer = QUIET) -> Embedder:
         inner: Embedder = OpenAIEmbedder(
             settings.embed_base_url, settings.embed_api_key, settings.embed_model
         )
-    elif settings.embed_local == "multilingual-e5":
+    else:
+        inner = _local_embedder(settings.embed_local)
+    return CoalescingEmbedder(inner, timed=observer.embedded)
+
+
+def build_second(settings: Settings) -> Embedder | None:
+    """The second embedder (MNEMO_EMBED_SECOND, beside the local MiniLM only), or None."""
+    if settings.embed_second is None:
+        return None
+    from .providers.coalesce import CoalescingEmbedder
+
+    return CoalescingEmbedder(_local_embedder(settings.embed_second))
+
+
+def _local_embedder(name: str) -> Embedder:
+    if name == "multilingual-e5":
         from .providers.multilingual import MultilingualEmbedder
 
-        inner = MultilingualEmbedder()
-    else:
-        from .providers.embed import LocalEmbedder
+        return MultilingualEmbedder()
+    from .providers.embed import LocalEmbedder
 
-        inner = LocalEmbedder()
-    return CoalescingEmbedder(inner, timed=observer.embedded)
+    return LocalEmbedder()
 
 
 def build_chat(settings: Settings) -> ChatModel | None:
@@ -177,8 +192,9 @@ def build_core(settings: Settings, observer: Observer = QUIET) -> Core:
     """The core the settings describe, not yet open; `observer` hears its timings."""
     embedder = build_embedder(settings, observer)
     chat = build_chat(settings)
+    second = build_second(settings)
     settings = settings.for_model(embedder.model_name)
-    return Core(build_store(settings), embedder, chat, settings=settings, observer=observer)
+    return Core(build_store(settings), embedder, chat, settings=settings, observer=observer, second=second)
 
 
 async def open_core(settings: Settings, observer: Observer = QUIET) -> Core:

@@ -80,6 +80,7 @@ from .providers.base import ChatModel, Embedder
 from .recall.fuse import Hit
 from .recall.log_writer import RecallLogWriter
 from .recall.recaller import ARMS, Recaller
+from .recall.second import Second
 from .sensitive import FactGate, blocked_message, check_name, echoed, gate_fact, screened_messages
 from .settings import Settings
 from .store.base import Store
@@ -108,6 +109,7 @@ class Memory:
         writer: Writer | None = None,
         forgotten: Forgotten | None = None,
         observer: Observer = QUIET,
+        second: Embedder | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -119,7 +121,9 @@ class Memory:
         self.writer = writer or new_writer(store, embedder, chat, self.settings.write, clock, self.forgotten)
         self.eraser = Eraser(store, self.forgotten, self.accounts, clock)
         self.observer = observer  # timings of recall's arms (mnemo.observe)
-        self.recaller = Recaller(store, embedder, self.settings.recall, clock, observer)
+        # a second embedder (MNEMO_EMBED_SECOND): its cosines of recall's candidates, read by the ranker
+        self._second = Second(store, second) if second is not None else None
+        self.recaller = Recaller(store, embedder, self.settings.recall, clock, observer, self._second)
         self._queued: list[Callable[[], None]] = []
         self._recall_log = RecallLogWriter(store, self._keep_after)
 
@@ -129,6 +133,8 @@ class Memory:
 
     async def close(self) -> None:
         await self.write_recall_log()
+        if self._second is not None:  # read by recall or not (with fusion, or without its model)
+            await self._second.close()
         await self.store.close()
         for model in (self.chat, self.embedder):
             aclose = getattr(model, "aclose", None)

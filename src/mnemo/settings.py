@@ -227,6 +227,13 @@ class Settings(BaseSettings):
     # reads about a hundred languages and across them, at about three times the time to embed a
     # fact and twice a question's. A store changes model with `mnemo reindex`.
     embed_local: Literal["minilm", "multilingual-e5"] = "minilm"
+    # A second local embedder whose cosine of each recall's candidates with the question the
+    # ranker reads beside MiniLM's (only beside the local MiniLM): out of fold on LongMemEval it
+    # puts an answer turn among the first 10 for 0.905 of the questions against 0.858, at the
+    # cost of a second vector a fact (written in the background, about five times MiniLM's time
+    # to embed one) and about twice the recall time (docs/benchmarks.md, "Two embedders").
+    # Unset: one embedder.
+    embed_second: Literal["multilingual-e5"] | None = None
 
     # The model the chat proxy forwards conversations to. Each unset field falls
     # back to its llm_* twin (see _upstream_defaults): one model for chatting and
@@ -286,6 +293,16 @@ class Settings(BaseSettings):
             except ValueError as exc:
                 raise ValueError(f"{proxy!r} is not an IP address or network (such as 10.0.0.0/8)") from exc
         return value
+
+    @model_validator(mode="after")
+    def _second_beside_minilm(self) -> Settings:
+        # the ranker that reads a second embedder's cosines was trained beside MiniLM's
+        if self.embed_second is not None and (self.embed_base_url or self.embed_local != "minilm"):
+            raise ValueError(
+                "embed_second reads beside the local all-MiniLM-L6-v2 only: unset embed_base_url and"
+                " embed_local (MNEMO_EMBED_BASE_URL, MNEMO_EMBED_LOCAL), or unset embed_second"
+            )
+        return self
 
     @model_validator(mode="after")
     def _upstream_defaults(self) -> Settings:

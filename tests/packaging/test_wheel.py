@@ -95,9 +95,12 @@ def test_the_wheel_carries_the_licence_the_tokenizer_its_notice_and_the_ranker(w
         assert z.read("mnemo/providers/minilm/tokenizer.json") == MINILM_TOKENIZER.read_bytes()
         licence = z.read(next(n for n in names if n.endswith(".dist-info/licenses/LICENSE"))).decode()
         z_model = z.read("mnemo/recall/ranker.json")
+        z_second = z.read("mnemo/recall/ranker-multilingual-e5-small-q4.json")
     assert "mnemo/providers/minilm/NOTICE.md" in names
     # the recall ranker's model and its card: without them an install falls back to fusion
     assert z_model == (ROOT / "src/mnemo/recall/ranker.json").read_bytes()
+    # and the model MNEMO_EMBED_SECOND reads: without it the second embedder is never read
+    assert z_second == (ROOT / "src/mnemo/recall/ranker-multilingual-e5-small-q4.json").read_bytes()
     assert "mnemo/recall/RANKER.md" in names
     assert licence == (ROOT / "LICENSE").read_text()
     assert "Apache License" in licence and "Version 2.0, January 2004" in licence

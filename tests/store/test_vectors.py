@@ -234,3 +234,56 @@ async def test_a_recall_searches_its_vector_arms_in_one_scan(tmp_path, embedder)
         assert any("topic" in h.reasons for h in hits) and any("semantic" in h.reasons for h in hits)
     finally:
         await memory.close()
+
+
+def test_writing_one_models_vectors_keeps_the_others_cached_and_reloads_its_own():
+    cache = VectorCache()
+    loads: list[str] = []
+
+    def load(model: str):
+        def columns() -> Columns:
+            loads.append(model)
+            return Columns.of([Row(1, unit(1, 0), True, "")])
+
+        return columns
+
+    for model in ("first", "second"):
+        cache.search(("u", model), 5, load(model), unit(1, 0), 5, None)
+    cache.search(("v", "first"), 3, load("first"), unit(1, 0), 5, None)
+    cache.moved_on("u", 5, 6, lambda model: model != "second")  # the second model's were written
+    for model in ("first", "second"):
+        cache.search(("u", model), 6, load(model), unit(1, 0), 5, None)
+    cache.search(("v", "first"), 3, load("first"), unit(1, 0), 5, None)  # another person's: as it was
+    assert loads == ["first", "second", "first", "second"]
+    # an entry another process had already moved past is not taken for current
+    cache.search(("u", "first"), 9, load("first"), unit(1, 0), 5, None)
+    cache.moved_on("u", 8, 9, lambda model: True)
+    cache.search(("u", "first"), 9, load("first"), unit(1, 0), 5, None)
+    assert loads == ["first", "second", "first", "second", "first", "first"]
+
+
+async def test_another_models_vectors_written_leave_the_searched_models_cache_in_place(tmp_path, embedder):
+    """A second embedder's vectors are filled in after each write: that must not make the next
+    search read the first model's vectors of the person again."""
+    store = SQLiteStore(tmp_path / "m.db")
+    memory = await Memory(store, embedder).open()
+    try:
+        scope = Scope((await memory.accounts.user("u")).id)
+        for text in ("I keep bees", "I play the cello", "My sister lives in Porto"):
+            await memory.add(scope, text)
+        loads: list[str] = []
+        load = store._load_vectors
+
+        def counted(user_id: str, model: str):
+            loads.append(model)
+            return load(user_id, model)
+
+        store._load_vectors = counted  # type: ignore[method-assign]
+        assert texts(await memory.recall("bees", scope, arms=("semantic",)))[0] == "I keep bees"
+        missing = await store.unembedded(scope.user_id, "another-model", 0, 10)
+        written = await store.add_vectors(scope.user_id, "another-model", [(f, unit(1, 0)) for f in missing])
+        assert written == 3
+        assert texts(await memory.recall("cello", scope, arms=("semantic",)))[0] == "I play the cello"
+        assert loads == [embedder.model_name]
+    finally:
+        await memory.close()

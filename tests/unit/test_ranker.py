@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from mnemo.domain import Source
-from mnemo.recall.features import FEATURES, candidates, features
-from mnemo.recall.ranker import Ranker, RankerError, shipped
+from mnemo.recall.features import FEATURES, SECOND, candidates, features, second_columns
+from mnemo.recall.ranker import MODEL, Ranker, RankerError, second_model, shipped
 from tests.unit.helpers import NOW, fact
 
 COL = {name: i for i, name in enumerate(FEATURES)}
@@ -160,3 +160,43 @@ def test_equal_scores_keep_one_order_by_fact_id_with_or_without_the_spread():
         rows = np.zeros((len(hits), len(FEATURES)))
         assert [h.fact.id for h in ranker.order(hits, rows)] == by_id
         assert [h.fact.id for h in ranker.order(hits, rows, spread=0.25, depth=4)] == by_id
+
+
+def test_a_second_embedders_columns_are_its_cosines_standardised_ranked_and_gapped():
+    rows = np.zeros((4, len(FEATURES)), np.float32)
+    rows[:, COL["semantic"]] = [0.5, -0.5, 1.5, -1.5]
+    rows[:, COL["semantic_rr"]] = [0.5, 1 / 3, 1.0, 0.25]
+    rows[:, COL["semantic_gap"]] = rows[:, COL["semantic"]] - 1.5
+    cosines = np.array([0.9, 0.7, 0.8, 0.6])
+    out = second_columns(cosines, rows)
+    z = (cosines - cosines.mean()) / (cosines.std() + 1e-6)
+    assert out.shape == (4, len(SECOND))
+    assert np.allclose(out[:, 0], z, atol=1e-6)
+    assert np.allclose(out[:, 1], [1.0, 1 / 3, 0.5, 0.25])
+    assert np.allclose(out[:, 2], z - z.max(), atol=1e-6)
+
+
+def test_a_candidate_without_a_second_vector_reads_as_the_first_embedder_saw_it():
+    rows = np.zeros((3, len(FEATURES)), np.float32)
+    rows[:, COL["semantic"]] = [0.2, 1.1, -1.3]
+    rows[:, COL["semantic_rr"]] = [0.5, 1.0, 1 / 3]
+    rows[:, COL["semantic_gap"]] = [-0.9, 0.0, -2.4]
+    out = second_columns(np.array([0.8, np.nan, 0.6]), rows)
+    assert out[1].tolist() == pytest.approx([1.1, 1.0, 0.0])
+    # the others are ranked among those that have one
+    assert out[[0, 2], 1].tolist() == [1.0, 0.5]
+    assert second_columns(np.full(2, np.nan), rows[:2]).tolist() == rows[:2][:, [0, 2, 3]].tolist()
+
+
+def test_a_model_reads_the_features_it_was_trained_on_and_the_second_one_its_own_file(tmp_path):
+    wide = FEATURES + SECOND
+    data = {"kind": "trees", "features": list(wide), "feature": [[len(wide) - 1]], "threshold": [[0.0]]}
+    data["leaf"] = [[0.0, 1.0]]
+    ranker = Ranker.from_json(data, wide)
+    rows = np.zeros((2, len(wide)))
+    rows[1, -1] = 1.0
+    assert ranker.scores(rows).tolist() == [0.0, 1.0]
+    with pytest.raises(RankerError, match="other features"):
+        Ranker.from_json(data)
+    assert second_model("multilingual-e5-small-q4").name == "ranker-multilingual-e5-small-q4.json"
+    assert second_model("x").parent == MODEL.parent

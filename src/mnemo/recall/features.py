@@ -55,6 +55,11 @@ FEATURES: tuple[str, ...] = (
     "mentions",  # log of the times it was said
     "pinned",
 )
+# With a second embedder (MNEMO_EMBED_SECOND, recall/second.py), three more columns after
+# FEATURES, read by the second model (ranker-<name>.json): the second embedder's cosine of the
+# question with each candidate, standardised over the candidates as `semantic` is, 1 / its rank
+# among them, and its gap to the best.
+SECOND: tuple[str, ...] = ("second", "second_rr", "second_gap")
 _STEM = 5
 
 
@@ -160,4 +165,22 @@ def features(hits: Sequence[Hit], query: str, now: datetime, *, timed: bool) -> 
     out[:, col["length"]] = np.log([len(t) + 1 for t in texts])
     out[:, col["mentions"]] = np.log([max(1, h.fact.mentions) for h in hits])
     out[:, col["pinned"]] = [("pinned" in h.reasons) for h in hits]
+    return out
+
+
+def second_columns(cosines: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The SECOND columns of the candidates whose FEATURES rows are `rows`, from the second
+    embedder's cosines of the question with them; a candidate with no second vector yet (NaN:
+    written since the vectors were last filled in) reads as the first embedder saw it."""
+    n = len(cosines)
+    out = np.zeros((n, len(SECOND)), np.float32)
+    present = ~np.isnan(cosines)
+    col = {name: i for i, name in enumerate(FEATURES)}
+    out[:] = rows[:, [col["semantic"], col["semantic_rr"], col["semantic_gap"]]]
+    if present.any():
+        found = cosines[present]
+        z = (found - found.mean()) / (found.std() + 1e-6)
+        rank = np.empty(len(found))
+        rank[np.argsort(-found, kind="stable")] = np.arange(1, len(found) + 1)
+        out[present] = np.column_stack([z, 1 / rank, z - z.max()])
     return out

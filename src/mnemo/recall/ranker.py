@@ -9,7 +9,10 @@ threshold, and 2i + 2; a shallower branch is padded with nodes whose
 threshold is infinite, its leaf repeated). So every tree is walked for every
 candidate at once, one level a step, with numpy alone.
 A model trained on other features than this version computes is refused
-(`RankerError`), and recall falls back to reciprocal-rank fusion.
+(`RankerError`), and recall falls back to reciprocal-rank fusion. With a second
+embedder (recall/second.py) recall reads `ranker-<its name>.json` instead, a
+model of FEATURES and the second embedder's SECOND columns, made by
+`bench/ranker.py --second-embedder NAME --write`.
 """
 
 from __future__ import annotations
@@ -41,8 +44,8 @@ class Ranker:
     card: dict[str, Any]
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Ranker:
-        if tuple(data.get("features", ())) != FEATURES:
+    def from_json(cls, data: dict[str, Any], features: tuple[str, ...] = FEATURES) -> Ranker:
+        if tuple(data.get("features", ())) != features:
             raise RankerError("the model was trained on other features than this version computes")
         if data.get("kind") != "trees":
             raise RankerError(f"unknown model kind {data.get('kind')!r}")
@@ -54,7 +57,7 @@ class Ranker:
             complete and leaf.shape[1] == feature.shape[1] + 1 and leaf.shape[1] & (leaf.shape[1] - 1) == 0
         ):
             raise RankerError("the model's trees are not complete binary trees")
-        if feature.size and not 0 <= feature.min() <= feature.max() < len(FEATURES):
+        if feature.size and not 0 <= feature.min() <= feature.max() < len(features):
             raise RankerError("the model reads a feature this version does not compute")
         return cls({"feature": feature, "threshold": threshold, "leaf": leaf}, data.get("card", {}))
 
@@ -121,12 +124,18 @@ def spread_out(
     return out + [i for i in by_score if i not in placed]
 
 
+def second_model(name: str) -> Path:
+    """The file of the model that reads a second embedder's columns beside FEATURES."""
+    return MODEL.with_name(f"ranker-{name}.json")
+
+
 @cache
-def shipped(path: Path = MODEL) -> Ranker | None:
-    """The model shipped with this version; None (recall fuses by rank instead) when there is
-    none or it cannot be used, which is logged once."""
+def shipped(path: Path = MODEL, features: tuple[str, ...] = FEATURES) -> Ranker | None:
+    """The model shipped with this version (`features`: FEATURES, or FEATURES and SECOND for
+    a second embedder's); None (recall fuses by rank instead) when there is none or it cannot
+    be used, which is logged once."""
     try:
-        return Ranker.from_json(json.loads(path.read_text()))
+        return Ranker.from_json(json.loads(path.read_text()), features)
     except (OSError, ValueError, KeyError, TypeError, IndexError) as e:
         log.warning("recall: no usable ranking model at %s (%s); fusing by rank instead", path, e)
         return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import re
 from collections import Counter
@@ -20,16 +21,18 @@ from ..observe import QUIET, Observer
 from ..providers.base import Embedder
 from ..settings import RecallSettings
 from ..store.base import AccountStore, Ask, AuditLog, ScoredFact, SearchStore
-from .features import candidates, features
+from .features import FEATURES, SECOND, candidates, features, second_columns
 from .fuse import Hit, rrf, within_budget
 from .names import without_names
 from .parts import MAX_PARTS, parts
-from .ranker import Ranker, shipped
+from .ranker import Ranker, second_model, shipped
+from .second import QUESTION_WAIT, Second
 from .when import Window, window
 
 # "parts" runs only for the learned ranker, and only for a question about several things
 ARMS = ("pinned", "recency", "semantic", "topic", "parts", "lexical", "time")
 _WORD = re.compile(r"\w+")
+log = logging.getLogger(__name__)
 
 
 class RecallStore(SearchStore, AuditLog, AccountStore, Protocol):
@@ -54,14 +57,20 @@ class Recaller:
         settings: RecallSettings,
         clock: Callable[[], datetime],
         observer: Observer = QUIET,
+        second: Second | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.settings = settings
         self.clock = clock
         self.observer = observer
-        # the shipped model, unless the settings ask for fusion (or none ships: fusion too)
-        self.ranker: Ranker | None = shipped() if settings.ranker == "learned" else None
+        # the shipped model, unless the settings ask for fusion (or none ships: fusion too);
+        # with a second embedder, the model that reads its cosines too (without that model, the
+        # second embedder has nothing to add: the first model ranks alone)
+        learned = settings.ranker == "learned"
+        paired = shipped(second_model(second.model_name), FEATURES + SECOND) if learned and second else None
+        self.second = second if paired is not None else None
+        self.ranker: Ranker | None = paired or (shipped() if learned else None)
 
     async def recall(
         self,
@@ -100,11 +109,26 @@ class Recaller:
         arms: Sequence[str] = ARMS,
     ) -> tuple[list[Hit], np.ndarray]:
         """What the learned ranker orders: every fact the arms found at their candidate depth
-        (`candidate_k`, no similarity floor), once, and its row of features (recall/features.py)."""
+        (`candidate_k`, no similarity floor), once, and its row of features (recall/features.py;
+        with a second embedder, its SECOND columns after them)."""
         now = self.clock() if as_of is None else as_of
-        ranked = await self.ranked(scope, query, as_of=as_of, vector=vector, arms=arms, wide=True)
-        hits = candidates(ranked)
-        return hits, features(hits, query, now, timed=bool(ranked.get("time")))
+        second = self.second
+        # the second embedder reads the question while the arms search (in a thread of its own)
+        asked = None
+        if second is not None and query.strip():
+            asked = asyncio.ensure_future(second.embedder.embed_queries([query]))
+            asked.add_done_callback(_retrieved)
+        try:
+            ranked = await self.ranked(scope, query, as_of=as_of, vector=vector, arms=arms, wide=True)
+            hits = candidates(ranked)
+            rows = features(hits, query, now, timed=bool(ranked.get("time")))
+            if second is None:
+                return hits, rows
+            cosines = await _second_view(second, scope, hits, asked)
+            return hits, np.hstack([rows, second_columns(cosines, rows)])
+        finally:
+            if asked is not None and not asked.done():
+                asked.cancel()
 
     async def ranked(
         self,
@@ -265,6 +289,33 @@ class Recaller:
             then.sort(key=lambda f: f.created_at, reverse=True)
             out["time"] = await self._nearest_of(then[: s.time_k], scope, vectors, depth)
         return out
+
+
+def _retrieved(future: asyncio.Future[np.ndarray]) -> None:
+    """Mark a failure of the second model's question as seen, whether it was awaited or not."""
+    if not future.cancelled():
+        future.exception()
+
+
+async def _second_view(
+    second: Second, scope: Scope, hits: Sequence[Hit], asked: asyncio.Future[np.ndarray] | None
+) -> np.ndarray:
+    """The second embedder's cosine of each hit with the question; NaN each (the ranker reads
+    them as the first embedder saw them) while a hit has no vector of it yet, when there is no
+    question to embed, when its question is not embedded within QUESTION_WAIT past the arms (the
+    model loading, or busy filling in vectors), or when it fails."""
+    missing = np.full(len(hits), np.nan)
+    try:
+        stored = await second.vectors(scope, hits)
+        if stored is None or asked is None:
+            return missing
+        question = (await asyncio.wait_for(asyncio.shield(asked), QUESTION_WAIT))[0]
+    except TimeoutError:
+        return missing
+    except Exception:  # the second model or its vectors failed: recall goes on without them
+        log.exception("recall: the second embedder (%s) was left out of a recall", second.model_name)
+        return missing
+    return np.asarray(stored @ question, np.float64)
 
 
 def above_floor(hit: Hit, floor: float) -> bool:

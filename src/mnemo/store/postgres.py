@@ -537,6 +537,9 @@ class PostgresStore(SQLStore[PgTx, Counts]):
         self, user_id: str, model: str, vectors: Sequence[tuple[Unembedded, np.ndarray]]
     ) -> int:
         async def write(tx: PgTx) -> int:
+            # the person's commits first (as they take the same lock): a purge or an edit not yet
+            # committed would otherwise still read as the version this vector embeds
+            await tx.lock_user(user_id)
             written = 0
             for fact, vector in vectors:
                 vector = np.asarray(vector, dtype=np.float32)

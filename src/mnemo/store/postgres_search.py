@@ -41,8 +41,7 @@ from .base import ScoredFact
 from .fulltext import COMMON_TERM_SHARE, SMALL_STORE
 from .migrations.postgres import LOCK_NAMESPACE
 from .rows import FACT_COLUMNS, fact_from, readable
-from .sql.facts import agent_keys, visible
-from .sql.tx import marks
+from .sql.facts import agent_keys, vector_rows
 
 if TYPE_CHECKING:
     from .postgres import PgTx
@@ -231,13 +230,7 @@ class Search:
 
     @staticmethod
     async def vectors(tx: PgTx, scope: Scope, fact_ids: Sequence[str], model: str) -> dict[str, np.ndarray]:
-        rule, params = await visible(tx, scope)
-        rows = await tx.all(
-            "SELECT f.id, v.embedding FROM fact_vectors v"
-            " JOIN facts f ON f.user_id = v.user_id AND f.rowid = v.fact_rowid"
-            f" WHERE {rule} AND f.id IN ({marks(len(fact_ids))}) AND v.model = ?",
-            (*params, *fact_ids, model),
-        )
+        rows = await vector_rows(tx, scope, fact_ids, model)
         return {fact_id: embedding.to_numpy() for fact_id, embedding in rows}
 
 

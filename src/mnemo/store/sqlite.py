@@ -332,18 +332,8 @@ class SQLiteStore(SQLStore[SQLiteTx, Pending]):
 
     async def vectors(self, scope: Scope, fact_ids: Sequence[str], model: str) -> dict[str, np.ndarray]:
         async def select(tx: SQLiteTx) -> dict[str, np.ndarray]:
-            out: dict[str, np.ndarray] = {}
-            if not fact_ids:
-                return out
-            where = f"f.id IN ({marks(len(fact_ids))})"
-            for row, fact in await facts.fact_rows(tx, scope, where, list(fact_ids)):
-                found = await tx.one(
-                    "SELECT embedding FROM fact_vectors WHERE user_id = ? AND fact_rowid = ? AND model = ?",
-                    (scope.user_id, row[0], model),
-                )
-                if found:
-                    out[fact.id] = np.frombuffer(found[0], dtype=np.float32)
-            return out
+            rows = await facts.vector_rows(tx, scope, fact_ids, model)
+            return {fact_id: np.frombuffer(blob, dtype=np.float32) for fact_id, blob in rows}
 
         return await self._read(scope.user_id, select)
 
@@ -524,7 +514,7 @@ class SQLiteStore(SQLStore[SQLiteTx, Pending]):
                 )
             return written
 
-        return await self._write_vectors(user_id, model, write)
+        return await self._write_vectors(user_id, write, lambda other: other != model)
 
     async def drop_vectors(self, user_id: str, keep: str) -> int:
         async def write(tx: SQLiteTx) -> int:
@@ -532,18 +522,25 @@ class SQLiteStore(SQLStore[SQLiteTx, Pending]):
                 "DELETE FROM fact_vectors WHERE user_id = ? AND model != ?", (user_id, keep)
             )
 
-        return await self._write_vectors(user_id, keep, write)
+        return await self._write_vectors(user_id, write, lambda model: model == keep)
 
-    async def _write_vectors(self, user_id: str, model: str, write: Callable[[SQLiteTx], Any]) -> int:
+    async def _write_vectors(
+        self, user_id: str, write: Callable[[SQLiteTx], Any], untouched: Callable[[str], bool]
+    ) -> int:
+        """`write` the user's vectors of some models; `untouched`: whether a model's were not."""
+
         async def bumped(tx: SQLiteTx) -> int:
             n: int = await write(tx)
             if n:  # other processes' caches of this user's vectors reload (see vectors.py)
+                before = self._generation(user_id)
                 await tx.execute(
                     "INSERT INTO vector_generations (user_id, generation) VALUES (?, 1)"
                     " ON CONFLICT (user_id) DO UPDATE SET generation = generation + 1",
                     (user_id,),
                 )
-                tx.after_commit(lambda: self._cache.forget((user_id, model)))
+                # this process's: the written models' reload, the others' stay (a second
+                # embedder's vectors, filled in after each write, must not reload the first's)
+                tx.after_commit(lambda: self._cache.moved_on(user_id, before, before + 1, untouched))
             return n
 
         return await self._write(user_id, bumped)

@@ -309,9 +309,17 @@ class VectorCache:
                 del self._entries[key]
                 log.exception("the cached vectors of %s could not be patched; reloading them", key[0])
 
-    def forget(self, key: tuple[str, str]) -> None:
+    def moved_on(self, user_id: str, before: int, after: int, untouched: Callable[[str], bool]) -> None:
+        """After this process wrote some of the user's vectors (generation before → after): the
+        entries of the models written go (they reload at the next search); those of the models
+        `untouched` and still at `before` are current at `after`."""
         with self._lock:
-            self._entries.pop(key, None)
+            for key in [k for k in self._entries if k[0] == user_id]:
+                entry = self._entries[key]
+                if untouched(key[1]) and entry.generation == before:
+                    entry.generation = after
+                else:
+                    del self._entries[key]
 
     def _get(self, key: tuple[str, str], generation: int, load: Callable[[], Columns], dims: int) -> _Entry:
         """The entry at `generation`, loaded when missing or stale (the caller holds the lock)."""

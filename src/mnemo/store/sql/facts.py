@@ -131,6 +131,21 @@ async def fact_rows(
     return list(readable(rows, fact_from, "memory", 1))
 
 
+async def vector_rows(tx: Tx, scope: Scope, fact_ids: Sequence[str], model: str) -> list[tuple[str, Any]]:
+    """(fact id, its stored `model` vector as the backend holds it) of the scope's facts among
+    `fact_ids` that have one."""
+    if not fact_ids:
+        return []
+    rule, params = await visible(tx, scope)
+    rows: list[tuple[str, Any]] = await tx.all(
+        "SELECT f.id, v.embedding FROM fact_vectors v"
+        " JOIN facts f ON f.user_id = v.user_id AND f.rowid = v.fact_rowid"
+        f" WHERE {rule} AND f.id IN ({marks(len(fact_ids))}) AND v.model = ?",
+        (*params, *fact_ids, model),
+    )
+    return rows
+
+
 async def facts(tx: Tx, scope: Scope, where: str, params: Sequence[Any], tail: str = "") -> list[Fact]:
     return [fact for _, fact in await fact_rows(tx, scope, where, params, tail)]
 
