@@ -241,3 +241,16 @@ async def test_a_recall_waits_for_a_busy_second_model_only_so_long(
     _, rows = await memory.recaller.candidates(alice, "Which instrument do I play?")
     assert rows[:, len(FEATURES) :].tolist() != rows[:, [0, 2, 3]].tolist()
     await memory.recaller.second.close()
+
+
+@pytest.mark.parametrize("question", ["", "   ", "\ufffd cello 😀", "cello " * 5000])
+async def test_an_empty_odd_or_huge_question_is_recalled_with_the_second_embedder_on(paired, alice, question):
+    await bulk_add(paired, alice, FACTS)
+    await paired.recaller.candidates(alice, "music")
+    await paired.recaller.second.settled()  # every vector in place: only the question decides
+    hits, rows = await paired.recaller.candidates(alice, question)
+    assert rows.shape == (len(hits), len(FEATURES) + len(SECOND))
+    if not question.strip():  # nothing to embed: read as the first embedder saw it
+        assert rows[:, len(FEATURES) :].tolist() == rows[:, [0, 2, 3]].tolist()
+    else:
+        assert "I play the cello in an amateur orchestra" in texts(await paired.recall(question, alice))
