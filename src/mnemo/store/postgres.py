@@ -8,7 +8,7 @@ user's facts are serialised by a per-user advisory lock, so that the user's
 event chain never forks, however many processes write.
 
 What is PostgreSQL's own: entering a user and the questions across users
-(`PgTx`), a commit's statements pipelined and the counts that choose the
+(`PgTx`), a commit's statements (many rows each for new facts, else pipelined) and the counts that choose the
 vector search (here), the search itself (postgres_search.py) and the job
 claim (mnemo_claim_candidates, then mnemo_claim_job_of: FOR UPDATE SKIP LOCKED).
 """
@@ -345,7 +345,8 @@ class PostgresStore(SQLStore[PgTx, Counts]):
 
     # -- commit: pipelined, and the counts that choose the vector search ----------------------------
     #
-    # The statements of a batch are sent without waiting for each answer: nothing
+    # A batch of new facts only is written a table at a time, many rows a statement
+    # (`_apply_new`). Any other batch's statements are sent without waiting for each answer: nothing
     # in a change depends on the database's answer to the one before (the chain's
     # hashes are computed here, and a vector finds its fact by id). The answers are
     # read once all are sent; a stale version is a Conflict, raised before the
@@ -354,6 +355,8 @@ class PostgresStore(SQLStore[PgTx, Counts]):
     async def _apply(
         self, tx: PgTx, user_id: str, changes: list[Change], at: datetime, prev: str
     ) -> tuple[list[Event], Counts]:
+        if changes and all(c.before is None for c in changes):
+            return await self._apply_new(tx, user_id, changes, at, prev)
         conn = tx.cursor.connection
         sent: list[_Sent] = []
         events: list[Event] = []
@@ -371,16 +374,69 @@ class PostgresStore(SQLStore[PgTx, Counts]):
             events[i] = dataclasses.replace(events[i], seq=seq)
         return events, counts
 
+    async def _apply_new(
+        self, tx: PgTx, user_id: str, changes: list[Change], at: datetime, prev: str
+    ) -> tuple[list[Event], Counts]:
+        """A batch of new facts only (a turn's first facts, a seeding): written as `_insert_new`
+        writes them, then their events, many a statement."""
+        events: list[Event] = []
+        for change in changes:
+            events.append(audit.seal(change, user_id, at, prev))
+            prev = events[-1].hash
+        counts = await self._insert_new(tx, user_id, changes)
+        seq: dict[str, int] = {}
+        for chunk in _chunks(events):
+            await tx.cursor.execute(
+                as_format(facts.insert_events(len(chunk)) + " RETURNING hash, seq"),
+                [v for e in chunk for v in audit.event_row(e)],
+            )
+            seq.update(await tx.cursor.fetchall())
+        return [dataclasses.replace(e, seq=seq[e.hash]) for e in events], counts
+
     async def _import(self, tx: PgTx, user_id: str, changes: list[Change], events: list[Event]) -> Counts:
-        conn = tx.cursor.connection
+        counts = await self._insert_new(tx, user_id, changes)
+        for chunk in _chunks(events):
+            await tx.cursor.execute(
+                as_format(facts.import_events(len(chunk))), [v for e in chunk for v in imported_event(e)]
+            )
+        return counts
+
+    @staticmethod
+    async def _insert_new(tx: PgTx, user_id: str, changes: list[Change]) -> Counts:
+        """New facts and their vectors, a table at a time and up to a thousand rows a statement
+        (not three or four statements a fact): on Citus each statement of one user goes whole to
+        the user's shard, so its planning and its trip to the worker are paid once a thousand
+        facts. The vectors find their facts by the rowids the facts' statement returned."""
+        cur = tx.cursor
+        rowid: dict[str, int] = {}
+        for chunk in _chunks(changes):
+            await cur.execute(
+                as_format(facts.insert_facts(len(chunk)) + " RETURNING id, rowid"),
+                [v for c in chunk for v in facts.fact_values(tx, c.fact)],
+            )
+            rowid.update(await cur.fetchall())
+        vectors = [
+            (
+                rowid[f.id],
+                user_id,
+                f.embedding_model,
+                len(c.vector),
+                _active(f),
+                f.agent_id or "",
+                np.asarray(c.vector, dtype=np.float32),
+            )
+            for c in changes
+            if (f := c.fact).embedding_model is not None and c.vector is not None and not f.purged
+        ]
+        for chunk in _chunks(vectors):
+            await cur.execute(
+                "INSERT INTO fact_vectors (fact_rowid, user_id, model, dims, active, agent_key, embedding)"
+                f" VALUES {', '.join(['(%s, %s, %s, %s, %s, %s, %b)'] * len(chunk))}",
+                [v for row in chunk for v in row],
+            )
         counts: Counts = {}
-        async with conn.pipeline():
-            sent = [await self._send(tx, change) for change in changes]
-            cur = conn.cursor()
-            for e in events:
-                await cur.execute(as_format(facts.IMPORT_EVENT), imported_event(e))
-        for answers in sent:
-            await self._check(answers, counts)
+        for _, _, model, *_ in vectors:
+            counts[model] = counts.get(model, 0) + 1
         return counts
 
     async def _send(self, tx: PgTx, change: Change, event_sql: str = "", event_row: Params = ()) -> _Sent:
@@ -569,6 +625,11 @@ class PostgresStore(SQLStore[PgTx, Counts]):
             return dropped
 
         return await self._write(user_id, write)
+
+
+def _chunks(rows: Sequence[Any], size: int = 1000) -> list[Sequence[Any]]:
+    """`rows` a statement at a time: a statement takes at most 65,535 parameters (a fact has 22)."""
+    return [rows[i : i + size] for i in range(0, len(rows), size)]
 
 
 def _active(f: Fact | None) -> bool:

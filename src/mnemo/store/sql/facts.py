@@ -34,24 +34,38 @@ WRITE_COLUMNS = (
     " embedding_model, pinned, mentions, last_seen_at, purged"
 )
 _NAMES = [c.strip() for c in WRITE_COLUMNS.split(",")]
+_EVENT_COLUMNS = "at, user_id, fact_id, action, actor, reason, before, after, digest, prev_hash, hash, salt"
+
+
+def insert_facts(n: int) -> str:
+    """The statement that inserts `n` facts, each a row of `WRITE_COLUMNS` (fact_values)."""
+    row = f"({marks(len(_NAMES))})"
+    return f"INSERT INTO facts ({WRITE_COLUMNS}) VALUES {', '.join([row] * n)}"
+
+
+def insert_events(n: int) -> str:
+    """The statement that inserts `n` events, each a row of audit.event_row."""
+    row = f"({marks(12)})"
+    return f"INSERT INTO fact_events ({_EVENT_COLUMNS}) VALUES {', '.join([row] * n)}"
+
+
+def import_events(n: int) -> str:
+    """The statement that inserts `n` events as they were exported (transfer.imported_event)."""
+    row = f"({marks(14)})"
+    return f"INSERT INTO fact_events ({_EVENT_COLUMNS}, redacted, redacted_for) VALUES {', '.join([row] * n)}"
+
+
 # PostgreSQL answers these with `RETURNING rowid` / `RETURNING seq` (pipelined, it cannot ask
 # again); SQLite reads the cursor's lastrowid, as a RETURNING costs it three times the insert
-INSERT_FACT = f"INSERT INTO facts ({WRITE_COLUMNS}) VALUES ({marks(len(_NAMES))})"
+INSERT_FACT = insert_facts(1)
 # an update sets all but the key (id, user_id), which never changes: Citus refuses to set the
 # column a table is distributed by, even to the value it holds
 UPDATE_FACT = (
     f"UPDATE facts SET {', '.join(f'{c} = ?' for c in _NAMES[2:])}"
     " WHERE id = ? AND user_id = ? AND version = ?"
 )
-INSERT_EVENT = (
-    "INSERT INTO fact_events"
-    " (at, user_id, fact_id, action, actor, reason, before, after, digest, prev_hash, hash, salt)"
-    f" VALUES ({marks(12)})"
-)
-IMPORT_EVENT = (
-    "INSERT INTO fact_events (at, user_id, fact_id, action, actor, reason, before, after,"
-    f" digest, prev_hash, hash, salt, redacted, redacted_for) VALUES ({marks(14)})"
-)
+INSERT_EVENT = insert_events(1)
+IMPORT_EVENT = import_events(1)
 HEAD = "SELECT hash FROM fact_events WHERE user_id = ? ORDER BY seq DESC LIMIT 1"
 
 
