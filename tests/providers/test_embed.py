@@ -74,6 +74,49 @@ def test_local_batches_larger_than_the_batch_size(local: LocalEmbedder) -> None:
     )
 
 
+class RecordedSession:
+    """An ONNX Runtime session that notes the shape of every run (rows, word pieces)."""
+
+    def __init__(self, session: object) -> None:
+        self.session, self.shapes = session, []
+
+    def run(self, outputs, feeds):  # type: ignore[no-untyped-def]
+        self.shapes.append(feeds["input_ids"].shape)
+        return self.session.run(outputs, feeds)
+
+
+def test_long_texts_run_a_few_at_a_time_and_embed_as_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run of the model holds at most TOKENS_PER_RUN word pieces with its padding (the
+    memory it takes grows with them, and ONNX Runtime keeps the largest run's for good): an
+    import of long texts goes a few at a time, short facts still 32 at a time, and every
+    text's vector is what it would be alone."""
+    load_session = LocalEmbedder._load_session
+    recorded: list[RecordedSession] = []
+
+    def recording(self: LocalEmbedder) -> object:
+        recorded.append(RecordedSession(load_session(self)))
+        return recorded[-1]
+
+    monkeypatch.setattr(LocalEmbedder, "_load_session", recording)
+    fresh = LocalEmbedder()
+    long = [
+        f"entry {i}: " + "I walked the dog along the river before work. " * (4 + 3 * i) for i in range(12)
+    ]
+    short = [f"I like tea number {i}" for i in range(64)]
+    texts = [t for pair in zip(long, short[:12], strict=True) for t in pair] + short[12:]
+
+    together = fresh.embed_sync(texts)
+
+    shapes = recorded[0].shapes
+    assert sum(rows for rows, _ in shapes) == len(texts)
+    assert all(rows * pieces <= embed.TOKENS_PER_RUN or rows == 1 for rows, pieces in shapes)
+    assert embed.TOKENS_PER_RUN <= 512 and all(rows <= 2 for rows, pieces in shapes if pieces > 200)
+    assert max(pieces for _, pieces in shapes) == 256  # the longest are cut at the model's length
+    assert max(rows for rows, _ in shapes) == 32  # short facts still share a run
+    alone = np.concatenate([fresh.embed_sync([t]) for t in texts])
+    np.testing.assert_allclose(together, alone, atol=1e-4)
+
+
 async def test_local_empty_input(local: LocalEmbedder) -> None:
     vectors = await local.embed([])
 
