@@ -3,32 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.bench import run_bench
 
 
 def test_it_measures_each_bound_in_a_process_of_its_own():
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "bench" / "embedding.py"),
-            "--texts",
-            "24",
-            "--budgets",
-            "64",
-            "0",
-            "--json",
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = run_bench("embedding.py", "--texts", "24", "--budgets", "64", "0", "--json")
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["texts"] == 24 and [r["tokens_per_run"] for r in out["rows"]] == [64, None]

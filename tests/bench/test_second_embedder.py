@@ -4,24 +4,12 @@ recall timed with it and without, the ratio printed."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.bench import run_bench
 
 
 def test_it_fills_in_every_facts_second_vector_and_times_recall_with_and_without():
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
-    args = ["--facts", "120", "--queries", "4", "--json"]
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "second_embedder.py"), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = run_bench("second_embedder.py", "--facts", "120", "--queries", "4", "--json")
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["facts"] == 120 and out["fill"]["second_facts_per_s"] > 0
