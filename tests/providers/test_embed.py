@@ -117,6 +117,14 @@ def test_long_texts_run_a_few_at_a_time_and_embed_as_alone(monkeypatch: pytest.M
     np.testing.assert_allclose(together, alone, atol=1e-4)
 
 
+def test_local_with_zero_threads_or_batch_size_runs_one_of_each(local: LocalEmbedder) -> None:
+    np.testing.assert_allclose(
+        LocalEmbedder(threads=0, batch_size=0).embed_sync(MIXED_LENGTHS),
+        local.embed_sync(MIXED_LENGTHS),
+        atol=1e-4,
+    )
+
+
 async def test_local_empty_input(local: LocalEmbedder) -> None:
     vectors = await local.embed([])
 

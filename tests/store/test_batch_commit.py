@@ -106,3 +106,21 @@ async def test_a_batch_that_fails_part_way_writes_nothing(store, clock):
     kept = await store.vectors(scope, [first[0].fact.id], MODEL)
     assert np.allclose(kept[first[0].fact.id], first[0].vector, atol=1e-6)
     assert len(await store.events(user)) == 1
+
+
+@pytest.mark.parametrize("backend", ["postgres", "citus"], indirect=True)
+async def test_the_many_row_statements_are_not_kept_prepared(make_store, clock):
+    """psycopg prepares a statement run five times on a connection and keeps it: a statement of a
+    thousand rows would hold megabytes of the server's memory for each row count that recurs."""
+    store = make_store(clock=clock, max_size=1)  # one connection: every commit on it
+    await store.open()
+    try:
+        user = (await store.ensure_user("prepared")).id
+        scope = Scope(user, all_agents=True)
+        for round in range(7):
+            texts = [f"round {round} fact {i}" for i in range(40)]
+            await store.commit(user, new_facts(scope, texts, unit_vectors(40, seed=round), clock()), clock())
+        prepared = await store._read(None, lambda tx: tx.all("SELECT statement FROM pg_prepared_statements"))
+    finally:
+        await store.close()
+    assert not [s for (s,) in prepared if "), (" in s], prepared

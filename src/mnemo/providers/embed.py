@@ -25,9 +25,10 @@ _MINILM_DIMENSIONS = 384
 _MINILM_MAX_TOKENS = 256
 # The most word pieces, padding included, one run of the model holds: its memory grows with
 # rows × the longest row (and ONNX Runtime keeps the largest run's memory for the session's
-# life), so long texts go one or two at a time and short facts still 32. bench/embedding.py, an
-# import of 640 texts of mixed length: the process's peak 440 MiB instead of 2,477, and 68
-# texts/s instead of 47 (long texts run no slower alone); short facts and questions unchanged.
+# life), so long texts go one or two at a time, facts of up to 16 pieces still 32.
+# bench/embedding.py, an import of 640 texts of mixed length: the process's peak 440 MiB
+# instead of 2,477, and 68 texts/s instead of 47 (long texts run no slower alone); short facts
+# and questions unchanged.
 TOKENS_PER_RUN = 512
 
 
@@ -65,8 +66,8 @@ class LocalEmbedder:
 
     def __init__(self, *, threads: int = 2, batch_size: int = 32) -> None:
         self._model_file, self._tokenizer_file = _minilm_files()
-        self._threads = threads
-        self._batch_size = batch_size
+        self._threads = max(1, threads)
+        self._batch_size = max(1, batch_size)
         self._load_lock = threading.Lock()
         # One ONNX Runtime session of one thread, run by several threads at once (a session's
         # run is thread-safe): a text or a batch is too small for a session's own threads to

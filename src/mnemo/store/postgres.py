@@ -389,6 +389,7 @@ class PostgresStore(SQLStore[PgTx, Counts]):
             await tx.cursor.execute(
                 as_format(facts.insert_events(len(chunk)) + " RETURNING hash, seq"),
                 [v for e in chunk for v in audit.event_row(e)],
+                prepare=False,
             )
             seq.update(await tx.cursor.fetchall())
         return [dataclasses.replace(e, seq=seq[e.hash]) for e in events], counts
@@ -397,7 +398,9 @@ class PostgresStore(SQLStore[PgTx, Counts]):
         counts = await self._insert_new(tx, user_id, changes)
         for chunk in _chunks(events):
             await tx.cursor.execute(
-                as_format(facts.import_events(len(chunk))), [v for e in chunk for v in imported_event(e)]
+                as_format(facts.import_events(len(chunk))),
+                [v for e in chunk for v in imported_event(e)],
+                prepare=False,
             )
         return counts
 
@@ -406,13 +409,16 @@ class PostgresStore(SQLStore[PgTx, Counts]):
         """New facts and their vectors, a table at a time and up to a thousand rows a statement
         (not three or four statements a fact): on Citus each statement of one user goes whole to
         the user's shard, so its planning and its trip to the worker are paid once a thousand
-        facts. The vectors find their facts by the rowids the facts' statement returned."""
+        facts. The vectors find their facts by the rowids the facts' statement returned. These
+        statements are never prepared: each row count is a statement of its own, and a prepared
+        one of a thousand rows would hold megabytes of the connection's memory for good."""
         cur = tx.cursor
         rowid: dict[str, int] = {}
         for chunk in _chunks(changes):
             await cur.execute(
                 as_format(facts.insert_facts(len(chunk)) + " RETURNING id, rowid"),
                 [v for c in chunk for v in facts.fact_values(tx, c.fact)],
+                prepare=False,
             )
             rowid.update(await cur.fetchall())
         vectors = [
@@ -433,6 +439,7 @@ class PostgresStore(SQLStore[PgTx, Counts]):
                 "INSERT INTO fact_vectors (fact_rowid, user_id, model, dims, active, agent_key, embedding)"
                 f" VALUES {', '.join(['(%s, %s, %s, %s, %s, %s, %b)'] * len(chunk))}",
                 [v for row in chunk for v in row],
+                prepare=False,
             )
         counts: Counts = {}
         for _, _, model, *_ in vectors:
